@@ -1,0 +1,49 @@
+# Two commands for a new user: `make demo` and `make test`. Both set up .venv on first use.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export ROS_LOG_DIR ?= $(CURDIR)/build/ros_log
+export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV):$(AMENT_PREFIX_PATH)
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+
+# The package is installed non-editable (data_files need it), so reinstall when sources change.
+PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_driver snake_viz snake_bringup launch urdf rviz config -type f -not -path '*/__pycache__/*' 2>/dev/null)
+REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-packages.txt
+
+.PHONY: demo test lint typecheck unit bench firmware clean help
+help:
+	@echo "make demo   run the demo (sets up .venv on first use)"
+	@echo "make test   run the whole test suite: ruff, mypy, pytest"
+	@echo "make bench  run the benchmarks (JSON to stdout and bench/results/)"
+
+$(VENV)/.runtime-ok: $(REQS)
+	tools/bootstrap.sh
+	touch $@
+$(VENV)/.dev-ok: $(VENV)/.runtime-ok requirements-dev.txt
+	tools/bootstrap.sh --dev
+	touch $@
+$(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(PKG_SOURCES)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
+	touch $@
+
+demo: $(VENV)/.pkg-ok
+	$(BIN)/snake demo
+
+lint: $(VENV)/.dev-ok
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev-ok
+	$(BIN)/mypy --strict snake_dynamics
+	$(BIN)/mypy snake_driver snake_viz snake_bringup
+
+unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok
+	$(BIN)/python -m pytest
+
+test: lint typecheck unit
+
+bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
+	$(BIN)/python bench/dynamics.py
+
+clean:
+	rm -rf build install log $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,38 @@
+"""ament_python package mfm_snake: builds with colcon, installs with pip into a venv."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "mfm_snake"
+
+
+def data(folder: str) -> tuple[str, list[str]]:
+    return (f"share/{PACKAGE}/{folder}", sorted(p for p in glob(f"{folder}/*") if not p.endswith("~")))
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=["snake_dynamics*", "snake_driver*", "snake_viz*", "snake_bringup*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        data("launch"),
+        data("urdf"),
+        data("rviz"),
+        data("config"),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="mfm_snake developers",
+    maintainer_email="dev@mfm-snake.invalid",
+    description="MFM dynamics, gaits, servo driver and visualisation for a multi-link snake robot",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            "snake = snake_bringup.cli:main",
+        ],
+    },
+)

@@ -1,0 +1,40 @@
+"""Where the package's data files (config/, urdf/, launch/, rviz/) are."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+PACKAGE = "mfm_snake"
+
+
+def share_dir() -> Path:
+    """The package's share folder: the installed one (ament index or the venv's ``share/``),
+    or the source checkout when running from it.
+    """
+    source = Path(__file__).resolve().parents[1]
+    if (source / "package.xml").is_file() and (source / "config").is_dir():
+        return source
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory(PACKAGE))
+    except (ImportError, LookupError, ValueError):
+        return Path(sys.prefix) / "share" / PACKAGE
+
+
+def robot_config(spec: str) -> Path:
+    """Resolve ``--robot``: an existing file, or a name in the package's config folder
+    (``robot`` -> config/robot.yaml). Returns the path even if missing (the loader reports it).
+    """
+    path = Path(spec)
+    if path.is_file():
+        return path
+    for candidate in (
+        share_dir() / spec,
+        share_dir() / "config" / spec,
+        share_dir() / "config" / f"{spec}.yaml",
+    ):
+        if candidate.is_file():
+            return candidate
+    return path

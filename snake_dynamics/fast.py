@@ -1,0 +1,539 @@
+"""Fast MFM: the same quantities as :mod:`kinetics`, computed recursively and compiled.
+
+Column k of B (eq. 56) is the twist of joint k. Written about the inertial origin it is
+S_k = [z_k; p_k x z_k] (angular first): the linear block of B for body b is then
+S_k's linear part + omega x r_b, i.e. z_k x (r_b - p_k), exactly MFM-NOTES' B_v(b, k).
+Each body's M-block (eq. 66) written about the same origin is the spatial inertia
+I_b = [[R_b J_b R_bᵀ + m_b hat(r_b) hat(r_b)ᵀ, m_b hat(r_b)], [m_b hat(r_b)ᵀ, m_b 1]].
+With every quantity in the one inertial frame no frame transforms are needed, and:
+
+* M* = Bᵀ M B (eq. 82): M*_ij = S_iᵀ (sum_{b>=j} I_b) S_j, composite bodies, O(n^2);
+* N* q_dot (eq. 83) and F* (eq. 79): a forward pass of velocities and velocity-product
+  accelerations, a backward pass of body forces, O(n) (recursive Newton-Euler);
+* q_ddot (eq. 84) without forming M*: the articulated-body recursion, O(n).
+
+All kernels are compiled with numba (``cache=True``: the first call in a fresh checkout
+compiles for a few seconds, later processes load the cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import StateError
+from .kinematics import joint_vector
+from .kinetics import body_wrenches
+from .model import SnakeModel
+
+FloatArray = NDArray[np.float64]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def compiled(fn: _F) -> _F:
+    """numba.njit with an on-disk cache, typed for mypy."""
+    return cast(_F, numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")(fn))
+
+
+# --------------------------------------------------------------------------- kernels
+@compiled
+def _body_frames(
+    axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """One pass tail to head: R_b, r_b (eqs. 17, 46-48), joint twists S_k and M-blocks I_b.
+
+    Returns:
+        rot (n+1, 3, 3), pos (n+1, 3), twists S_k = [z_k; p_k x z_k] (n, 6) with
+        p_k = r_{k-1} + R_{k-1} l_{k-1} and z_k = R_{k-1} a_k, and the body M-blocks of
+        eq. (66) about the inertial origin, angular first, (n, 6, 6).
+    """
+    n = q.shape[0]
+    rot = np.empty((n + 1, 3, 3))
+    pos = np.empty((n + 1, 3))
+    twist = np.empty((n, 6))
+    inert = np.empty((n, 6, 6))
+    rel = np.empty((3, 3))
+    rj = np.empty((3, 3))
+    p = np.empty(3)
+    for i in range(3):
+        pos[0, i] = 0.0
+        for j in range(3):
+            rot[0, i, j] = 1.0 if i == j else 0.0
+    for k in range(1, n + 1):
+        a0, a1, a2 = axes[k - 1, 0], axes[k - 1, 1], axes[k - 1, 2]
+        c, s = np.cos(q[k - 1]), np.sin(q[k - 1])
+        t = 1.0 - c
+        # Rodrigues: R^(k/k-1) = I + s hat(a) + (1 - c) hat(a)^2 (eqs. 18, 33)
+        rel[0, 0] = c + t * a0 * a0
+        rel[0, 1] = t * a0 * a1 - s * a2
+        rel[0, 2] = t * a0 * a2 + s * a1
+        rel[1, 0] = t * a0 * a1 + s * a2
+        rel[1, 1] = c + t * a1 * a1
+        rel[1, 2] = t * a1 * a2 - s * a0
+        rel[2, 0] = t * a0 * a2 - s * a1
+        rel[2, 1] = t * a1 * a2 + s * a0
+        rel[2, 2] = c + t * a2 * a2
+        for i in range(3):
+            pi = pos[k - 1, i]
+            zi = 0.0
+            for j in range(3):
+                pi += rot[k - 1, i, j] * offsets[k - 1, j]
+                zi += rot[k - 1, i, j] * axes[k - 1, j]
+                rot[k, i, j] = (
+                    rot[k - 1, i, 0] * rel[0, j]
+                    + rot[k - 1, i, 1] * rel[1, j]
+                    + rot[k - 1, i, 2] * rel[2, j]
+                )
+            p[i] = pi
+            twist[k - 1, i] = zi
+        for i in range(3):
+            pos[k, i] = (
+                p[i]
+                + rot[k, i, 0] * offsets[k, 0]
+                + rot[k, i, 1] * offsets[k, 1]
+                + rot[k, i, 2] * offsets[k, 2]
+            )
+        z0, z1, z2 = twist[k - 1, 0], twist[k - 1, 1], twist[k - 1, 2]
+        twist[k - 1, 3] = p[1] * z2 - p[2] * z1
+        twist[k - 1, 4] = p[2] * z0 - p[0] * z2
+        twist[k - 1, 5] = p[0] * z1 - p[1] * z0
+        # M-block of body k about the origin: [[R J R^T + m hat(r) hat(r)^T, m hat(r)], [.., m 1]]
+        m = masses[k]
+        r0, r1, r2 = pos[k, 0], pos[k, 1], pos[k, 2]
+        rr = r0 * r0 + r1 * r1 + r2 * r2
+        for i in range(3):
+            for j in range(3):
+                rj[i, j] = (
+                    rot[k, i, 0] * inertias[k, 0, j]
+                    + rot[k, i, 1] * inertias[k, 1, j]
+                    + rot[k, i, 2] * inertias[k, 2, j]
+                )
+        for i in range(3):
+            for j in range(i, 3):
+                val = rj[i, 0] * rot[k, j, 0] + rj[i, 1] * rot[k, j, 1] + rj[i, 2] * rot[k, j, 2]
+                val += m * ((rr if i == j else 0.0) - pos[k, i] * pos[k, j])
+                inert[k - 1, i, j] = val
+                inert[k - 1, j, i] = val
+            for j in range(3):
+                inert[k - 1, 3 + i, 3 + j] = m if i == j else 0.0
+        inert[k - 1, 0, 3] = 0.0
+        inert[k - 1, 0, 4] = -m * r2
+        inert[k - 1, 0, 5] = m * r1
+        inert[k - 1, 1, 3] = m * r2
+        inert[k - 1, 1, 4] = 0.0
+        inert[k - 1, 1, 5] = -m * r0
+        inert[k - 1, 2, 3] = -m * r1
+        inert[k - 1, 2, 4] = m * r0
+        inert[k - 1, 2, 5] = 0.0
+        for i in range(3):
+            for j in range(3):
+                inert[k - 1, 3 + j, i] = inert[k - 1, i, 3 + j]
+    return rot, pos, twist, inert
+
+
+@compiled
+def _motion_cross(v: FloatArray, m: FloatArray, scale: float, out: FloatArray) -> None:
+    """out = v x (scale m) for spatial motion vectors (angular first)."""
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    a0, a1, a2 = scale * m[0], scale * m[1], scale * m[2]
+    b0, b1, b2 = scale * m[3], scale * m[4], scale * m[5]
+    out[0] = w1 * a2 - w2 * a1
+    out[1] = w2 * a0 - w0 * a2
+    out[2] = w0 * a1 - w1 * a0
+    out[3] = w1 * b2 - w2 * b1 + u1 * a2 - u2 * a1
+    out[4] = w2 * b0 - w0 * b2 + u2 * a0 - u0 * a2
+    out[5] = w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
+
+
+@compiled
+def _force_cross_inertia(v: FloatArray, inertia: FloatArray, out: FloatArray) -> None:
+    """out = v x* (I v): the gyroscopic spatial force of a body moving with twist v."""
+    h0 = h1 = h2 = h3 = h4 = h5 = 0.0
+    for j in range(6):
+        vj = v[j]
+        h0 += inertia[0, j] * vj
+        h1 += inertia[1, j] * vj
+        h2 += inertia[2, j] * vj
+        h3 += inertia[3, j] * vj
+        h4 += inertia[4, j] * vj
+        h5 += inertia[5, j] * vj
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] = w1 * h2 - w2 * h1 + u1 * h5 - u2 * h4
+    out[1] = w2 * h0 - w0 * h2 + u2 * h3 - u0 * h5
+    out[2] = w0 * h1 - w1 * h0 + u0 * h4 - u1 * h3
+    out[3] = w1 * h5 - w2 * h4
+    out[4] = w2 * h3 - w0 * h5
+    out[5] = w0 * h4 - w1 * h3
+
+
+@compiled
+def _external_forces(
+    masses: FloatArray, gravity: FloatArray, rot: FloatArray, pos: FloatArray, wrenches: FloatArray
+) -> FloatArray:
+    """Q of eq. (79) without joint torques, as spatial forces about the inertial origin."""
+    n = wrenches.shape[0]
+    out = np.empty((n, 6))
+    for b in range(1, n + 1):
+        for i in range(3):
+            out[b - 1, 3 + i] = masses[b] * gravity[i] + wrenches[b - 1, i]
+            moment = 0.0  # body-frame moment to the inertial frame
+            for j in range(3):
+                moment += rot[b, i, j] * wrenches[b - 1, 3 + j]
+            out[b - 1, i] = moment
+        r = pos[b]
+        f = out[b - 1, 3:6]
+        out[b - 1, 0] += r[1] * f[2] - r[2] * f[1]
+        out[b - 1, 1] += r[2] * f[0] - r[0] * f[2]
+        out[b - 1, 2] += r[0] * f[1] - r[1] * f[0]
+    return out
+
+
+@compiled
+def _velocities(s: FloatArray, qd: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Body twists v_b = sum_{k<=b} S_k qd_k and velocity-product accelerations v_b x S_b qd_b."""
+    n = qd.shape[0]
+    v = np.empty((n, 6))
+    c = np.empty((n, 6))
+    for k in range(n):
+        for i in range(6):
+            v[k, i] = (v[k - 1, i] if k > 0 else 0.0) + s[k, i] * qd[k]
+        _motion_cross(v[k], s[k], qd[k], c[k])
+    return v, c
+
+
+@compiled
+def _dot6(a: FloatArray, b: FloatArray) -> float:
+    dot: float = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+    return dot
+
+
+@compiled
+def _rnea(
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    gravity: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    qdd: FloatArray,
+    wrenches: FloatArray,
+) -> FloatArray:
+    """tau = M* qdd + N* qd - F*(tau=0): recursive Newton-Euler on the MFM frames."""
+    n = q.shape[0]
+    rot, pos, s, inert = _body_frames(axes, offsets, masses, inertias, q)
+    v, c = _velocities(s, qd)
+    f = _external_forces(masses, gravity, rot, pos, wrenches)
+    acc = np.zeros(6)
+    gyro = np.empty(6)
+    for k in range(n):
+        for i in range(6):
+            acc[i] += c[k, i] + s[k, i] * qdd[k]
+        _force_cross_inertia(v[k], inert[k], gyro)
+        for i in range(6):
+            ia = 0.0
+            for j in range(6):
+                ia += inert[k, i, j] * acc[j]
+            f[k, i] = ia + gyro[i] - f[k, i]
+    tau = np.empty(n)
+    for k in range(n - 1, -1, -1):
+        tau[k] = _dot6(s[k], f[k])
+        if k > 0:
+            for i in range(6):
+                f[k - 1, i] += f[k, i]
+    return tau
+
+
+@compiled
+def _crba(
+    axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
+) -> FloatArray:
+    """M*_ij = S_iᵀ (sum_{b>=j} I_b) S_j (eq. 82 by composite bodies)."""
+    n = q.shape[0]
+    _, _, s, comp = _body_frames(axes, offsets, masses, inertias, q)
+    for k in range(n - 2, -1, -1):
+        comp[k] += comp[k + 1]
+    mstar = np.empty((n, n))
+    fj = np.empty(6)
+    for j in range(n):
+        for i in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += comp[j, i, m] * s[j, m]
+            fj[i] = acc
+        for i in range(j + 1):
+            mstar[i, j] = _dot6(s[i], fj)
+            mstar[j, i] = mstar[i, j]
+    return mstar
+
+
+@compiled
+def _aba(
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    gravity: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    tau: FloatArray,
+    wrenches: FloatArray,
+) -> FloatArray:
+    """q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
+    n = q.shape[0]
+    rot, pos, s, art = _body_frames(axes, offsets, masses, inertias, q)
+    v, c = _velocities(s, qd)
+    bias = _external_forces(masses, gravity, rot, pos, wrenches)
+    gyro = np.empty(6)
+    for k in range(n):
+        _force_cross_inertia(v[k], art[k], gyro)
+        for i in range(6):
+            bias[k, i] = gyro[i] - bias[k, i]
+    u_vec = np.empty((n, 6))
+    d = np.empty(n)
+    u = np.empty(n)
+    for k in range(n - 1, -1, -1):
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += art[k, i, j] * s[k, j]
+            u_vec[k, i] = acc
+        d[k] = _dot6(s[k], u_vec[k])
+        u[k] = tau[k] - _dot6(s[k], bias[k])
+        if k > 0:
+            scale = u[k] / d[k]
+            inv_d = 1.0 / d[k]
+            for i in range(6):
+                bias[k - 1, i] += bias[k, i] + u_vec[k, i] * scale
+            for i in range(6):  # Ia = IA - U Uᵀ / d is symmetric: one triangle, mirrored
+                ui = u_vec[k, i] * inv_d
+                ci = c[k, i]
+                art_ii = art[k, i, i] - ui * u_vec[k, i]
+                art[k - 1, i, i] += art_ii
+                bias[k - 1, i] += art_ii * ci
+                for j in range(i + 1, 6):
+                    art_ij = art[k, i, j] - ui * u_vec[k, j]
+                    art[k - 1, i, j] += art_ij
+                    art[k - 1, j, i] += art_ij
+                    bias[k - 1, i] += art_ij * c[k, j]
+                    bias[k - 1, j] += art_ij * ci
+    qdd = np.empty(n)
+    acc6 = np.zeros(6)  # the inertial base's spatial acceleration is zero
+    for k in range(n):
+        for i in range(6):
+            acc6[i] += c[k, i]
+        qdd[k] = (u[k] - _dot6(u_vec[k], acc6)) / d[k]
+        for i in range(6):
+            acc6[i] += s[k, i] * qdd[k]
+    return qdd
+
+
+@compiled
+def _energies(
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    gravity: FloatArray,
+    qs: FloatArray,
+    qds: FloatArray,
+) -> FloatArray:
+    """Per sample: kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J]."""
+    out = np.zeros((qs.shape[0], 2))
+    for row in range(qs.shape[0]):
+        _, pos, s, inert = _body_frames(axes, offsets, masses, inertias, qs[row])
+        v, _ = _velocities(s, qds[row])
+        for k in range(qs.shape[1]):
+            for i in range(6):
+                for j in range(6):
+                    out[row, 0] += 0.5 * v[k, i] * inert[k, i, j] * v[k, j]
+            for i in range(3):
+                out[row, 1] -= masses[k + 1] * gravity[i] * pos[k + 1, i]
+    return out
+
+
+#: The model arrays the kernels take: (axes, offsets, masses, inertias, gravity, no_wrench).
+Params = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+@compiled
+def accel_kernel(params: Params, q: FloatArray, qd: FloatArray, tau: FloatArray) -> FloatArray:
+    """q_ddot = accel(params, q, q_dot, tau) for :func:`integrators.rk4_step` (eq. 84)."""
+    axes, offsets, masses, inertias, gravity, no_wrench = params
+    return _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench)
+
+
+@compiled
+def servo_torque(
+    stiffness: FloatArray, damping: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray
+) -> FloatArray:
+    """Servo model: tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot) [N m].
+
+    Args:
+        stiffness: k_p per joint [N m/rad], shape (n,).
+        damping: k_d per joint [N m s/rad], shape (n,).
+        u: the stacked input [tau_ff; q_ref; q_dot_ref], shape (3n,).
+        q: joint angles [rad], shape (n,).
+        qd: joint rates [rad/s], shape (n,).
+    """
+    n = q.shape[0]
+    return u[:n] + stiffness * (u[n : 2 * n] - q) + damping * (u[2 * n :] - qd)
+
+
+#: (model arrays, k_p, k_d) for :func:`servo_accel_kernel`.
+ServoParams = tuple[Params, FloatArray, FloatArray]
+
+
+@compiled
+def servo_accel_kernel(
+    params: ServoParams, q: FloatArray, qd: FloatArray, u: FloatArray
+) -> FloatArray:
+    """q_ddot (eq. 84) under :func:`servo_torque` with input u = [tau_ff; q_ref; q_dot_ref]."""
+    model, stiffness, damping = params
+    return accel_kernel(model, q, qd, servo_torque(stiffness, damping, u, q, qd))
+
+
+# --------------------------------------------------------------------------- public API
+class FastModel:
+    """A :class:`SnakeModel` packed as contiguous arrays for the compiled kernels."""
+
+    __slots__ = ("axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets", "params")
+
+    def __init__(self, model: SnakeModel) -> None:
+        self.model = model
+        self.axes = np.ascontiguousarray(model.axes, dtype=np.float64)
+        self.offsets = np.ascontiguousarray(model.offsets, dtype=np.float64)
+        self.masses = np.ascontiguousarray(model.masses, dtype=np.float64)
+        self.inertias = np.ascontiguousarray(model.inertias, dtype=np.float64)
+        self.gravity = np.ascontiguousarray(model.gravity, dtype=np.float64)
+        self.no_wrench = np.zeros((model.n_joints, 6))
+        self.params: Params = (
+            self.axes,
+            self.offsets,
+            self.masses,
+            self.inertias,
+            self.gravity,
+            self.no_wrench,
+        )
+
+    def wrench_array(self, wrenches: ArrayLike | None) -> FloatArray:
+        """Validated (n, 6) wrench array (zeros when None)."""
+        if wrenches is None:
+            return self.no_wrench
+        return np.ascontiguousarray(body_wrenches(self.model, wrenches))
+
+    def forward_dynamics(
+        self, q: FloatArray, qd: FloatArray, tau: FloatArray, wrenches: FloatArray | None = None
+    ) -> FloatArray:
+        """q_ddot (eq. 84), unchecked float64 inputs of shape (n,): the hot path."""
+        w = self.no_wrench if wrenches is None else wrenches
+        return _aba(
+            self.axes, self.offsets, self.masses, self.inertias, self.gravity, q, qd, tau, w
+        )
+
+    def inverse_dynamics(
+        self, q: FloatArray, qd: FloatArray, qdd: FloatArray, wrenches: FloatArray | None = None
+    ) -> FloatArray:
+        """tau for q_ddot (eq. 81), unchecked float64 inputs of shape (n,)."""
+        w = self.no_wrench if wrenches is None else wrenches
+        return _rnea(
+            self.axes, self.offsets, self.masses, self.inertias, self.gravity, q, qd, qdd, w
+        )
+
+
+def _state(model: SnakeModel, values: ArrayLike, name: str) -> FloatArray:
+    return np.ascontiguousarray(joint_vector(model, values, name))
+
+
+def mass_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
+    """M* (eq. 82) by composite bodies, O(n^2); equals :func:`kinetics.mass_matrix`."""
+    p = FastModel(model)
+    return _crba(p.axes, p.offsets, p.masses, p.inertias, _state(model, q, "q"))
+
+
+def bias_forces(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
+    """N* q_dot (eq. 83) by recursive Newton-Euler with q_ddot = 0 and no gravity, O(n)."""
+    p = FastModel(model)
+    n = model.n_joints
+    q_arr, qd_arr = _state(model, q, "q"), _state(model, qd, "qd")
+    return _rnea(
+        p.axes,
+        p.offsets,
+        p.masses,
+        p.inertias,
+        np.zeros(3),
+        q_arr,
+        qd_arr,
+        np.zeros(n),
+        p.no_wrench,
+    )
+
+
+def generalized_forces(
+    model: SnakeModel, q: ArrayLike, tau: ArrayLike, wrenches: ArrayLike | None = None
+) -> FloatArray:
+    """F* = Bᵀ Q (eq. 79): tau plus the projected gravity and external wrenches, O(n)."""
+    p = FastModel(model)
+    zero = np.zeros(model.n_joints)
+    passive = _rnea(
+        p.axes,
+        p.offsets,
+        p.masses,
+        p.inertias,
+        p.gravity,
+        _state(model, q, "q"),
+        zero,
+        zero,
+        p.wrench_array(wrenches),
+    )
+    return _state(model, tau, "tau") - passive
+
+
+def forward_dynamics(
+    model: SnakeModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    tau: ArrayLike,
+    wrenches: ArrayLike | None = None,
+) -> FloatArray:
+    """q_ddot (eq. 84) by the articulated-body recursion, O(n)."""
+    p = FastModel(model)
+    return p.forward_dynamics(
+        _state(model, q, "q"),
+        _state(model, qd, "qd"),
+        _state(model, tau, "tau"),
+        p.wrench_array(wrenches),
+    )
+
+
+def inverse_dynamics(
+    model: SnakeModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    wrenches: ArrayLike | None = None,
+) -> FloatArray:
+    """tau = M* q_ddot + N* q_dot - F*(tau = 0) (eq. 81) by recursive Newton-Euler, O(n)."""
+    p = FastModel(model)
+    return p.inverse_dynamics(
+        _state(model, q, "q"),
+        _state(model, qd, "qd"),
+        _state(model, qdd, "qdd"),
+        p.wrench_array(wrenches),
+    )
+
+
+def energies(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
+    """Kinetic (eq. 65) and potential energy [J] of samples q, q_dot of shape (N, n): (N, 2)."""
+    p = FastModel(model)
+    qs = np.ascontiguousarray(np.atleast_2d(np.asarray(q, dtype=float)))
+    qds = np.ascontiguousarray(np.atleast_2d(np.asarray(qd, dtype=float)))
+    if qs.shape != qds.shape or qs.shape[1] != model.n_joints:
+        raise StateError(
+            f"q and qd must both have shape (N, {model.n_joints}), got {qs.shape}, {qds.shape}"
+        )
+    return _energies(p.axes, p.offsets, p.masses, p.inertias, p.gravity, qs, qds)

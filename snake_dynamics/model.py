@@ -1,0 +1,382 @@
+"""The snake's geometry and inertia: n moving bodies on a tail body (the paper's body I).
+
+Bodies are numbered 0 (tail) .. n (head); joint k joins body k-1 to body k. Each body's
+frame sits at its centre of mass with the long axis along e2; the CM lies half a body
+length from either joint, so the offset vectors of eq. (48) are l_k = (0, L_k / 2, 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import ModelError
+
+FloatArray = NDArray[np.float64]
+
+#: Named joint axes: e1 (pitch when the snake lies along e2 with e3 up), e2 (roll), e3 (yaw).
+AXES: dict[str, tuple[float, float, float]] = {
+    "x": (1.0, 0.0, 0.0),
+    "y": (0.0, 1.0, 0.0),
+    "z": (0.0, 0.0, 1.0),
+}
+
+_LINK_KEYS = {"mass", "length", "radius", "inertia", "axis", "limits"}
+_MODEL_KEYS = {"name", "gravity", "axes", "tail", "links", "link_defaults"}
+
+
+def _body_label(i: int) -> str:
+    return "tail" if i == 0 else f"links[{i - 1}]"
+
+
+def cylinder_inertia(mass: float, length: float, radius: float) -> FloatArray:
+    """Inertia of a solid cylinder about its CM, long axis e2 (used for J_C of eq. 62).
+
+    Args:
+        mass: m [kg].
+        length: L [m].
+        radius: r [m].
+
+    Returns:
+        Diagonal inertia matrix [kg m^2], shape (3, 3).
+    """
+    transverse = mass * (3.0 * radius**2 + length**2) / 12.0
+    return np.diag([transverse, 0.5 * mass * radius**2, transverse])
+
+
+def parse_axis(spec: object, where: str) -> FloatArray:
+    """A joint axis from ``"x" | "y" | "z"`` or a non-zero 3-vector (normalised).
+
+    Args:
+        spec: the axis as written by the user.
+        where: field name for the error message.
+
+    Returns:
+        Unit vector, shape (3,).
+
+    Raises:
+        ModelError: unknown name, wrong length, zero or non-finite vector.
+    """
+    if isinstance(spec, str):
+        key = spec.strip().lower().removeprefix("e").replace("1", "x").replace("2", "y")
+        key = key.replace("3", "z")
+        if key not in AXES:
+            raise ModelError(f"{where}: unknown axis {spec!r}; use x, y, z or a 3-vector")
+        return np.array(AXES[key])
+    try:
+        vec = np.asarray(spec, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{where}: axis {spec!r} is not a name or a 3-vector") from exc
+    if vec.shape != (3,) or not np.all(np.isfinite(vec)) or np.linalg.norm(vec) < 1e-9:
+        raise ModelError(
+            f"{where}: axis must be x, y, z or a finite non-zero 3-vector, got {spec!r}"
+        )
+    unit: FloatArray = vec / np.linalg.norm(vec)
+    return unit
+
+
+def alternating_axes(n_joints: int, pattern: str = "xz") -> list[str]:
+    """Joint axes cycling through ``pattern`` (default e1, e3, e1, ... as in the paper).
+
+    Raises:
+        ModelError: empty pattern or a letter that is not an axis.
+    """
+    if not pattern or any(c not in AXES for c in pattern.lower()):
+        raise ModelError(f"axes pattern must be letters from 'xyz', got {pattern!r}")
+    return [pattern.lower()[k % len(pattern)] for k in range(n_joints)]
+
+
+def _number(body: Mapping[str, Any], key: str, i: int, default: float | None = None) -> float:
+    if key not in body and default is None:
+        raise ModelError(f"{_body_label(i)}.{key} is missing")
+    value = body.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{_body_label(i)}.{key} must be a number, got {value!r}") from exc
+
+
+def _array(value: object, where: str) -> FloatArray:
+    try:
+        return np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{where} must be numbers, got {value!r}") from exc
+
+
+def _finite_positive(values: FloatArray, name: str, unit: str) -> None:
+    for i, v in enumerate(values):
+        if not (math.isfinite(v) and v > 0.0):
+            raise ModelError(
+                f"{_body_label(i)}.{name} must be a finite number > 0 {unit}, got {v!r}"
+            )
+
+
+def _check_inertia(j: FloatArray, i: int) -> None:
+    where = f"{_body_label(i)}.inertia"
+    if not np.all(np.isfinite(j)):
+        raise ModelError(f"{where} must be finite, got {j.tolist()}")
+    scale = float(np.max(np.abs(j)))
+    if scale == 0.0 or not np.allclose(j, j.T, rtol=0.0, atol=1e-12 * scale):
+        raise ModelError(f"{where} must be a symmetric non-zero 3x3 matrix, got {j.tolist()}")
+    principal = np.linalg.eigvalsh(j)
+    if principal[0] <= 0.0:
+        raise ModelError(
+            f"{where} must be positive definite, principal moments {principal.tolist()}"
+        )
+    if principal[0] + principal[1] < principal[2] * (1.0 - 1e-9):
+        raise ModelError(
+            f"{where}: principal moments {principal.tolist()} violate the triangle inequality "
+            "(no rigid body has them)"
+        )
+
+
+@dataclass(frozen=True)
+class SnakeModel:
+    """Geometry and inertia of the serial snake (bodies 0..n, joints 1..n).
+
+    Attributes:
+        masses: m_b [kg], shape (n+1,), tail first.
+        lengths: body lengths L_b [m], shape (n+1,); CM-to-joint offset is L_b / 2.
+        radii: body radii [m], shape (n+1,) (default inertia and visuals).
+        axes: joint axes a_k in their own frame (unit), shape (n, 3).
+        inertias: J_C about each CM in body axes [kg m^2], shape (n+1, 3, 3).
+        gravity: g in the inertial frame [m/s^2], shape (3,) (zero in the paper).
+        joint_limits: [lower, upper] per joint [rad], shape (n, 2).
+        name: a label for files and logs.
+    """
+
+    masses: FloatArray
+    lengths: FloatArray
+    radii: FloatArray
+    axes: FloatArray
+    inertias: FloatArray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    gravity: FloatArray = field(default_factory=lambda: np.zeros(3))
+    joint_limits: FloatArray = field(default_factory=lambda: np.zeros((0, 2)))
+    name: str = "snake"
+
+    def __post_init__(self) -> None:
+        masses = np.array(self.masses, dtype=float).reshape(-1)
+        n = masses.size - 1
+        if n < 1:
+            raise ModelError(
+                f"a snake needs a tail and at least one link, got {masses.size} bodies"
+            )
+        lengths = self._vector(self.lengths, n + 1, "lengths")
+        radii = self._vector(self.radii, n + 1, "radii")
+        _finite_positive(masses, "mass", "kg")
+        _finite_positive(lengths, "length", "m")
+        _finite_positive(radii, "radius", "m")
+        axes = np.array(self.axes, dtype=float)
+        if axes.shape != (n, 3):
+            raise ModelError(
+                f"axes must have one 3-vector per joint, shape ({n}, 3), got {axes.shape}"
+            )
+        axes = np.stack([parse_axis(a, f"links[{k}].axis") for k, a in enumerate(axes)])
+        inertias = np.array(self.inertias, dtype=float)
+        if inertias.size == 0:
+            bodies = zip(masses, lengths, radii, strict=True)
+            inertias = np.stack([cylinder_inertia(*b) for b in bodies])
+        if inertias.shape != (n + 1, 3, 3):
+            raise ModelError(f"inertias must have shape ({n + 1}, 3, 3), got {inertias.shape}")
+        for i, j in enumerate(inertias):
+            _check_inertia(j, i)
+        gravity = np.array(self.gravity, dtype=float).reshape(-1)
+        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+            raise ModelError(f"gravity must be a finite 3-vector [m/s^2], got {self.gravity!r}")
+        limits = np.array(self.joint_limits, dtype=float)
+        if limits.size == 0:
+            limits = np.tile([-math.pi, math.pi], (n, 1))
+        if limits.shape != (n, 2):
+            raise ModelError(f"joint_limits must have shape ({n}, 2), got {limits.shape}")
+        for k, (lo, hi) in enumerate(limits):
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ModelError(
+                    f"links[{k}].limits must be finite with lower < upper, got [{lo}, {hi}]"
+                )
+        for attr, value in [
+            ("masses", masses),
+            ("lengths", lengths),
+            ("radii", radii),
+            ("axes", axes),
+            ("inertias", inertias),
+            ("gravity", gravity),
+            ("joint_limits", limits),
+        ]:
+            value.setflags(write=False)
+            object.__setattr__(self, attr, value)
+
+    @staticmethod
+    def _vector(values: ArrayLike, size: int, name: str) -> FloatArray:
+        try:
+            vec = np.array(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{name} must be numbers, got {values!r}") from exc
+        if vec.size != size:
+            raise ModelError(
+                f"{name} needs {size} entries (tail + {size - 1} links), got {vec.size}"
+            )
+        return vec
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def uniform(
+        cls,
+        n_joints: int,
+        mass: float,
+        length: float,
+        radius: float,
+        axes: str = "xz",
+        tail_length: float | None = None,
+        gravity: ArrayLike = (0.0, 0.0, 0.0),
+    ) -> SnakeModel:
+        """A snake of identical links (the paper's 20-body model is one).
+
+        Args:
+            n_joints: number of joints n (moving bodies) >= 1.
+            mass: mass of every body [kg].
+            length: length of every body [m].
+            radius: radius of every body [m].
+            axes: axis pattern cycled over the joints ("xz": e1, e3, e1, ...).
+            tail_length: tail body length [m] (default: ``length``).
+            gravity: g [m/s^2].
+        """
+        if isinstance(n_joints, bool) or not isinstance(n_joints, int) or n_joints < 1:
+            raise ModelError(f"n_joints must be an integer >= 1, got {n_joints!r}")
+        lengths = np.full(n_joints + 1, float(length))
+        lengths[0] = float(length if tail_length is None else tail_length)
+        return cls(
+            masses=np.full(n_joints + 1, float(mass)),
+            lengths=lengths,
+            radii=np.full(n_joints + 1, float(radius)),
+            axes=np.array([AXES[a] for a in alternating_axes(n_joints, axes)]),
+            gravity=np.asarray(gravity, dtype=float),
+            name=f"uniform{n_joints}",
+        )
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> SnakeModel:
+        """Load the ``model:`` section of a robot YAML file (see config/robot.yaml).
+
+        Raises:
+            ModelError: missing file, bad YAML, unknown keys or invalid values; the message
+                names the file and the field.
+        """
+        path = Path(path)
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise ModelError(f"{path}: cannot read robot file ({exc.strerror})") from exc
+        except yaml.YAMLError as exc:
+            raise ModelError(f"{path}: not valid YAML ({exc})") from exc
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("model"), Mapping):
+            raise ModelError(f"{path}: expected a mapping with a 'model:' section")
+        try:
+            return cls.from_dict(doc["model"], name=path.stem)
+        except ModelError as exc:
+            raise ModelError(f"{path}: {exc}") from None
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any], name: str = "snake") -> SnakeModel:
+        """Build a model from the mapping form used in the YAML files.
+
+        Keys: ``tail`` and ``links`` (lists of bodies with ``mass`` [kg], ``length`` [m],
+        ``radius`` [m], optional ``inertia`` (3x3) and, for links, ``axis`` and ``limits``
+        [rad]), optional ``link_defaults`` merged into every link, ``axes`` (pattern,
+        default "xz"), ``gravity`` and ``name``.
+        """
+        unknown = set(spec) - _MODEL_KEYS
+        if unknown:
+            raise ModelError(
+                f"model: unknown keys {sorted(unknown)}; allowed {sorted(_MODEL_KEYS)}"
+            )
+        links = spec.get("links")
+        if not isinstance(links, Sequence) or isinstance(links, str) or not links:
+            raise ModelError("model.links must be a non-empty list of bodies")
+        defaults = dict(spec.get("link_defaults") or {})
+        tail = dict(spec.get("tail") or {})
+        bodies = [tail] + [{**defaults, **dict(link)} for link in links]
+        pattern = alternating_axes(len(links), str(spec.get("axes", "xz")))
+        masses, lengths, radii, inertias = [], [], [], []
+        for i, body in enumerate(bodies):
+            extra = set(body) - _LINK_KEYS
+            if extra:
+                raise ModelError(f"{_body_label(i)}: unknown keys {sorted(extra)}")
+            masses.append(_number(body, "mass", i))
+            lengths.append(_number(body, "length", i))
+            radii.append(_number(body, "radius", i, default=0.02))
+            if "inertia" in body:
+                j = _array(body["inertia"], f"{_body_label(i)}.inertia")
+                if j.shape != (3, 3):
+                    raise ModelError(f"{_body_label(i)}.inertia must be a 3x3 matrix [kg m^2]")
+                inertias.append(j)
+            else:
+                inertias.append(cylinder_inertia(masses[-1], lengths[-1], radii[-1]))
+        return cls(
+            masses=np.array(masses),
+            lengths=np.array(lengths),
+            radii=np.array(radii),
+            axes=np.stack(
+                [
+                    parse_axis(b.get("axis", pattern[k]), f"links[{k}].axis")
+                    for k, b in enumerate(bodies[1:])
+                ]
+            ),
+            inertias=np.stack(inertias),
+            gravity=_array(spec.get("gravity", (0.0, 0.0, 0.0)), "model.gravity"),
+            joint_limits=np.stack(
+                [
+                    _array(b.get("limits", (-math.pi, math.pi)), f"links[{k}].limits")
+                    for k, b in enumerate(bodies[1:])
+                ]
+            ),
+            name=str(spec.get("name", name)),
+        )
+
+    # ----------------------------------------------------------------- derived data
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n (= moving bodies)."""
+        return int(self.axes.shape[0])
+
+    @property
+    def joint_names(self) -> list[str]:
+        """ROS joint names ``joint_1 .. joint_n``, tail to head."""
+        return [f"joint_{k}" for k in range(1, self.n_joints + 1)]
+
+    @property
+    def link_names(self) -> list[str]:
+        """URDF/TF link names: ``base_link`` (tail) then ``link_1 .. link_n``."""
+        return ["base_link"] + [f"link_{k}" for k in range(1, self.n_joints + 1)]
+
+    @cached_property
+    def offsets(self) -> FloatArray:
+        """CM-to-joint offsets l_b = (0, L_b/2, 0) of eq. (48) [m], shape (n+1, 3)."""
+        out = np.zeros((self.n_joints + 1, 3))
+        out[:, 1] = 0.5 * self.lengths
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def block_mass_matrix(self) -> FloatArray:
+        """M = blockdiag(m_b I3, J_C^(b)) of the moving bodies b = 1..n (eq. 66), (6n, 6n)."""
+        n = self.n_joints
+        m = np.zeros((6 * n, 6 * n))
+        for b in range(1, n + 1):
+            s = 6 * (b - 1)
+            m[s : s + 3, s : s + 3] = self.masses[b] * np.eye(3)
+            m[s + 3 : s + 6, s + 3 : s + 6] = self.inertias[b]
+        m.setflags(write=False)
+        return m
+
+    @property
+    def total_mass(self) -> float:
+        """Mass of the moving bodies [kg]."""
+        return float(np.sum(self.masses[1:]))

@@ -1,0 +1,162 @@
+"""Files and plots of an offline simulation run (`snake simulate`), no ROS.
+
+The run folder holds ``run.npz`` (every array), ``run.csv`` (one row per sample),
+``summary.json`` and PNG plots: commanded vs simulated joint angles (the paper's
+Figure 4 layout, one panel per joint), joint torques and energy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from snake_dynamics.integrators import SimulationResult
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Headline numbers of a run (all measured on the samples written to the folder)."""
+
+    robot: str
+    gait: str
+    n_joints: int
+    duration_s: float
+    dt_s: float
+    steps: int
+    wall_time_s: float
+    real_time_factor: float
+    max_abs_torque_nm: float
+    rms_tracking_error_rad: float
+    max_tracking_error_rad: float
+    energy_range_j: float
+
+    def lines(self) -> list[str]:
+        """Human-readable summary lines for stdout."""
+        return [
+            f"robot {self.robot} ({self.n_joints} joints), gait {self.gait}",
+            f"simulated {self.duration_s:g} s at dt = {self.dt_s * 1e3:g} ms "
+            f"({self.steps} RK4 steps) in {self.wall_time_s:.2f} s wall time "
+            f"({self.real_time_factor:.1f}x real time)",
+            f"tracking error commanded vs simulated: RMS {self.rms_tracking_error_rad:.3g} rad, "
+            f"max {self.max_tracking_error_rad:.3g} rad",
+            f"max |torque| {self.max_abs_torque_nm:.4g} N m, "
+            f"energy range {self.energy_range_j:.4g} J",
+        ]
+
+
+def summarise(
+    result: SimulationResult, commanded: FloatArray, robot: str, gait: str, wall_time: float
+) -> RunSummary:
+    """Compute the :class:`RunSummary` of a run against the commanded angles (N, n) [rad]."""
+    err = result.q - commanded
+    duration = float(result.t[-1])
+    return RunSummary(
+        robot=robot,
+        gait=gait,
+        n_joints=int(result.q.shape[1]),
+        duration_s=duration,
+        dt_s=float(result.t[1] - result.t[0]),
+        steps=int(result.t.size - 1),
+        wall_time_s=wall_time,
+        real_time_factor=duration / wall_time if wall_time > 0 else math.inf,
+        max_abs_torque_nm=float(np.max(np.abs(result.tau))),
+        rms_tracking_error_rad=float(np.sqrt(np.mean(err**2))),
+        max_tracking_error_rad=float(np.max(np.abs(err))),
+        energy_range_j=float(np.ptp(result.energy)),
+    )
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(4, n)
+    return math.ceil(n / cols), cols
+
+
+def write_run(
+    folder: Path,
+    result: SimulationResult,
+    commanded: FloatArray,
+    summary: RunSummary,
+    config: dict[str, Any],
+    plots: bool = True,
+) -> list[Path]:
+    """Write the run's data, summary, configuration and (optionally) plots to ``folder``.
+
+    Returns:
+        The files written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [result.save_npz(folder / "run.npz"), result.save_csv(folder / "run.csv")]
+    np.save(folder / "commanded_q.npy", commanded)
+    written.append(folder / "commanded_q.npy")
+    summary_path = folder / "summary.json"
+    summary_path.write_text(json.dumps({"summary": asdict(summary), "config": config}, indent=2))
+    written.append(summary_path)
+    if plots:
+        written += _plots(folder, result, commanded)
+    return written
+
+
+def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = result.q.shape[1]
+    rows, cols = _grid(n)
+    out = []
+
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.2 * cols, 2.2 * rows), sharex=True, squeeze=False
+    )
+    for k in range(rows * cols):
+        ax = axes[k // cols][k % cols]
+        if k >= n:
+            ax.axis("off")
+            continue
+        ax.plot(result.t, np.degrees(commanded[:, k]), "k--", lw=1.0, label="commanded")
+        ax.plot(result.t, np.degrees(result.q[:, k]), lw=1.2, label="MFM simulated")
+        ax.set_title(result.joint_names[k], fontsize=9)
+        ax.set_ylabel("deg", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7)
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]", fontsize=8)
+    fig.suptitle("Joint angles: commanded vs MFM simulation")
+    fig.tight_layout()
+    out.append(folder / "joint_angles.png")
+    fig.savefig(out[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for k in range(n):
+        ax.plot(result.t, result.tau[:, k], lw=1.0, label=result.joint_names[k])
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("torque [N m]")
+    ax.set_title("Joint torques (inverse dynamics, eq. 81)")
+    ax.legend(fontsize=7, ncol=max(1, n // 8))
+    fig.tight_layout()
+    out.append(folder / "torques.png")
+    fig.savefig(out[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot(result.t, result.kinetic, label="kinetic K (eq. 65)")
+    ax.plot(result.t, result.potential, label="potential V")
+    ax.plot(result.t, result.energy, "k", lw=1.5, label="K + V")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("energy [J]")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.append(folder / "energy.png")
+    fig.savefig(out[-1], dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,66 @@
+"""Shared helpers: random snakes that do not hide index mix-ups (mixed masses, lengths,
+radii, a tail length different from the first link, full inertia tensors)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from snake_dynamics import SnakeModel
+from snake_dynamics.model import cylinder_inertia
+
+GRAVITY = np.array([0.7, -1.3, -9.81])
+
+
+def random_model(
+    rng: np.random.Generator, n: int, gravity: bool = True, random_axes: bool = False
+) -> SnakeModel:
+    """A snake with every body different; inertias are cylinders turned by a random small
+    rotation (full 3x3, still physical)."""
+    masses = rng.uniform(0.05, 0.5, n + 1)
+    lengths = rng.uniform(0.04, 0.2, n + 1)
+    radii = rng.uniform(0.01, 0.05, n + 1)
+    inertias = []
+    for m, length, r in zip(masses, lengths, radii, strict=False):
+        rot = Rotation.from_rotvec(rng.normal(scale=0.3, size=3)).as_matrix()
+        inertias.append(rot @ cylinder_inertia(m, length, r) @ rot.T)
+    if random_axes:
+        axes = rng.normal(size=(n, 3))
+        axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    else:
+        axes = np.array([[1.0, 0.0, 0.0] if k % 2 == 0 else [0.0, 0.0, 1.0] for k in range(n)])
+    return SnakeModel(
+        masses=masses,
+        lengths=lengths,
+        radii=radii,
+        axes=axes,
+        inertias=np.array(inertias),
+        gravity=GRAVITY if gravity else np.zeros(3),
+        name=f"random{n}",
+    )
+
+
+def random_state(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q [rad], q_dot [rad/s], tau [N m] of moderate size."""
+    return rng.uniform(-1.2, 1.2, n), rng.uniform(-1.5, 1.5, n), rng.uniform(-0.5, 0.5, n)
+
+
+def rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b| / max |b| (relative to the reference's scale)."""
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / max(np.max(np.abs(b)), 1e-300))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20191110)
+
+
+# n = 5 and 20, gravity on and off, and one model with arbitrary joint axes.
+MODEL_CASES = [
+    (5, True, False),
+    (5, False, False),
+    (20, True, False),
+    (20, False, False),
+    (7, True, True),
+]

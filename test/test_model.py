@@ -1,0 +1,126 @@
+"""SnakeModel: construction, YAML loading and errors that name the field."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import snake_dynamics as sd
+from snake_dynamics.model import cylinder_inertia
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_configs_load() -> None:
+    robot = sd.SnakeModel.from_yaml(ROOT / "config/robot.yaml")
+    assert robot.n_joints == 8 and robot.name == "mfm_snake_8"
+    assert robot.masses[-1] == pytest.approx(0.085) and robot.lengths[-1] == pytest.approx(0.09)
+    np.testing.assert_allclose(robot.joint_limits, [[-1.5708, 1.5708]] * 8)
+    snake20 = sd.SnakeModel.from_yaml(ROOT / "config/snake20.yaml")
+    assert snake20.n_joints == 20
+    np.testing.assert_array_equal(snake20.axes[0], [1, 0, 0])
+    np.testing.assert_array_equal(snake20.axes[1], [0, 0, 1])
+
+
+def test_uniform_model() -> None:
+    m = sd.SnakeModel.uniform(5, 0.2, 0.1, 0.02, axes="xz", tail_length=0.3)
+    assert m.lengths.tolist() == [0.3, 0.1, 0.1, 0.1, 0.1, 0.1]
+    np.testing.assert_allclose(m.inertias[1], cylinder_inertia(0.2, 0.1, 0.02))
+    assert m.joint_names == [f"joint_{k}" for k in range(1, 6)]
+    assert m.link_names[0] == "base_link" and m.link_names[-1] == "link_5"
+    assert m.block_mass_matrix.shape == (30, 30)
+
+
+def test_cylinder_inertia_about_the_long_axis() -> None:
+    j = cylinder_inertia(2.0, 0.3, 0.05)
+    assert j[1, 1] == pytest.approx(0.5 * 2.0 * 0.05**2)
+    assert j[0, 0] == pytest.approx(2.0 * (3 * 0.05**2 + 0.3**2) / 12)
+
+
+def base() -> dict[str, object]:
+    return dict(
+        masses=[1.0, 1.0, 1.0],
+        lengths=[0.1, 0.1, 0.1],
+        radii=[0.01] * 3,
+        axes=[[1, 0, 0], [0, 0, 1]],
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"masses": [1.0, -1.0, 1.0]}, r"links\[0\].mass must be a finite number > 0 kg"),
+        ({"masses": [1.0, 1.0, math.nan]}, r"links\[1\].mass"),
+        ({"lengths": [0.0, 0.1, 0.1]}, r"tail.length must be a finite number > 0 m"),
+        ({"lengths": [0.1, 0.1]}, r"lengths needs 3 entries"),
+        ({"axes": [[1, 0, 0]]}, r"axes must have one 3-vector per joint"),
+        ({"axes": [[0, 0, 0], [0, 0, 1]]}, r"links\[0\].axis"),
+        (
+            {"inertias": np.stack([np.eye(3), np.eye(3), -np.eye(3)])},
+            r"links\[1\].inertia must be positive definite",
+        ),
+        (
+            {"inertias": np.stack([np.eye(3), np.eye(3), [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]])},
+            r"links\[1\].inertia must be a symmetric",
+        ),
+        (
+            {"inertias": np.stack([np.eye(3), np.eye(3), np.diag([1.0, 1.0, 3.0])])},
+            "triangle inequality",
+        ),
+        ({"gravity": [0, 0]}, "gravity must be a finite 3-vector"),
+        ({"joint_limits": [[1.0, -1.0], [0, 1]]}, r"links\[0\].limits"),
+    ],
+)
+def test_invalid_models_raise_model_errors_naming_the_field(change, message) -> None:
+    with pytest.raises(sd.ModelError, match=message):
+        sd.SnakeModel(**{**base(), **change})  # type: ignore[arg-type]
+
+
+def test_unknown_axis_name() -> None:
+    with pytest.raises(sd.ModelError, match="unknown axis 'w'"):
+        sd.SnakeModel.from_dict(
+            {"tail": {"mass": 1, "length": 0.1}, "links": [{"mass": 1, "length": 0.1, "axis": "w"}]}
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("model: [", "not valid YAML"),
+        ("links: []", "expected a mapping with a 'model:' section"),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: []}",
+            "model.links must be a non-empty list",
+        ),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: [{length: 0.1}]}",
+            r"links\[0\].mass is missing",
+        ),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: [{mass: x, length: 0.1}]}",
+            r"links\[0\].mass must be a number",
+        ),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: [{mass: 1, length: 0.1, colour: red}]}",
+            r"unknown keys \['colour'\]",
+        ),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: [{mass: 1, length: 0.1}], gravty: 0}",
+            r"unknown keys \['gravty'\]",
+        ),
+    ],
+)
+def test_bad_yaml_files_raise_model_errors_naming_the_file(tmp_path, text, message) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(sd.ModelError, match=message) as info:
+        sd.SnakeModel.from_yaml(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(sd.ModelError, match="cannot read robot file"):
+        sd.SnakeModel.from_yaml("/nonexistent/robot.yaml")

@@ -1,0 +1,69 @@
+"""The ament_python package: manifest, license, data files, install layout."""
+
+from __future__ import annotations
+
+import os
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_DEPENDS = {
+    "rclpy",
+    "std_msgs",
+    "sensor_msgs",
+    "geometry_msgs",
+    "trajectory_msgs",
+    "visualization_msgs",
+    "nav_msgs",
+    "diagnostic_msgs",
+    "std_srvs",
+    "robot_state_publisher",
+    "rviz2",
+    "python3-numpy",
+    "python3-scipy",
+    "python3-serial",
+    "python3-yaml",
+}
+
+
+def test_package_xml_is_format_3_apache_with_all_run_dependencies() -> None:
+    root = ET.parse(ROOT / "package.xml").getroot()
+    assert root.tag == "package" and root.get("format") == "3"
+    assert root.findtext("name") == "mfm_snake"
+    assert root.findtext("license") == "Apache-2.0"
+    assert root.findtext("export/build_type") == "ament_python"
+    declared = {e.text for e in root.findall("exec_depend")}
+    assert declared >= RUN_DEPENDS, RUN_DEPENDS - declared
+    assert "Apache License" in (ROOT / "LICENSE").read_text()[:200]
+
+
+def test_ros2_pkg_create_layout() -> None:
+    assert (ROOT / "resource" / "mfm_snake").is_file()
+    cfg = (ROOT / "setup.cfg").read_text()
+    assert "script_dir=$base/lib/mfm_snake" in cfg and "install_scripts=$base/lib/mfm_snake" in cfg
+    for pkg in ("snake_dynamics", "snake_driver", "snake_viz"):
+        assert (ROOT / pkg / "__init__.py").is_file()
+
+
+def test_core_library_imports_no_ros() -> None:
+    for path in (ROOT / "snake_dynamics").glob("*.py"):
+        text = path.read_text()
+        assert "rclpy" not in text and "sensor_msgs" not in text, path
+
+
+def test_installed_share_files_are_found_through_the_ament_index() -> None:
+    ament = pytest.importorskip("ament_index_python.packages")
+    os.environ["AMENT_PREFIX_PATH"] = os.pathsep.join(
+        [sys.prefix] + [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    )
+    try:
+        share = Path(ament.get_package_share_directory("mfm_snake"))
+    except LookupError:
+        pytest.skip("mfm_snake is not installed in this environment (make test installs it)")
+    assert (share / "package.xml").is_file()
+    assert (share / "config" / "robot.yaml").is_file() and (
+        share / "config" / "snake20.yaml"
+    ).is_file()

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up everything `make demo` and `make test` need: Debian packages (when we may install
+# them), the .venv with pinned Python requirements (ROS 2 Kilted wheels from PyPI unless a
+# system ROS 2 is sourced) and the mfm_snake package itself.
+# Usage: tools/bootstrap.sh [--dev]     (--dev adds test, lint and oracle requirements)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.venv
+dev=0
+[[ ${1:-} == --dev ]] && dev=1
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# --- Debian packages ------------------------------------------------------------------
+mapfile -t wanted < <(grep -Ev '^\s*(#|$)' tools/apt-packages.txt)
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=none; fi
+  if [[ $sudo == none ]]; then
+    say "missing Debian packages (not root, no passwordless sudo): ${missing[*]}"
+    say "install them with: sudo apt-get install --no-install-recommends ${missing[*]}"
+    say "continuing; the firmware, emulator and browser parts need them"
+  else
+    say "installing Debian packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# --- Python virtual environment -------------------------------------------------------
+if [[ ! -x $venv/bin/python ]]; then
+  if [[ -n ${ROS_DISTRO:-} ]]; then
+    say "system ROS 2 '$ROS_DISTRO' is sourced: creating $venv with its site packages (no ROS wheels)"
+    python3 -m venv --system-site-packages "$venv"
+  else
+    say "creating $venv"
+    python3 -m venv "$venv" || { say "python3 -m venv failed: install python3-venv (apt-get install python3-venv)"; exit 1; }
+  fi
+fi
+pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+reqs=(-r requirements.txt)
+[[ -z ${ROS_DISTRO:-} ]] && reqs+=(-r requirements-ros.txt)
+((dev)) && reqs+=(-r requirements-dev.txt)
+say "installing pinned Python requirements (${reqs[*]})"
+"${pip[@]}" "${reqs[@]}"
+# A non-editable install: `pip install -e .` would drop data_files (launch/, urdf/, config/).
+say "installing mfm_snake into $venv"
+"${pip[@]}" --no-deps --no-build-isolation --force-reinstall .
