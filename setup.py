@@ -8,13 +8,18 @@ PACKAGE = "mfm_snake"
 
 
 def data(folder: str) -> tuple[str, list[str]]:
-    return (f"share/{PACKAGE}/{folder}", sorted(p for p in glob(f"{folder}/*") if not p.endswith("~")))
+    return (
+        f"share/{PACKAGE}/{folder}",
+        sorted(p for p in glob(f"{folder}/*") if not p.endswith("~")),
+    )
 
 
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(include=["snake_dynamics*", "snake_driver*", "snake_viz*", "snake_bringup*"]),
+    packages=find_packages(
+        include=["snake_dynamics*", "snake_driver*", "snake_viz*", "snake_bringup*"]
+    ),
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -55,83 +55,81 @@ def _body_frames(
     rot = np.empty((n + 1, 3, 3))
     pos = np.empty((n + 1, 3))
     twist = np.empty((n, 6))
-    inert = np.empty((n, 6, 6))
-    rel = np.empty((3, 3))
-    rj = np.empty((3, 3))
-    p = np.empty(3)
-    for i in range(3):
-        pos[0, i] = 0.0
-        for j in range(3):
-            rot[0, i, j] = 1.0 if i == j else 0.0
+    inert = np.zeros((n, 6, 6))
+    # parent rotation R_{k-1} (row-major scalars) and CM position r_{k-1}
+    p00, p01, p02, p10, p11, p12, p20, p21, p22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    x0 = x1 = x2 = 0.0
+    rot[0] = np.eye(3)
+    pos[0] = 0.0
     for k in range(1, n + 1):
         a0, a1, a2 = axes[k - 1, 0], axes[k - 1, 1], axes[k - 1, 2]
         c, s = np.cos(q[k - 1]), np.sin(q[k - 1])
         t = 1.0 - c
         # Rodrigues: R^(k/k-1) = I + s hat(a) + (1 - c) hat(a)^2 (eqs. 18, 33)
-        rel[0, 0] = c + t * a0 * a0
-        rel[0, 1] = t * a0 * a1 - s * a2
-        rel[0, 2] = t * a0 * a2 + s * a1
-        rel[1, 0] = t * a0 * a1 + s * a2
-        rel[1, 1] = c + t * a1 * a1
-        rel[1, 2] = t * a1 * a2 - s * a0
-        rel[2, 0] = t * a0 * a2 - s * a1
-        rel[2, 1] = t * a1 * a2 + s * a0
-        rel[2, 2] = c + t * a2 * a2
-        for i in range(3):
-            pi = pos[k - 1, i]
-            zi = 0.0
-            for j in range(3):
-                pi += rot[k - 1, i, j] * offsets[k - 1, j]
-                zi += rot[k - 1, i, j] * axes[k - 1, j]
-                rot[k, i, j] = (
-                    rot[k - 1, i, 0] * rel[0, j]
-                    + rot[k - 1, i, 1] * rel[1, j]
-                    + rot[k - 1, i, 2] * rel[2, j]
-                )
-            p[i] = pi
-            twist[k - 1, i] = zi
-        for i in range(3):
-            pos[k, i] = (
-                p[i]
-                + rot[k, i, 0] * offsets[k, 0]
-                + rot[k, i, 1] * offsets[k, 1]
-                + rot[k, i, 2] * offsets[k, 2]
-            )
-        z0, z1, z2 = twist[k - 1, 0], twist[k - 1, 1], twist[k - 1, 2]
-        twist[k - 1, 3] = p[1] * z2 - p[2] * z1
-        twist[k - 1, 4] = p[2] * z0 - p[0] * z2
-        twist[k - 1, 5] = p[0] * z1 - p[1] * z0
-        # M-block of body k about the origin: [[R J R^T + m hat(r) hat(r)^T, m hat(r)], [.., m 1]]
+        e00, e01, e02 = c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1
+        e10, e11, e12 = t * a0 * a1 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0
+        e20, e21, e22 = t * a0 * a2 - s * a1, t * a1 * a2 + s * a0, c + t * a2 * a2
+        # pivot p_k = r_{k-1} + R_{k-1} l_{k-1} and axis z_k = R_{k-1} a_k
+        l0, l1, l2 = offsets[k - 1, 0], offsets[k - 1, 1], offsets[k - 1, 2]
+        v0 = x0 + p00 * l0 + p01 * l1 + p02 * l2
+        v1 = x1 + p10 * l0 + p11 * l1 + p12 * l2
+        v2 = x2 + p20 * l0 + p21 * l1 + p22 * l2
+        z0 = p00 * a0 + p01 * a1 + p02 * a2
+        z1 = p10 * a0 + p11 * a1 + p12 * a2
+        z2 = p20 * a0 + p21 * a1 + p22 * a2
+        # R_k = R_{k-1} R^(k/k-1) (eq. 43)
+        r00 = p00 * e00 + p01 * e10 + p02 * e20
+        r01 = p00 * e01 + p01 * e11 + p02 * e21
+        r02 = p00 * e02 + p01 * e12 + p02 * e22
+        r10 = p10 * e00 + p11 * e10 + p12 * e20
+        r11 = p10 * e01 + p11 * e11 + p12 * e21
+        r12 = p10 * e02 + p11 * e12 + p12 * e22
+        r20 = p20 * e00 + p21 * e10 + p22 * e20
+        r21 = p20 * e01 + p21 * e11 + p22 * e21
+        r22 = p20 * e02 + p21 * e12 + p22 * e22
+        # CM r_k = p_k + R_k l_k
+        l0, l1, l2 = offsets[k, 0], offsets[k, 1], offsets[k, 2]
+        x0 = v0 + r00 * l0 + r01 * l1 + r02 * l2
+        x1 = v1 + r10 * l0 + r11 * l1 + r12 * l2
+        x2 = v2 + r20 * l0 + r21 * l1 + r22 * l2
+        rk = rot[k]
+        rk[0, 0], rk[0, 1], rk[0, 2] = r00, r01, r02
+        rk[1, 0], rk[1, 1], rk[1, 2] = r10, r11, r12
+        rk[2, 0], rk[2, 1], rk[2, 2] = r20, r21, r22
+        pos[k, 0], pos[k, 1], pos[k, 2] = x0, x1, x2
+        tw = twist[k - 1]
+        tw[0], tw[1], tw[2] = z0, z1, z2
+        tw[3], tw[4], tw[5] = v1 * z2 - v2 * z1, v2 * z0 - v0 * z2, v0 * z1 - v1 * z0
+        # M-block about the origin: [[R J Rᵀ + m hat(r) hat(r)ᵀ, m hat(r)], [m hat(r)ᵀ, m 1]]
+        j = inertias[k]
+        j00, j01, j02, j11, j12, j22 = j[0, 0], j[0, 1], j[0, 2], j[1, 1], j[1, 2], j[2, 2]
+        # rows of R J
+        b00 = r00 * j00 + r01 * j01 + r02 * j02
+        b01 = r00 * j01 + r01 * j11 + r02 * j12
+        b02 = r00 * j02 + r01 * j12 + r02 * j22
+        b10 = r10 * j00 + r11 * j01 + r12 * j02
+        b11 = r10 * j01 + r11 * j11 + r12 * j12
+        b12 = r10 * j02 + r11 * j12 + r12 * j22
+        b20 = r20 * j00 + r21 * j01 + r22 * j02
+        b21 = r20 * j01 + r21 * j11 + r22 * j12
+        b22 = r20 * j02 + r21 * j12 + r22 * j22
         m = masses[k]
-        r0, r1, r2 = pos[k, 0], pos[k, 1], pos[k, 2]
-        rr = r0 * r0 + r1 * r1 + r2 * r2
-        for i in range(3):
-            for j in range(3):
-                rj[i, j] = (
-                    rot[k, i, 0] * inertias[k, 0, j]
-                    + rot[k, i, 1] * inertias[k, 1, j]
-                    + rot[k, i, 2] * inertias[k, 2, j]
-                )
-        for i in range(3):
-            for j in range(i, 3):
-                val = rj[i, 0] * rot[k, j, 0] + rj[i, 1] * rot[k, j, 1] + rj[i, 2] * rot[k, j, 2]
-                val += m * ((rr if i == j else 0.0) - pos[k, i] * pos[k, j])
-                inert[k - 1, i, j] = val
-                inert[k - 1, j, i] = val
-            for j in range(3):
-                inert[k - 1, 3 + i, 3 + j] = m if i == j else 0.0
-        inert[k - 1, 0, 3] = 0.0
-        inert[k - 1, 0, 4] = -m * r2
-        inert[k - 1, 0, 5] = m * r1
-        inert[k - 1, 1, 3] = m * r2
-        inert[k - 1, 1, 4] = 0.0
-        inert[k - 1, 1, 5] = -m * r0
-        inert[k - 1, 2, 3] = -m * r1
-        inert[k - 1, 2, 4] = m * r0
-        inert[k - 1, 2, 5] = 0.0
-        for i in range(3):
-            for j in range(3):
-                inert[k - 1, 3 + j, i] = inert[k - 1, i, 3 + j]
+        mx0, mx1, mx2 = m * x0, m * x1, m * x2
+        blk = inert[k - 1]
+        blk[0, 0] = b00 * r00 + b01 * r01 + b02 * r02 + mx1 * x1 + mx2 * x2
+        blk[1, 1] = b10 * r10 + b11 * r11 + b12 * r12 + mx0 * x0 + mx2 * x2
+        blk[2, 2] = b20 * r20 + b21 * r21 + b22 * r22 + mx0 * x0 + mx1 * x1
+        blk[0, 1] = blk[1, 0] = b00 * r10 + b01 * r11 + b02 * r12 - mx0 * x1
+        blk[0, 2] = blk[2, 0] = b00 * r20 + b01 * r21 + b02 * r22 - mx0 * x2
+        blk[1, 2] = blk[2, 1] = b10 * r20 + b11 * r21 + b12 * r22 - mx1 * x2
+        blk[3, 3] = blk[4, 4] = blk[5, 5] = m
+        blk[0, 4] = blk[4, 0] = -mx2
+        blk[0, 5] = blk[5, 0] = mx1
+        blk[1, 3] = blk[3, 1] = mx2
+        blk[1, 5] = blk[5, 1] = -mx0
+        blk[2, 3] = blk[3, 2] = -mx1
+        blk[2, 4] = blk[4, 2] = mx0
+        p00, p01, p02, p10, p11, p12, p20, p21, p22 = r00, r01, r02, r10, r11, r12, r20, r21, r22
     return rot, pos, twist, inert
 
 
@@ -297,30 +295,36 @@ def _aba(
     d = np.empty(n)
     u = np.empty(n)
     for k in range(n - 1, -1, -1):
+        ak, sk, uk, bk, ck = art[k], s[k], u_vec[k], bias[k], c[k]
         for i in range(6):
-            acc = 0.0
-            for j in range(6):
-                acc += art[k, i, j] * s[k, j]
-            u_vec[k, i] = acc
-        d[k] = _dot6(s[k], u_vec[k])
-        u[k] = tau[k] - _dot6(s[k], bias[k])
+            uk[i] = (
+                ak[i, 0] * sk[0]
+                + ak[i, 1] * sk[1]
+                + ak[i, 2] * sk[2]
+                + ak[i, 3] * sk[3]
+                + ak[i, 4] * sk[4]
+                + ak[i, 5] * sk[5]
+            )
+        d[k] = _dot6(sk, uk)
+        u[k] = tau[k] - _dot6(sk, bk)
         if k > 0:
+            ap, bp = art[k - 1], bias[k - 1]
             scale = u[k] / d[k]
             inv_d = 1.0 / d[k]
             for i in range(6):
-                bias[k - 1, i] += bias[k, i] + u_vec[k, i] * scale
+                bp[i] += bk[i] + uk[i] * scale
             for i in range(6):  # Ia = IA - U Uᵀ / d is symmetric: one triangle, mirrored
-                ui = u_vec[k, i] * inv_d
-                ci = c[k, i]
-                art_ii = art[k, i, i] - ui * u_vec[k, i]
-                art[k - 1, i, i] += art_ii
-                bias[k - 1, i] += art_ii * ci
+                ui = uk[i] * inv_d
+                ci = ck[i]
+                art_ii = ak[i, i] - ui * uk[i]
+                ap[i, i] += art_ii
+                bp[i] += art_ii * ci
                 for j in range(i + 1, 6):
-                    art_ij = art[k, i, j] - ui * u_vec[k, j]
-                    art[k - 1, i, j] += art_ij
-                    art[k - 1, j, i] += art_ij
-                    bias[k - 1, i] += art_ij * c[k, j]
-                    bias[k - 1, j] += art_ij * ci
+                    art_ij = ak[i, j] - ui * uk[j]
+                    ap[i, j] += art_ij
+                    ap[j, i] += art_ij
+                    bp[i] += art_ij * ck[j]
+                    bp[j] += art_ij * ci
     qdd = np.empty(n)
     acc6 = np.zeros(6)  # the inertial base's spatial acceleration is zero
     for k in range(n):

@@ -71,6 +71,42 @@ def rk4_step(
 rk4_step_compiled = fast.compiled(rk4_step)
 
 
+def rk4_run(
+    step: Any,
+    accel: Any,
+    params: Any,
+    inputs: FloatArray,
+    dt: float,
+    qs: FloatArray,
+    qds: FloatArray,
+    qdds: FloatArray,
+    first: int,
+    last: int,
+) -> int:
+    """Steps ``first .. last - 1`` of an RK4 run, in place, stopping at a non-finite state.
+
+    Row i of ``qs``/``qds`` is the state at t = i dt (row ``first`` must be set); the
+    inputs are sampled every dt/2, so step i uses rows 2i, 2i+1 and 2i+2 of ``inputs``.
+    Plain Python for the literal path, compiled (:data:`rk4_run_compiled`) for the fast one.
+
+    Returns:
+        The index of the last finite state written (``last`` when all went well).
+    """
+    for i in range(first, last):
+        q, qd, qdds[i] = step(
+            accel, params, qs[i], qds[i], inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2], dt
+        )
+        qs[i + 1] = q
+        qds[i + 1] = qd
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            return i
+    return last
+
+
+#: :func:`rk4_run` compiled: ``step`` and ``accel`` must then be numba-compiled functions.
+rk4_run_compiled = fast.compiled(rk4_run)
+
+
 def _literal_accel(model: SnakeModel, q: FloatArray, qd: FloatArray, tau: FloatArray) -> FloatArray:
     return kinetics.forward_dynamics(model, q, qd, tau)
 
@@ -227,7 +263,7 @@ def simulate(
     if method not in ("fast", "literal"):
         raise SimulationError(f"method must be 'fast' or 'literal', got {method!r}")
     packed = fast.FastModel(model)
-    step = rk4_step_compiled if method == "fast" else rk4_step
+    step, run = (rk4_step_compiled, rk4_run_compiled) if method == "fast" else (rk4_step, rk4_run)
     accel: Any
     params: Any
     if servo is None:
@@ -255,23 +291,18 @@ def simulate(
     t = stage_t[::2]
     qs, qds, qdds = (np.full((steps + 1, n), np.nan) for _ in range(3))
     qs[0], qds[0] = q, qd
-    check_every = max(1, min(100, steps // 100))
-    for i in range(steps):
-        q, qd, qdds[i] = step(
-            accel, params, q, qd, inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2], dt
-        )
-        qs[i + 1], qds[i + 1] = q, qd
-        if (i + 1) % check_every == 0 or i + 1 == steps:
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-                bad = ~(np.isfinite(qs).all(axis=1) & np.isfinite(qds).all(axis=1))
-                raise SimulationError(
-                    f"the state left the finite numbers at t = {t[int(np.argmax(bad))]:.6g} s "
-                    "(open-loop replay of a long snake is unstable: add servo feedback, or "
-                    "reduce dt)"
-                )
-            if progress is not None:
-                progress((i + 1) / steps)
-    qdds[steps] = accel(params, q, qd, inputs[-1])
+    chunk = max(1, steps // 100)  # report progress about every 1%
+    for first in range(0, steps, chunk):
+        last = min(first + chunk, steps)
+        reached = run(step, accel, params, inputs, dt, qs, qds, qdds, first, last)
+        if reached != last:
+            raise SimulationError(
+                f"the state left the finite numbers at t = {t[reached + 1]:.6g} s "
+                "(open-loop replay of a long snake is unstable: add servo feedback, or reduce dt)"
+            )
+        if progress is not None:
+            progress(last / steps)
+    qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
     u = inputs[::2]
     if servo is None:
         applied = u

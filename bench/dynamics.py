@@ -1,0 +1,154 @@
+"""Benchmark of the MFM dynamics against Pinocchio and MuJoCo; prints JSON.
+
+Forward dynamics: median microseconds per call for n = 5, 10, 20, 40, 80 of the literal
+MFM (B, M*, N*, F* as printed), the fast MFM (recursive, compiled), ``pin.aba`` and
+MuJoCo ``mj_forward`` (setting qpos, qvel and qfrc_applied included). Simulation: wall
+time for 10 s at dt = 1 ms, n = 20, fast MFM ``simulate`` versus MuJoCo's RK4 integrator
+stepped from Python, passive (tau = 0) and with a prescribed torque input.
+
+Usage: python bench/dynamics.py [--quick] [--output bench/results/dynamics.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
+
+import snake_dynamics as sd
+from snake_dynamics import fast
+from snake_dynamics.urdf import to_urdf
+
+SIZES = [5, 10, 20, 40, 80]
+
+
+def median_us(fn: Callable[[], object], calls: int, repeats: int = 7) -> float:
+    """Median over ``repeats`` blocks of the mean time per call [us]."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples)
+
+
+def mujoco_model(model: sd.SnakeModel, rk4: bool = False) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    options = '<mujoco><compiler discardvisual="true" fusestatic="false"/></mujoco>'
+    xml = re.sub(r"(<robot [^>]*>)", lambda m: m.group(1) + options, to_urdf(model), count=1)
+    mm = mujoco.MjModel.from_xml_string(xml)
+    mm.opt.gravity[:] = model.gravity
+    mm.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    mm.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    if rk4:
+        mm.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+        mm.opt.timestep = 0.001
+    return mm, mujoco.MjData(mm)
+
+
+def forward_dynamics_cost(n: int, quick: bool, rng: np.random.Generator) -> dict[str, float]:
+    """Median cost of one forward-dynamics call at n joints, four implementations."""
+    model = sd.SnakeModel.uniform(n, 0.1, 0.1, 0.02)
+    q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    packed = fast.FastModel(model)
+    pm = pin.buildModelFromXML(to_urdf(model))
+    pm.gravity.linear[:] = 0.0
+    pd = pm.createData()
+    mm, md = mujoco_model(model)
+
+    def mj() -> None:
+        md.qpos[:] = q
+        md.qvel[:] = qd
+        md.qfrc_applied[:] = tau
+        mujoco.mj_forward(mm, md)
+
+    calls = 200 if quick else 2000
+    literal_calls = max(3, (20 if quick else 200) // n)
+    return {
+        "n": n,
+        "literal_mfm_us": median_us(
+            lambda: sd.forward_dynamics(model, q, qd, tau), literal_calls, 5
+        ),
+        "fast_mfm_us": median_us(lambda: packed.forward_dynamics(q, qd, tau), calls),
+        "pinocchio_aba_us": median_us(lambda: pin.aba(pm, pd, q, qd, tau), calls),
+        "mujoco_mj_forward_us": median_us(mj, calls),
+    }
+
+
+def simulation_costs() -> dict[str, float]:
+    n, t_end, dt = 20, 10.0, 0.001
+    model = sd.SnakeModel.from_yaml(Path(__file__).resolve().parents[1] / "config/snake20.yaml")
+    rng = np.random.default_rng(1)
+    q0, qd0 = rng.uniform(-0.5, 0.5, n), rng.uniform(-0.5, 0.5, n)
+    torque = rng.uniform(-0.01, 0.01, n)
+    sd.simulate(model, q0, qd0, None, 0.01, dt)  # load the compiled kernels
+
+    start = time.perf_counter()
+    sd.simulate(model, q0, qd0, None, t_end, dt)
+    mfm_passive = time.perf_counter() - start
+    start = time.perf_counter()
+    sd.simulate(model, q0, qd0, lambda t: torque * np.sin(t), t_end, dt)
+    mfm_input = time.perf_counter() - start
+
+    def mujoco_run(with_input: bool) -> float:
+        mm, md = mujoco_model(model, rk4=True)
+        md.qpos[:], md.qvel[:] = q0, qd0
+        steps = round(t_end / dt)
+        start = time.perf_counter()
+        for i in range(steps):
+            if with_input:
+                md.qfrc_applied[:] = torque * np.sin(i * dt)
+            mujoco.mj_step(mm, md)
+        return time.perf_counter() - start
+
+    return {
+        "n": n,
+        "simulated_s": t_end,
+        "dt_s": dt,
+        "fast_mfm_simulate_passive_s": mfm_passive,
+        "mujoco_rk4_passive_s": mujoco_run(False),
+        "fast_mfm_simulate_with_input_s": mfm_input,
+        "mujoco_rk4_with_input_s": mujoco_run(True),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
+    parser.add_argument("--output", type=Path, default=Path("bench/results/dynamics.json"))
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    fd = []
+    for n in SIZES:
+        fd.append(forward_dynamics_cost(n, args.quick, rng))
+        print(f"n = {n}: {fd[-1]}", file=sys.stderr)
+    report = {
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "versions": {"pinocchio": pin.__version__, "mujoco": mujoco.__version__},
+        "forward_dynamics": fd,
+        "fast_over_pinocchio": {str(r["n"]): r["fast_mfm_us"] / r["pinocchio_aba_us"] for r in fd},
+        "fast_growth_80_over_20": fd[-1]["fast_mfm_us"] / fd[2]["fast_mfm_us"],
+        "simulation_10s": simulation_costs(),
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
