@@ -17,7 +17,7 @@ import numpy as np
 
 from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
 from snake_dynamics.gaits import gait_parameters
-from snake_dynamics.urdf import to_urdf
+from snake_dynamics.urdf import to_urdf, write_urdf
 
 from .paths import robot_config
 from .progress import ProgressBar
@@ -129,13 +129,11 @@ def cmd_gaits(args: argparse.Namespace) -> int:
 
 def cmd_urdf(args: argparse.Namespace) -> int:
     """Print or write the URDF generated from a robot config."""
-    text = to_urdf(_load_model(args.robot))
+    model = _load_model(args.robot)
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(to_urdf(model))
     else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+        print(f"wrote {write_urdf(model, args.output)}")
     return 0
 
 

@@ -266,16 +266,15 @@ def simulate(
     step, run = (rk4_step_compiled, rk4_run_compiled) if method == "fast" else (rk4_step, rk4_run)
     accel: Any
     params: Any
+    kp, kd = servo.gains(n) if servo is not None else (np.zeros(n), np.zeros(n))
     if servo is None:
         accel, params = (
             (fast.accel_kernel, packed.params) if method == "fast" else (_literal_accel, model)
         )
+    elif method == "fast":
+        accel, params = fast.servo_accel_kernel, (packed.params, kp, kd)
     else:
-        kp, kd = servo.gains(n)
-        if method == "fast":
-            accel, params = fast.servo_accel_kernel, (packed.params, kp, kd)
-        else:
-            accel, params = _literal_servo_accel, (model, kp, kd)
+        accel, params = _literal_servo_accel, (model, kp, kd)
 
     # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt):
     # [tau] or, with a servo, [tau_ff; q_ref; q_dot_ref].
@@ -305,17 +304,18 @@ def simulate(
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
     u = inputs[::2]
     if servo is None:
-        applied = u
-    else:
-        kp, kd = servo.gains(n)
-        applied = u[:, :n] + kp * (u[:, n : 2 * n] - qs) + kd * (u[:, 2 * n :] - qds)
+        applied = np.ascontiguousarray(u)
+    else:  # the servo law's torque at every sample
+        applied = np.array(
+            [fast.servo_torque(kp, kd, *row) for row in zip(u, qs, qds, strict=True)]
+        )
     energies = fast.energies(model, qs, qds)
     return SimulationResult(
         t=t,
         q=qs,
         qd=qds,
         qdd=qdds,
-        tau=np.ascontiguousarray(applied),
+        tau=applied,
         kinetic=energies[:, 0],
         potential=energies[:, 1],
         joint_names=tuple(model.joint_names),

@@ -129,13 +129,6 @@ def b_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
     return _stack_blocks(linear, angular)
 
 
-def angular_velocities(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
-    """Inertial angular velocities omega_b = sum_{k<=b} z_k theta_dot_k (eq. 44), shape (n, 3)."""
-    kin = frame_kinematics(model, q)
-    qd = joint_vector(model, qd, "qd")
-    return np.cumsum(kin.joint_axes * qd[:, None], axis=0)
-
-
 def b_matrix_dot(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
     """Time rate B_dot of the B-matrix along q_dot (needed by N*, eq. 83).
 

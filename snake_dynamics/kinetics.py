@@ -179,9 +179,3 @@ def potential_energy(model: SnakeModel, q: ArrayLike) -> float:
     """Gravitational potential V = -sum_b m_b g . r_b of the moving bodies [J]."""
     centres = frame_kinematics(model, q).centres[1:]
     return float(-np.sum(model.masses[1:] * (centres @ model.gravity)))
-
-
-def check_state_finite(values: FloatArray, what: str) -> None:
-    """Raise :class:`StateError` if a computed state left the finite numbers."""
-    if not np.all(np.isfinite(values)):
-        raise StateError(f"{what} is not finite: {values.tolist()}")

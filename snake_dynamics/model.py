@@ -163,7 +163,7 @@ class SnakeModel:
     name: str = "snake"
 
     def __post_init__(self) -> None:
-        masses = np.array(self.masses, dtype=float).reshape(-1)
+        masses = self._vector(self.masses, None, "masses")
         n = masses.size - 1
         if n < 1:
             raise ModelError(
@@ -214,12 +214,12 @@ class SnakeModel:
             object.__setattr__(self, attr, value)
 
     @staticmethod
-    def _vector(values: ArrayLike, size: int, name: str) -> FloatArray:
+    def _vector(values: ArrayLike, size: int | None, name: str) -> FloatArray:
         try:
             vec = np.array(values, dtype=float).reshape(-1)
         except (TypeError, ValueError) as exc:
             raise ModelError(f"{name} must be numbers, got {values!r}") from exc
-        if vec.size != size:
+        if size is not None and vec.size != size:
             raise ModelError(
                 f"{name} needs {size} entries (tail + {size - 1} links), got {vec.size}"
             )
