@@ -1,0 +1,98 @@
+"""Mapping the MCU's microsecond clock to host time from ping/pong exchanges (no ROS).
+
+A ping leaves the host at t_send and its pong, stamped with the MCU clock m, arrives at
+t_recv. Assuming symmetric delays the MCU read m at host time (t_send + t_recv) / 2; the
+exchanges with the smallest round-trip time carry the least queueing noise, so the offset
+and drift are fitted to those: host_time = offset + (1 + drift) * mcu_time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+WRAP_US = 1 << 32  # the MCU counter is 32-bit microseconds: it wraps every 71.6 min
+
+
+class ClockUnwrapper:
+    """Turns wrapping 32-bit MCU timestamps [us] into a monotonic count [us].
+
+    Each new timestamp is placed in the wrap period that puts it nearest to the previous
+    one, so ordering survives a wrap and small reorderings (telemetry vs pong).
+    """
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+
+    def unwrap(self, raw_us: int) -> int:
+        """The unwrapped value of a raw 32-bit timestamp [us]."""
+        raw_us %= WRAP_US
+        last = raw_us if self._last is None else self._last
+        base = last - last % WRAP_US
+        candidates = (base - WRAP_US + raw_us, base + raw_us, base + WRAP_US + raw_us)
+        value = min(candidates, key=lambda c: abs(c - last))
+        self._last = max(last, value)
+        return value
+
+
+@dataclass(frozen=True)
+class ClockEstimate:
+    """host_time [s] = offset_s + (1 + drift) * mcu_time [s] (unwrapped MCU clock)."""
+
+    offset_s: float
+    drift: float
+    samples: int
+    best_rtt_s: float
+
+    def to_host(self, mcu_s: float) -> float:
+        """Host time [s] of an unwrapped MCU time [s]."""
+        return self.offset_s + (1.0 + self.drift) * mcu_s
+
+
+class ClockSync:
+    """Estimates the MCU-to-host clock mapping from recent ping/pong exchanges.
+
+    Args:
+        window: exchanges kept [count].
+        best_fraction: share of the kept exchanges, lowest round-trip first, used in the fit.
+    """
+
+    def __init__(self, window: int = 64, best_fraction: float = 0.5) -> None:
+        if window < 2 or not 0.0 < best_fraction <= 1.0:
+            raise ValueError("window must be >= 2 and best_fraction in (0, 1]")
+        self._samples: deque[tuple[float, float, float]] = deque(maxlen=window)
+        self._best_fraction = best_fraction
+        self.unwrapper = ClockUnwrapper()
+        self.estimate: ClockEstimate | None = None
+        self.last_rtt_s: float | None = None
+
+    def add_exchange(self, host_send_s: float, mcu_us: int, host_recv_s: float) -> None:
+        """Record one ping (sent at host_send_s) answered with MCU time mcu_us at host_recv_s."""
+        rtt = host_recv_s - host_send_s
+        if rtt < 0.0:
+            return  # a pong older than its ping: not ours, ignore
+        self.last_rtt_s = rtt
+        mcu_s = self.unwrapper.unwrap(mcu_us) * 1e-6
+        self._samples.append((mcu_s, 0.5 * (host_send_s + host_recv_s), rtt))
+        self.estimate = self._fit()
+
+    def _fit(self) -> ClockEstimate:
+        data = np.array(self._samples)
+        count = max(1, round(len(data) * self._best_fraction))
+        best = data[np.argsort(data[:, 2])[:count]]
+        mcu, host = best[:, 0], best[:, 1]
+        drift = 0.0
+        span = float(np.ptp(mcu))
+        if count >= 3 and span > 0.5:  # a drift needs a baseline to be measured against
+            slope = float(np.polyfit(mcu - mcu.mean(), host - host.mean(), 1)[0])
+            drift = slope - 1.0
+        offset = float(np.mean(host - (1.0 + drift) * mcu))
+        return ClockEstimate(offset, drift, len(data), float(best[0, 2]))
+
+    def to_host(self, mcu_us: int) -> float | None:
+        """Host time [s] of a raw MCU timestamp [us], or None before the first exchange."""
+        if self.estimate is None:
+            return None
+        return self.estimate.to_host(self.unwrapper.unwrap(mcu_us) * 1e-6)

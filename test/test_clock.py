@@ -1,0 +1,51 @@
+"""MCU clock mapping: offset and drift from ping/pong with asymmetric, noisy delays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from snake_driver.clock import WRAP_US, ClockSync, ClockUnwrapper
+
+
+def test_unwrapper_is_monotonic_across_the_32_bit_wrap() -> None:
+    unwrap = ClockUnwrapper()
+    raw = [WRAP_US - 3_000, WRAP_US - 1_000, 500, 2_500, 1_000]  # last one slightly reordered
+    assert [unwrap.unwrap(r) for r in raw] == [
+        WRAP_US - 3_000,
+        WRAP_US - 1_000,
+        WRAP_US + 500,
+        WRAP_US + 2_500,
+        WRAP_US + 1_000,
+    ]
+
+
+def test_offset_and_drift_are_recovered_from_noisy_exchanges() -> None:
+    rng = np.random.default_rng(5)
+    true_offset, true_drift = 1_700_000_123.25, 80e-6  # host seconds at MCU zero; 80 ppm fast
+    sync = ClockSync(window=64)
+    mcu_start = WRAP_US - 5_000_000  # wraps during the run
+    for i in range(200):
+        mcu_us = (mcu_start + i * 200_000) % WRAP_US  # a ping every 200 ms (5 Hz)
+        mcu_s = (mcu_start + i * 200_000) * 1e-6
+        host_at_mcu = true_offset + (1 + true_drift) * mcu_s
+        up = 0.0004 + rng.exponential(0.0015)  # queueing makes some exchanges slow
+        down = 0.0004 + rng.exponential(0.0015)
+        sync.add_exchange(host_at_mcu - up, mcu_us, host_at_mcu + down)
+    est = sync.estimate
+    assert est is not None
+    # 64 exchanges span 12.8 s; the best half jitter by ~0.3 ms: slope error ~ 0.3 ms / 12.8 s
+    assert est.drift == pytest.approx(true_drift, abs=30e-6)
+    probe = (mcu_start + 199 * 200_000 + 10_000) % WRAP_US  # 10 ms after the last pong
+    expected = true_offset + (1 + true_drift) * (mcu_start + 199 * 200_000 + 10_000) * 1e-6
+    assert abs(sync.to_host(probe) - expected) < 300e-6  # well below one telemetry period
+    assert est.best_rtt_s < 0.002
+
+
+def test_no_estimate_before_the_first_pong_and_stale_pongs_are_ignored() -> None:
+    sync = ClockSync()
+    assert sync.to_host(123) is None
+    sync.add_exchange(10.0, 1_000, 9.0)  # received before sent: not ours
+    assert sync.estimate is None
+    sync.add_exchange(10.0, 1_000_000, 10.002)
+    assert sync.to_host(1_000_000) == pytest.approx(10.001)
