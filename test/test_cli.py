@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ def snake(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()},
     )
 
 

@@ -1,0 +1,221 @@
+#include "app.h"
+
+#include "../hal/hal.h"
+#include "messages.h"
+#include "protocol.h"
+#include "servo.h"
+#include "telemetry.h"
+#include "watchdog.h"
+
+/* Output state; the watchdog's trip is owned by watchdog.c. */
+static bool enabled;
+static bool estopped;
+static uint16_t limit_mask;
+static bool limit_hit; /* a target was clamped since the last report */
+static uint16_t bad_payload;
+static uint16_t pulse_us[SERVO_CHANNELS];
+static proto_parser_t parser;
+static proto_sender_t sender;
+static bool frame_handled; /* since the last control update */
+static uint32_t last_control_us;
+
+#define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
+
+static void send_frame(uint8_t type, const uint8_t *payload, uint8_t len)
+{
+    uint8_t frame[PROTO_MAX_FRAME];
+    size_t n = protocol_encode(&sender, type, payload, len, frame);
+    (void)hal_uart_write(frame, n); /* dropped when the link is saturated */
+}
+
+static void send_error(uint8_t code, const proto_frame_t *f)
+{
+    uint8_t payload[4];
+    msg_error_t e = {.code = code, .type = f->type, .seq = f->seq};
+    send_frame(MSG_ERROR, payload, msg_encode_error(&e, payload));
+}
+
+static bool pulses_on(void)
+{
+    return enabled && !estopped && !(watchdog_tripped() && watchdog_action() == WATCHDOG_LIMP);
+}
+
+static void set_targets(const msg_set_targets_t *m, uint32_t now, const proto_frame_t *f)
+{
+    if (estopped || watchdog_tripped()) {
+        send_error(ERR_NOT_ARMED, f);
+        return;
+    }
+    /* while disabled, targets are preloaded: the first pulse after enable goes there */
+    limit_mask = servo_set_targets(m->first, m->count, m->target_cdeg,
+                                   enabled ? m->duration_ms : 0, now);
+    limit_hit = limit_hit || limit_mask != 0;
+}
+
+static void set_enabled(bool on, uint32_t now)
+{
+    enabled = on;
+    if (on) {
+        estopped = false;
+        watchdog_arm(now);
+    } else {
+        watchdog_disarm();
+    }
+}
+
+/* Act on one frame that passed CRC, MAC and replay checks. */
+static bool dispatch(const proto_frame_t *f, uint32_t now)
+{
+    switch (f->type) {
+    case MSG_PING: {
+        msg_ping_t ping;
+        if (!msg_decode_ping(f, &ping)) {
+            return false;
+        }
+        uint8_t payload[12];
+        msg_pong_t pong = {.host_time_us = ping.host_time_us, .mcu_time_us = hal_micros()};
+        send_frame(MSG_PONG, payload, msg_encode_pong(&pong, payload));
+        return true;
+    }
+    case MSG_SET_TARGETS: {
+        msg_set_targets_t m;
+        if (!msg_decode_set_targets(f, &m)) {
+            return false;
+        }
+        set_targets(&m, now, f);
+        break;
+    }
+    case MSG_CONFIG_CHANNEL: {
+        msg_config_channel_t m;
+        if (!msg_decode_config_channel(f, &m) || !servo_configure(m.channel, &m.cal)) {
+            return false;
+        }
+        break;
+    }
+    case MSG_CONFIG_SYSTEM: {
+        msg_config_system_t m;
+        if (!msg_decode_config_system(f, &m)) {
+            return false;
+        }
+        watchdog_configure(m.watchdog_ms, (watchdog_action_t)m.watchdog_action);
+        telemetry_configure(m.telemetry_period_ms, now);
+        servo_set_speed(m.servo_speed_cdeg_s);
+        break;
+    }
+    case MSG_ENABLE: {
+        bool on;
+        if (!msg_decode_enable(f, &on)) {
+            return false;
+        }
+        set_enabled(on, now);
+        break;
+    }
+    case MSG_ESTOP:
+        if (f->len != 0) {
+            return false;
+        }
+        estopped = true;
+        set_enabled(false, now);
+        break;
+    default:
+        send_error(ERR_UNKNOWN_TYPE, f);
+        bad_payload++;
+        return true;
+    }
+    watchdog_feed(now); /* every valid command except ping */
+    return true;
+}
+
+static void on_frame(void *ctx, const proto_frame_t *f)
+{
+    (void)ctx;
+    frame_handled = true;
+    if (!dispatch(f, hal_micros())) {
+        bad_payload++;
+        send_error(ERR_BAD_PAYLOAD, f);
+    }
+}
+
+static uint16_t flags(void)
+{
+    return (uint16_t)((enabled ? FLAG_ENABLED : 0) | (estopped ? FLAG_ESTOP : 0) |
+                      (watchdog_tripped() ? FLAG_WATCHDOG_TRIPPED : 0) |
+                      (limit_hit ? FLAG_LIMIT_HIT : 0) |
+                      (parser.key ? FLAG_AUTHENTICATED : 0) |
+                      (watchdog_action() == WATCHDOG_LIMP ? FLAG_WATCHDOG_LIMP : 0) |
+                      (servo_moving() ? FLAG_MOVING : 0));
+}
+
+static void report(uint32_t now)
+{
+    const proto_counters_t *c = &parser.counters;
+    const uint16_t counters[CNT_COUNT] = {
+        [CNT_FRAMES_OK] = c->frames_ok,   [CNT_BAD_CRC] = c->bad_crc,
+        [CNT_BAD_LENGTH] = c->bad_length, [CNT_BAD_AUTH] = c->bad_auth,
+        [CNT_REPLAYED] = c->replayed,     [CNT_BAD_PAYLOAD] = bad_payload,
+        [CNT_RX_DROPPED] = hal_uart_rx_dropped(),
+    };
+    msg_telemetry_t t;
+    telemetry_collect(&t, now, flags(), limit_mask, counters, pulse_us);
+    uint8_t payload[PROTO_MAX_PAYLOAD];
+    send_frame(MSG_TELEMETRY, payload, msg_encode_telemetry(&t, payload));
+    limit_hit = false;
+}
+
+void app_init(const uint8_t *key)
+{
+    uint32_t now = hal_micros();
+    enabled = false;
+    estopped = false;
+    limit_mask = 0;
+    limit_hit = false;
+    bad_payload = 0;
+    servo_init(now);
+    watchdog_configure(500, WATCHDOG_HOLD);
+    watchdog_disarm();
+    telemetry_configure(20, now);
+    protocol_parser_init(&parser, key, PROTO_DIR_TO_MCU, on_frame, NULL);
+    frame_handled = false;
+    last_control_us = now;
+    sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST};
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        pulse_us[ch] = 0;
+        hal_servo_write(ch, 0);
+    }
+}
+
+/* Watchdog, interpolation and pulses at now. */
+static void control(uint32_t now)
+{
+    if (watchdog_poll(now) && watchdog_action() == WATCHDOG_HOLD) {
+        servo_hold(now);
+    }
+    servo_update(now);
+    bool on = pulses_on();
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        uint16_t p = on ? servo_pulse_us(ch, servo_command_cdeg(ch)) : 0;
+        if (p != pulse_us[ch]) {
+            pulse_us[ch] = p;
+            hal_servo_write(ch, p);
+        }
+    }
+    last_control_us = now;
+    frame_handled = false;
+}
+
+void app_step(void)
+{
+    uint8_t rx[32];
+    size_t n;
+    while ((n = hal_uart_read(rx, sizeof rx)) > 0) {
+        protocol_feed(&parser, rx, n);
+    }
+    uint32_t now = hal_micros();
+    if (frame_handled || now - last_control_us >= CONTROL_PERIOD_US) {
+        control(now);
+    }
+    if (telemetry_due(now)) {
+        report(now);
+    }
+    hal_idle();
+}

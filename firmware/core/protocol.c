@@ -1,0 +1,146 @@
+#include "protocol.h"
+
+#include <string.h>
+
+#include "bytes.h"
+#include "crc16.h"
+
+void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_dir,
+                          proto_frame_cb on_frame, void *ctx)
+{
+    memset(p, 0, sizeof *p);
+    p->key = key;
+    p->rx_dir = rx_dir;
+    p->on_frame = on_frame;
+    p->ctx = ctx;
+}
+
+bool protocol_replay_accept(proto_replay_t *r, uint32_t counter)
+{
+    if (!r->started || counter > r->highest) {
+        uint32_t shift = r->started ? counter - r->highest : PROTO_REPLAY_WINDOW;
+        r->seen = shift >= PROTO_REPLAY_WINDOW ? 1u : (r->seen << shift) | 1u;
+        r->highest = counter;
+        r->started = true;
+        return true;
+    }
+    uint32_t age = r->highest - counter;
+    if (age >= PROTO_REPLAY_WINDOW || (r->seen & (1ul << age))) {
+        return false;
+    }
+    r->seen |= 1ul << age;
+    return true;
+}
+
+/* Tag over DIR || LEN TYPE SEQ PAYLOAD COUNTER: frame[0] (SYNC) stands in for DIR. */
+static uint32_t mac_tag(const uint8_t *key, proto_dir_t dir, uint8_t *frame, size_t covered)
+{
+    uint8_t sync = frame[0];
+    frame[0] = (uint8_t)dir;
+    uint32_t tag = (uint32_t)siphash24(key, frame, covered);
+    frame[0] = sync;
+    return tag;
+}
+
+/* Decide on a complete, CRC-valid frame of total length n held in p->buf. */
+static void accept_frame(proto_parser_t *p, size_t n)
+{
+    proto_frame_t f;
+    f.type = p->buf[2] & (uint8_t)~PROTO_TYPE_AUTH;
+    f.seq = get_u16(p->buf + 3);
+    f.len = p->buf[1];
+    f.payload = p->buf + PROTO_HEADER_LEN;
+    f.authenticated = (p->buf[2] & PROTO_TYPE_AUTH) != 0;
+    f.counter = 0;
+    if (f.authenticated != (p->key != NULL)) {
+        p->counters.bad_auth++;
+        return;
+    }
+    if (f.authenticated) {
+        size_t covered = n - PROTO_TAG_LEN - PROTO_CRC_LEN;
+        f.counter = get_u32(p->buf + covered - 4);
+        if (mac_tag(p->key, p->rx_dir, p->buf, covered) != get_u32(p->buf + covered)) {
+            p->counters.bad_auth++;
+            return;
+        }
+        if (!protocol_replay_accept(&p->replay, f.counter)) {
+            p->counters.replayed++;
+            return;
+        }
+    }
+    p->counters.frames_ok++;
+    p->on_frame(p->ctx, &f);
+}
+
+static void drop(proto_parser_t *p, size_t n)
+{
+    p->fill = (uint8_t)(p->fill - n);
+    memmove(p->buf, p->buf + n, p->fill);
+}
+
+/* Consume as many complete frames (or bad prefixes) from the buffer as possible. */
+static void scan(proto_parser_t *p)
+{
+    while (p->fill > 0) {
+        if (p->buf[0] != PROTO_SYNC) {
+            const uint8_t *sync = memchr(p->buf, PROTO_SYNC, p->fill);
+            drop(p, sync ? (size_t)(sync - p->buf) : p->fill);
+            continue;
+        }
+        if (p->fill < 3) {
+            return;
+        }
+        if (p->buf[1] > PROTO_MAX_PAYLOAD) {
+            p->counters.bad_length++;
+            drop(p, 1);
+            continue;
+        }
+        size_t n = PROTO_HEADER_LEN + p->buf[1] + PROTO_CRC_LEN +
+                   ((p->buf[2] & PROTO_TYPE_AUTH) ? PROTO_AUTH_LEN : 0);
+        if (p->fill < n) {
+            return;
+        }
+        if (crc16_update(CRC16_INIT, p->buf + 1, n - 3) != get_u16(p->buf + n - 2)) {
+            p->counters.bad_crc++;
+            drop(p, 1); /* the next frame may start inside this one */
+            continue;
+        }
+        accept_frame(p, n);
+        drop(p, n);
+    }
+}
+
+void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len)
+{
+    while (len > 0) {
+        size_t room = sizeof p->buf - p->fill;
+        size_t chunk = len < room ? len : room;
+        memcpy(p->buf + p->fill, data, chunk);
+        p->fill = (uint8_t)(p->fill + chunk);
+        data += chunk;
+        len -= chunk;
+        scan(p);
+    }
+}
+
+size_t protocol_encode(proto_sender_t *s, uint8_t type, const uint8_t *payload, uint8_t len,
+                       uint8_t *out)
+{
+    size_t n = PROTO_HEADER_LEN;
+    out[0] = PROTO_SYNC;
+    out[1] = len;
+    out[2] = (uint8_t)(type | (s->key ? PROTO_TYPE_AUTH : 0));
+    put_u16(out + 3, s->seq++);
+    if (len > 0) {
+        memcpy(out + n, payload, len);
+    }
+    n += len;
+    if (s->key) {
+        put_u32(out + n, s->counter++);
+        n += 4;
+        put_u32(out + n, mac_tag(s->key, s->dir, out, n));
+        n += PROTO_TAG_LEN;
+    }
+    put_u16(out + n, crc16_update(CRC16_INIT, out + 1, n - 1));
+    return n + PROTO_CRC_LEN;
+}

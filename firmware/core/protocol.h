@@ -1,0 +1,86 @@
+/*
+ * Framing: SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2), little-endian.
+ * See firmware/PROTOCOL.md. The parser resynchronises on the next sync byte after any
+ * bad frame and only hands over frames that pass CRC and, in authenticated mode, the MAC
+ * and the replay window.
+ */
+#ifndef PROTOCOL_H
+#define PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "siphash.h"
+
+#define PROTO_SYNC 0xA5u
+#define PROTO_TYPE_AUTH 0x80u /* TYPE bit: the frame carries COUNTER and TAG */
+#define PROTO_HEADER_LEN 5u   /* SYNC LEN TYPE SEQ */
+#define PROTO_AUTH_LEN 8u     /* COUNTER TAG */
+#define PROTO_TAG_LEN 4u
+#define PROTO_CRC_LEN 2u
+#define PROTO_MAX_PAYLOAD 120u
+#define PROTO_MAX_FRAME (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD + PROTO_AUTH_LEN + PROTO_CRC_LEN)
+#define PROTO_REPLAY_WINDOW 32u
+
+/* Direction byte mixed into the MAC so a frame cannot be reflected back to its sender. */
+typedef enum { PROTO_DIR_TO_MCU = 0, PROTO_DIR_TO_HOST = 1 } proto_dir_t;
+
+typedef struct {
+    uint8_t type; /* message type, without PROTO_TYPE_AUTH */
+    uint16_t seq;
+    uint8_t len;
+    const uint8_t *payload; /* valid during the frame callback only */
+    bool authenticated;
+    uint32_t counter; /* authenticated frames only */
+} proto_frame_t;
+
+typedef struct {
+    uint16_t frames_ok;
+    uint16_t bad_crc;
+    uint16_t bad_length;
+    uint16_t bad_auth; /* missing, unexpected or wrong MAC */
+    uint16_t replayed;
+} proto_counters_t;
+
+typedef struct {
+    uint32_t highest; /* highest counter accepted so far */
+    uint32_t seen;    /* bit i set: counter highest - i was accepted */
+    bool started;
+} proto_replay_t;
+
+typedef void (*proto_frame_cb)(void *ctx, const proto_frame_t *frame);
+
+typedef struct {
+    const uint8_t *key; /* NULL: plain mode, authenticated frames are rejected */
+    proto_dir_t rx_dir;
+    proto_replay_t replay;
+    proto_counters_t counters;
+    proto_frame_cb on_frame;
+    void *ctx;
+    uint8_t fill;
+    uint8_t buf[PROTO_MAX_FRAME];
+} proto_parser_t;
+
+typedef struct {
+    const uint8_t *key; /* NULL: plain frames */
+    proto_dir_t dir;
+    uint16_t seq;     /* of the next frame */
+    uint32_t counter; /* of the next authenticated frame */
+} proto_sender_t;
+
+void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_dir,
+                          proto_frame_cb on_frame, void *ctx);
+
+/* Feed received bytes; on_frame is called for every accepted frame. */
+void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len);
+
+/* Accept counter if it is new and within the window behind the highest one seen. */
+bool protocol_replay_accept(proto_replay_t *r, uint32_t counter);
+
+/* Encode one frame into out (PROTO_MAX_FRAME bytes); returns its length. Advances seq and,
+ * for authenticated frames, counter. */
+size_t protocol_encode(proto_sender_t *s, uint8_t type, const uint8_t *payload, uint8_t len,
+                       uint8_t *out);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * ATmega2560 at 16 MHz. Servo channels 0-11: hardware PWM from the output-compare pins of
+ * the 16-bit timers 1, 3, 4, 5 (fast PWM, TOP = ICRn, 0.5 us ticks, 20 ms period).
+ * Channels 12-15: PA0-PA3, sequenced in 3 ms slots by timer 2; its compare interrupt fires
+ * a little early and waits for the exact tick, so edges do not depend on interrupt latency.
+ * Timer 1 overflows also count the microsecond clock. USART0: interrupt-driven rings.
+ */
+#include <avr/interrupt.h>
+#include <avr/io.h>
+#include <avr/sleep.h>
+#include <avr/wdt.h>
+#include <util/atomic.h>
+
+#include "../hal.h"
+
+#ifndef BAUD
+#define BAUD 115200
+#endif
+#define BAUD_TOL 3 /* 115200 at 16 MHz: +2.1 %, as on every Arduino Mega */
+#include <util/setbaud.h>
+
+#define PWM_TOP 39999u       /* 20 ms in 0.5 us ticks */
+#define HW_CHANNELS 12u
+#define SOFT_CHANNELS 4u
+#define SOFT_PORT PORTA
+#define SOFT_DDR DDRA
+#define SOFT_SLOT 6000u      /* ticks per software channel slot (3 ms) */
+#define SOFT_FRAME 40000u    /* ticks per software frame (20 ms) */
+#define SOFT_EARLY 16u       /* the compare fires this many ticks before the edge */
+#define SOFT_GUARD 32u       /* keep the compare point clear of the ISR's own run time */
+#define RX_SIZE 128u
+#define TX_SIZE 256u         /* uint8_t indices wrap by themselves */
+
+/* ---- clock ---- */
+
+static volatile uint32_t pwm_periods; /* timer 1 overflows, one per 20 ms */
+
+ISR(TIMER1_OVF_vect, ISR_NOBLOCK)
+{
+    pwm_periods++;
+}
+
+uint32_t hal_micros(void)
+{
+    uint32_t periods;
+    uint16_t ticks;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        periods = pwm_periods;
+        ticks = TCNT1;
+        if ((TIFR1 & _BV(TOV1)) && ticks < PWM_TOP / 2) {
+            periods++; /* overflow happened, its interrupt has not run yet */
+        }
+    }
+    return periods * 20000u + ticks / 2u;
+}
+
+/* ---- hardware PWM channels ---- */
+
+static volatile uint16_t *const hw_ocr[HW_CHANNELS] = {
+    &OCR1A, &OCR1B, &OCR1C, &OCR3A, &OCR3B, &OCR3C,
+    &OCR4A, &OCR4B, &OCR4C, &OCR5A, &OCR5B, &OCR5C,
+};
+static volatile uint8_t *const hw_tccra[HW_CHANNELS] = {
+    &TCCR1A, &TCCR1A, &TCCR1A, &TCCR3A, &TCCR3A, &TCCR3A,
+    &TCCR4A, &TCCR4A, &TCCR4A, &TCCR5A, &TCCR5A, &TCCR5A,
+};
+/* COMnx1: clear on compare match, set at BOTTOM (non-inverting) */
+static const uint8_t hw_com[HW_CHANNELS] = {
+    _BV(COM1A1), _BV(COM1B1), _BV(COM1C1), _BV(COM3A1), _BV(COM3B1), _BV(COM3C1),
+    _BV(COM4A1), _BV(COM4B1), _BV(COM4C1), _BV(COM5A1), _BV(COM5B1), _BV(COM5C1),
+};
+
+/* The control bits sit at the same positions in timers 1, 3, 4 and 5. */
+static void pwm_timer_init(volatile uint16_t *icr, volatile uint16_t *tcnt,
+                           volatile uint8_t *tccra, volatile uint8_t *tccrb, uint16_t phase)
+{
+    *icr = PWM_TOP;
+    *tcnt = phase; /* stagger the timers so pulses do not all start together */
+    *tccra = _BV(WGM11);                          /* mode 14: fast PWM, TOP = ICRn */
+    *tccrb = _BV(WGM13) | _BV(WGM12) | _BV(CS11); /* clk/8: 0.5 us ticks */
+}
+
+/* ---- software channels (timer 2) ---- */
+
+static volatile uint16_t soft_ticks[SOFT_CHANNELS]; /* pulse widths, 0 = off */
+
+static struct {
+    uint8_t event;     /* pending edge: 2k = rise of channel k, 2k+1 = its fall */
+    uint8_t target;    /* TCNT2 value at the pending edge */
+    uint8_t port_next; /* SOFT_PORT value from the pending edge on */
+    uint16_t skips;    /* compare matches to let pass before the pending edge */
+    uint16_t time;     /* frame time of the pending edge [ticks] */
+    uint16_t width;    /* of the pulse being sequenced [ticks] */
+} soft;
+
+/* Plan the edge after the one that just happened; d = ticks from it to the next. */
+static void soft_schedule(uint16_t d)
+{
+    uint16_t lead = d - SOFT_EARLY;
+    if ((lead & 0xffu) < SOFT_GUARD) {
+        lead -= SOFT_GUARD;
+    }
+    uint8_t compare = (uint8_t)(soft.target + lead);
+    soft.target = (uint8_t)(soft.target + d);
+    soft.skips = lead >> 8;
+    OCR2A = compare;
+}
+
+ISR(TIMER2_COMPA_vect)
+{
+    if (soft.skips) {
+        soft.skips--;
+        return;
+    }
+    while ((int8_t)(TCNT2 - soft.target) < 0) {
+    }
+    SOFT_PORT = soft.port_next;
+
+    uint16_t now = soft.time;
+    uint8_t next_event = (uint8_t)((soft.event + 1u) & (2u * SOFT_CHANNELS - 1u));
+    uint8_t ch = next_event >> 1;
+    uint16_t next;
+    if (next_event & 1u) {
+        next = now + soft.width;
+        soft.port_next = 0;
+    } else {
+        next = next_event ? ch * SOFT_SLOT : SOFT_FRAME;
+        soft.width = soft_ticks[ch];
+        soft.port_next = soft.width ? (uint8_t)_BV(ch) : 0;
+        if (!soft.width) {
+            soft.width = SOFT_SLOT / 2; /* idle slot, same timing */
+        }
+    }
+    soft.event = next_event;
+    soft.time = next_event ? next : 0;
+    soft_schedule(next - now);
+}
+
+static void soft_init(void)
+{
+    SOFT_PORT = 0;
+    SOFT_DDR |= (uint8_t)((1u << SOFT_CHANNELS) - 1u);
+    TCCR2A = 0;
+    TCNT2 = 0;
+    soft.event = 0;
+    soft.time = 0;
+    soft.width = SOFT_SLOT / 2;
+    soft.port_next = 0;
+    soft.target = 64;
+    soft.skips = 0;
+    OCR2A = soft.target - SOFT_EARLY;
+    TIMSK2 = _BV(OCIE2A);
+    TCCR2B = _BV(CS21); /* clk/8: 0.5 us ticks */
+}
+
+void hal_servo_write(uint8_t channel, uint16_t pulse_us)
+{
+    if (channel < HW_CHANNELS) {
+        if (pulse_us) {
+            *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
+            *hw_tccra[channel] |= hw_com[channel];
+        } else {
+            *hw_tccra[channel] &= (uint8_t)~hw_com[channel];
+        }
+    } else if (channel < HW_CHANNELS + SOFT_CHANNELS) {
+        uint8_t soft_ch = (uint8_t)(channel - HW_CHANNELS);
+        ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+        {
+            soft_ticks[soft_ch] = (uint16_t)(2u * pulse_us);
+            if (!pulse_us) { /* stop now, like the hardware channels: cut a running pulse */
+                soft.port_next &= (uint8_t)~_BV(soft_ch);
+                SOFT_PORT &= (uint8_t)~_BV(soft_ch);
+            }
+        }
+    }
+}
+
+/* ---- USART0 ---- */
+
+static volatile uint8_t rx_buf[RX_SIZE], tx_buf[TX_SIZE];
+static volatile uint8_t rx_head, rx_tail, tx_head, tx_tail;
+static volatile uint16_t rx_dropped;
+
+ISR(USART0_RX_vect)
+{
+    uint8_t byte = UDR0;
+    uint8_t next = (uint8_t)((rx_head + 1u) & (RX_SIZE - 1u));
+    if (next == rx_tail) {
+        rx_dropped++;
+    } else {
+        rx_buf[rx_head] = byte;
+        rx_head = next;
+    }
+}
+
+ISR(USART0_UDRE_vect)
+{
+    if (tx_head == tx_tail) {
+        UCSR0B &= (uint8_t)~_BV(UDRIE0);
+    } else {
+        UDR0 = tx_buf[tx_tail++];
+    }
+}
+
+size_t hal_uart_read(uint8_t *buf, size_t max)
+{
+    size_t n = 0;
+    while (n < max && rx_tail != rx_head) {
+        buf[n++] = rx_buf[rx_tail];
+        rx_tail = (uint8_t)((rx_tail + 1u) & (RX_SIZE - 1u));
+    }
+    return n;
+}
+
+bool hal_uart_write(const uint8_t *data, size_t len)
+{
+    uint8_t free_bytes = (uint8_t)(tx_tail - tx_head - 1u);
+    if (len > free_bytes) {
+        return false;
+    }
+    uint8_t head = tx_head;
+    for (size_t i = 0; i < len; i++) {
+        tx_buf[head++] = data[i];
+    }
+    tx_head = head;
+    UCSR0B |= _BV(UDRIE0);
+    return true;
+}
+
+uint16_t hal_uart_rx_dropped(void)
+{
+    uint16_t n;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        n = rx_dropped;
+    }
+    return n;
+}
+
+/* ---- init ---- */
+
+void hal_init(void)
+{
+    MCUSR = 0;
+    wdt_enable(WDTO_250MS);
+    /* Port E also carries INT4-INT7 (all masked). Making them edge-triggered changes nothing
+     * on the chip, but stops simavr polling them as low-level interrupts every cycle. */
+    EICRB = _BV(ISC40) | _BV(ISC50) | _BV(ISC60) | _BV(ISC70);
+
+    UBRR0 = UBRR_VALUE;
+#if USE_2X
+    UCSR0A = _BV(U2X0);
+#else
+    UCSR0A = 0;
+#endif
+    UCSR0C = _BV(UCSZ01) | _BV(UCSZ00); /* 8N1 */
+    UCSR0B = _BV(RXEN0) | _BV(TXEN0) | _BV(RXCIE0);
+
+    /* output-compare pins of channels 0-11 (low while their COM bits are off) */
+    DDRB |= _BV(PB5) | _BV(PB6) | _BV(PB7);
+    DDRE |= _BV(PE3) | _BV(PE4) | _BV(PE5);
+    DDRH |= _BV(PH3) | _BV(PH4) | _BV(PH5);
+    DDRL |= _BV(PL3) | _BV(PL4) | _BV(PL5);
+    pwm_timer_init(&ICR1, &TCNT1, &TCCR1A, &TCCR1B, 0);
+    pwm_timer_init(&ICR3, &TCNT3, &TCCR3A, &TCCR3B, 10000);
+    pwm_timer_init(&ICR4, &TCNT4, &TCCR4A, &TCCR4B, 20000);
+    pwm_timer_init(&ICR5, &TCNT5, &TCCR5A, &TCCR5B, 30000);
+    TIMSK1 = _BV(TOIE1);
+    soft_init();
+    sei();
+}
+
+/* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
+void hal_idle(void)
+{
+    wdt_reset();
+    set_sleep_mode(SLEEP_MODE_IDLE);
+    cli();
+    if (rx_head == rx_tail) {
+        sleep_enable();
+        sei(); /* the instruction after sei runs first: no wake-up is lost */
+        sleep_cpu();
+        sleep_disable();
+    }
+    sei();
+}

@@ -1,0 +1,21 @@
+/* ATmega2560 entry point. Build with AUTH_KEY=<32 hex digits> for authenticated mode. */
+#include <stddef.h>
+
+#include "../../core/app.h"
+#include "../hal.h"
+
+#ifdef AUTH_KEY_BYTES
+static const uint8_t auth_key[SIPHASH_KEY_LEN] = {AUTH_KEY_BYTES};
+#define KEY auth_key
+#else
+#define KEY NULL
+#endif
+
+int main(void)
+{
+    hal_init();
+    app_init(KEY);
+    for (;;) {
+        app_step();
+    }
+}

@@ -1,0 +1,33 @@
+/*
+ * The only hardware surface of the firmware. core/ calls these; hal/avr and hal/posix
+ * implement them. Times in microseconds, pulse widths in microseconds.
+ */
+#ifndef HAL_H
+#define HAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void hal_init(void);
+
+/* Free-running microsecond clock; wraps after 2^32 us (71 minutes). */
+uint32_t hal_micros(void);
+
+/* Copy up to max received bytes into buf; returns how many (0 if none, never blocks). */
+size_t hal_uart_read(uint8_t *buf, size_t max);
+
+/* Queue len bytes for sending, all or nothing; false if there is no room. */
+bool hal_uart_write(const uint8_t *data, size_t len);
+
+/* Received bytes lost because the receive buffer was full. */
+uint16_t hal_uart_rx_dropped(void);
+
+/* Pulse width of a servo channel from its next period on; 0 stops its pulses. */
+void hal_servo_write(uint8_t channel, uint16_t pulse_us);
+
+/* Called once per main-loop pass: kick the hardware watchdog and wait (briefly) for input
+ * or a timer tick. */
+void hal_idle(void);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * Host build: the UART is a pseudo-terminal, the clock is CLOCK_MONOTONIC and servo
+ * pulses only exist as numbers (telemetry reports them, and the servo model's estimate).
+ */
+#define _DEFAULT_SOURCE /* cfmakeraw */
+#define _XOPEN_SOURCE 600 /* posix_openpt */
+#include "hal_posix.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../hal.h"
+
+static int uart_fd = -1;
+static struct timespec t0;
+
+int hal_posix_open_pty(void)
+{
+    int fd = posix_openpt(O_RDWR | O_NOCTTY);
+    if (fd < 0 || grantpt(fd) != 0 || unlockpt(fd) != 0) {
+        return -1;
+    }
+    struct termios tio;
+    if (tcgetattr(fd, &tio) == 0) {
+        cfmakeraw(&tio);
+        tcsetattr(fd, TCSANOW, &tio);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    /* keep a slave descriptor open so reads do not fail with EIO before a client opens it */
+    if (open(ptsname(fd), O_RDWR | O_NOCTTY) < 0) {
+        return -1;
+    }
+    printf("PTY %s\n", ptsname(fd));
+    fflush(stdout);
+    uart_fd = fd;
+    return fd;
+}
+
+void hal_init(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+}
+
+uint32_t hal_micros(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t us = (int64_t)(now.tv_sec - t0.tv_sec) * 1000000 + (now.tv_nsec - t0.tv_nsec) / 1000;
+    return (uint32_t)us;
+}
+
+size_t hal_uart_read(uint8_t *buf, size_t max)
+{
+    ssize_t n = read(uart_fd, buf, max);
+    return n > 0 ? (size_t)n : 0;
+}
+
+bool hal_uart_write(const uint8_t *data, size_t len)
+{
+    ssize_t n = write(uart_fd, data, len);
+    return n == (ssize_t)len;
+}
+
+uint16_t hal_uart_rx_dropped(void)
+{
+    return 0; /* the kernel buffers the pty */
+}
+
+void hal_servo_write(uint8_t channel, uint16_t pulse_us)
+{
+    (void)channel;
+    (void)pulse_us;
+}
+
+void hal_idle(void)
+{
+    struct pollfd p = {.fd = uart_fd, .events = POLLIN};
+    (void)poll(&p, 1, 1);
+}

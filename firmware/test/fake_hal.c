@@ -1,0 +1,67 @@
+#include "fake_hal.h"
+
+#include <string.h>
+
+#include "../hal/hal.h"
+
+uint32_t fake_now_us;
+uint16_t fake_pulse_us[SERVO_CHANNELS];
+uint8_t fake_tx[4096];
+size_t fake_tx_len;
+static uint8_t rx[1024];
+static size_t rx_len, rx_pos;
+
+void fake_reset(void)
+{
+    fake_now_us = 1000000u;
+    memset(fake_pulse_us, 0xff, sizeof fake_pulse_us);
+    fake_tx_len = 0;
+    rx_len = rx_pos = 0;
+}
+
+void fake_rx(const uint8_t *data, size_t len)
+{
+    memcpy(rx + rx_len, data, len);
+    rx_len += len;
+}
+
+void hal_init(void)
+{
+}
+
+uint32_t hal_micros(void)
+{
+    return fake_now_us;
+}
+
+size_t hal_uart_read(uint8_t *buf, size_t max)
+{
+    size_t n = rx_len - rx_pos < max ? rx_len - rx_pos : max;
+    memcpy(buf, rx + rx_pos, n);
+    rx_pos += n;
+    return n;
+}
+
+bool hal_uart_write(const uint8_t *data, size_t len)
+{
+    if (fake_tx_len + len > sizeof fake_tx) {
+        return false;
+    }
+    memcpy(fake_tx + fake_tx_len, data, len);
+    fake_tx_len += len;
+    return true;
+}
+
+uint16_t hal_uart_rx_dropped(void)
+{
+    return 0;
+}
+
+void hal_servo_write(uint8_t channel, uint16_t pulse_us)
+{
+    fake_pulse_us[channel] = pulse_us;
+}
+
+void hal_idle(void)
+{
+}

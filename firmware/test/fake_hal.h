@@ -1,0 +1,18 @@
+/* A scripted hal.h for unit tests: settable clock, captured output. */
+#ifndef FAKE_HAL_H
+#define FAKE_HAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/servo.h"
+
+extern uint32_t fake_now_us;
+extern uint16_t fake_pulse_us[SERVO_CHANNELS];
+extern uint8_t fake_tx[4096];
+extern size_t fake_tx_len;
+
+void fake_reset(void);
+void fake_rx(const uint8_t *data, size_t len); /* bytes the next hal_uart_read returns */
+
+#endif

@@ -1,0 +1,135 @@
+/* Calibration, limits, interpolation and the servo model of core/servo; core/watchdog. */
+#include "../core/servo.h"
+#include "../core/watchdog.h"
+#include "check.h"
+
+static void default_calibration(void)
+{
+    servo_init(0);
+    CHECK_EQ(servo_pulse_us(0, 0), 1500);
+    CHECK_EQ(servo_pulse_us(0, 9000), 2500);
+    CHECK_EQ(servo_pulse_us(0, -9000), 500);
+    CHECK_EQ(servo_pulse_us(0, 4500), 2000);
+    CHECK_EQ(servo_pulse_us(0, 1), 1500); /* 0.111 us rounds down */
+    CHECK_EQ(servo_pulse_us(0, 5), 1501); /* 0.556 us rounds up */
+}
+
+static void reversed_offset_calibration(void)
+{
+    servo_init(0);
+    servo_cal_t cal = {.direction = -1,
+                       .zero_offset_cdeg = 350,
+                       .min_cdeg = -6000,
+                       .max_cdeg = 4500,
+                       .pulse_min_us = 900,
+                       .pulse_max_us = 2100,
+                       .travel_cdeg = 12000};
+    CHECK(servo_configure(7, &cal));
+    /* servo angle = -joint + 3.5 deg; 1500 us + servo angle * 1200 us / 120 deg */
+    CHECK_EQ(servo_pulse_us(7, 0), 1535);
+    CHECK_EQ(servo_pulse_us(7, 3000), 1235);
+    CHECK_EQ(servo_pulse_us(7, -6000), 2100); /* 2135 clamped to the pulse range */
+    CHECK_EQ(servo_pulse_us(0, 0), 1500);     /* other channels unchanged */
+}
+
+static void inconsistent_calibration_refused(void)
+{
+    servo_init(0);
+    servo_cal_t good = {1, 0, -9000, 9000, 500, 2500, 18000};
+    servo_cal_t bad = good;
+    bad.direction = 0;
+    CHECK(!servo_configure(0, &bad));
+    bad = good;
+    bad.min_cdeg = 9000;
+    CHECK(!servo_configure(0, &bad));
+    bad = good;
+    bad.pulse_max_us = 2600;
+    CHECK(!servo_configure(0, &bad));
+    bad = good;
+    bad.travel_cdeg = 0;
+    CHECK(!servo_configure(0, &bad));
+    CHECK(!servo_configure(SERVO_CHANNELS, &good));
+    CHECK(servo_configure(0, &good));
+}
+
+static void targets_clamped_to_limits(void)
+{
+    servo_init(0);
+    const int16_t targets[3] = {-12000, 3000, 9001};
+    CHECK_EQ(servo_set_targets(4, 3, targets, 0, 0), (1 << 4) | (1 << 6));
+    CHECK_EQ(servo_command_cdeg(4), -9000);
+    CHECK_EQ(servo_command_cdeg(5), 3000);
+    CHECK_EQ(servo_command_cdeg(6), 9000);
+}
+
+static void interpolation_over_duration(void)
+{
+    servo_init(0);
+    servo_set_speed(0); /* estimate follows the command */
+    const int16_t target = 8000;
+    servo_set_targets(2, 1, &target, 400, 0);
+    servo_update(100000);
+    CHECK_EQ(servo_command_cdeg(2), 2000);
+    CHECK(servo_moving());
+    servo_update(300000);
+    CHECK_EQ(servo_command_cdeg(2), 6000);
+    servo_hold(300000);
+    servo_update(500000);
+    CHECK_EQ(servo_command_cdeg(2), 6000); /* held where it was */
+    CHECK(!servo_moving());
+    CHECK_EQ(servo_estimate_cdeg(2), 6000);
+}
+
+static void interpolation_across_clock_wrap(void)
+{
+    const uint32_t start = 0xffffffffu - 99999u; /* 100 ms before the microsecond clock wraps */
+    servo_init(start);
+    const int16_t target = -8000;
+    servo_set_targets(0, 1, &target, 400, start);
+    servo_update(start + 200000u); /* wrapped */
+    CHECK_EQ(servo_command_cdeg(0), -4000);
+    servo_update(start + 400000u);
+    CHECK_EQ(servo_command_cdeg(0), -8000);
+}
+
+static void servo_model_slew_limit(void)
+{
+    servo_init(0);
+    servo_set_speed(10000); /* 100 deg/s */
+    const int16_t target = 5000;
+    servo_set_targets(0, 1, &target, 0, 0);
+    servo_update(200000);
+    CHECK_EQ(servo_command_cdeg(0), 5000);
+    CHECK_EQ(servo_estimate_cdeg(0), 2000);
+    servo_update(600000);
+    CHECK_EQ(servo_estimate_cdeg(0), 5000);
+}
+
+static void watchdog_timeout(void)
+{
+    watchdog_configure(250, WATCHDOG_LIMP);
+    watchdog_arm(1000);
+    CHECK(!watchdog_poll(1000 + 249999));
+    watchdog_feed(200000);
+    CHECK(!watchdog_poll(200000 + 249999));
+    CHECK(watchdog_poll(200000 + 250000));
+    CHECK(watchdog_tripped());
+    CHECK(!watchdog_poll(200000 + 250001)); /* reported once */
+    watchdog_arm(500000);
+    CHECK(!watchdog_tripped());
+    watchdog_configure(0, WATCHDOG_HOLD);
+    CHECK(!watchdog_poll(0xffffffffu));
+    watchdog_disarm();
+}
+
+void run_servo_tests(void (*run)(const char *name, void (*fn)(void)))
+{
+    run("default_calibration", default_calibration);
+    run("reversed_offset_calibration", reversed_offset_calibration);
+    run("inconsistent_calibration_refused", inconsistent_calibration_refused);
+    run("targets_clamped_to_limits", targets_clamped_to_limits);
+    run("interpolation_over_duration", interpolation_over_duration);
+    run("interpolation_across_clock_wrap", interpolation_across_clock_wrap);
+    run("servo_model_slew_limit", servo_model_slew_limit);
+    run("watchdog_timeout", watchdog_timeout);
+}

@@ -1,0 +1,182 @@
+/*
+ * simavr_runner: run an unmodified ATmega2560 ELF in libsimavr.
+ *
+ * UART0 is exposed as a pseudo-terminal (simavr's uart_pty part); its path is printed on
+ * stdout as "PTY <path>" so a caller can connect. Chosen pins are traced to a VCD file.
+ * Emulation can be paced to real time and stops after a given number of emulated seconds.
+ *
+ * Usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] [--seconds S]
+ *                      [--mcu NAME] [--freq HZ] firmware.elf
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <avr_ioport.h>
+#include <sim_avr.h>
+#include <sim_elf.h>
+#include <sim_io.h>
+#include <sim_vcd_file.h>
+#include <uart_pty.h>
+
+#define PACE_INTERVAL_US 1000u /* how often emulated time is compared with the wall clock */
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* simavr's own sleep callback usleep()s every idle stretch and falls behind the wall clock;
+ * this runner paces in its main loop instead (or not at all). */
+static void no_sleep(avr_t *avr, avr_cycle_count_t how_long)
+{
+    (void)avr;
+    (void)how_long;
+}
+
+static double wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_seconds(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stop_requested) {
+    }
+}
+
+/* Add every pin of a comma-separated list like "B5,E3,A0" to the VCD trace. */
+static int add_traces(avr_t *avr, avr_vcd_t *vcd, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        if (strlen(tok) != 2 || tok[0] < 'A' || tok[0] > 'L' || tok[1] < '0' || tok[1] > '7') {
+            fprintf(stderr, "simavr_runner: bad pin '%s' (want e.g. B5)\n", tok);
+            return -1;
+        }
+        avr_irq_t *irq = avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(tok[0]), tok[1] - '0');
+        if (irq == NULL) {
+            fprintf(stderr, "simavr_runner: no port %c on this MCU\n", tok[0]);
+            return -1;
+        }
+        char name[8];
+        snprintf(name, sizeof name, "P%s", tok);
+        avr_vcd_add_signal(vcd, irq, 1, name);
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] "
+                    "[--seconds S] [--mcu NAME] [--freq HZ] firmware.elf\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *vcd_path = NULL, *trace = NULL, *elf = NULL, *mcu = "atmega2560";
+    double seconds = 0.0;
+    unsigned long freq = 16000000ul;
+    int realtime = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (!strcmp(a, "--vcd") && has_value) {
+            vcd_path = argv[++i];
+        } else if (!strcmp(a, "--trace") && has_value) {
+            trace = argv[++i];
+        } else if (!strcmp(a, "--seconds") && has_value) {
+            seconds = strtod(argv[++i], NULL);
+        } else if (!strcmp(a, "--mcu") && has_value) {
+            mcu = argv[++i];
+        } else if (!strcmp(a, "--freq") && has_value) {
+            freq = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--realtime")) {
+            realtime = 1;
+        } else if (a[0] != '-' && elf == NULL) {
+            elf = a;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    if (elf == NULL || (trace != NULL && vcd_path == NULL)) {
+        usage();
+        return 2;
+    }
+
+    elf_firmware_t fw;
+    memset(&fw, 0, sizeof fw);
+    if (elf_read_firmware(elf, &fw) != 0) {
+        fprintf(stderr, "simavr_runner: cannot read %s\n", elf);
+        return 1;
+    }
+    avr_t *avr = avr_make_mcu_by_name(mcu);
+    if (avr == NULL) {
+        fprintf(stderr, "simavr_runner: unknown MCU %s\n", mcu);
+        return 1;
+    }
+    avr_init(avr);
+    fw.frequency = (uint32_t)freq;
+    avr_load_firmware(avr, &fw);
+    avr->frequency = (uint32_t)freq;
+    avr->sleep = no_sleep;
+
+    static uart_pty_t uart;
+    uart_pty_init(avr, &uart);
+    uart_pty_connect(&uart, '0');
+
+    static avr_vcd_t vcd;
+    if (vcd_path != NULL) {
+        avr_vcd_init(avr, vcd_path, &vcd, 1000 /* flush period, us */);
+        if (trace != NULL && add_traces(avr, &vcd, trace) != 0) {
+            return 2;
+        }
+        avr_vcd_start(&vcd);
+    }
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    printf("PTY %s\n", uart.pty.slavename);
+    fflush(stdout);
+
+    const avr_cycle_count_t stop_cycle =
+        seconds > 0.0 ? (avr_cycle_count_t)(seconds * (double)freq) : 0;
+    const avr_cycle_count_t pace_cycles = (avr_cycle_count_t)freq / (1000000u / PACE_INTERVAL_US);
+    avr_cycle_count_t next_pace = pace_cycles;
+    const double t0 = wall_seconds();
+    int state = cpu_Running;
+    while (!stop_requested && state != cpu_Done && state != cpu_Crashed) {
+        state = avr_run(avr);
+        if (stop_cycle != 0 && avr->cycle >= stop_cycle) {
+            break;
+        }
+        if (realtime && avr->cycle >= next_pace) {
+            next_pace = avr->cycle + pace_cycles;
+            double ahead = (double)avr->cycle / (double)freq - (wall_seconds() - t0);
+            if (ahead > 0.0) {
+                sleep_seconds(ahead);
+            }
+        }
+    }
+    if (vcd_path != NULL) {
+        avr_vcd_close(&vcd);
+    }
+    printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d\n",
+           (unsigned long long)avr->cycle, (double)avr->cycle / (double)freq,
+           wall_seconds() - t0, state);
+    fflush(stdout);
+    /* uart_pty_stop() can hang joining its thread: leave without it. */
+    _Exit(state == cpu_Crashed ? 3 : 0);
+}

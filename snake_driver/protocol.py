@@ -1,0 +1,753 @@
+"""Wire protocol between the host and the snake firmware (specified in firmware/PROTOCOL.md).
+
+A frame is ``SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2)``, little-endian. In
+authenticated mode (bit 7 of TYPE) COUNTER is a monotonically increasing 32-bit number and
+TAG the low 32 bits of SipHash-2-4 over the frame, keyed with a shared 128-bit key.
+
+Angles are integer centidegrees [cdeg], times microseconds [us] unless a name says ``_ms``.
+Encoding raises ``ProtocolError`` subclasses for values that do not fit the wire; the
+streaming ``Decoder`` never raises on received bytes, it counts what it discards.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
+
+SYNC = 0xA5
+TYPE_AUTH = 0x80
+HEADER_LEN = 5
+AUTH_LEN = 8
+TAG_LEN = 4
+CRC_LEN = 2
+MAX_PAYLOAD = 120
+MAX_CHANNELS = 16
+KEY_LEN = 16
+REPLAY_WINDOW = 32
+
+_U8 = (0, 0xFF)
+_U16 = (0, 0xFFFF)
+_I16 = (-0x8000, 0x7FFF)
+_U32 = (0, 0xFFFF_FFFF)
+_U64 = (0, 0xFFFF_FFFF_FFFF_FFFF)
+_MASK64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+class ProtocolError(ValueError):
+    """A message or frame that cannot be put on the wire, or a payload that does not parse."""
+
+
+class FieldRangeError(ProtocolError):
+    """A field value outside the range of its wire type or of the protocol."""
+
+
+class PayloadError(ProtocolError):
+    """A payload whose length or content does not match its message layout."""
+
+
+class AuthKeyError(ProtocolError):
+    """A key that is not a 128-bit SipHash key."""
+
+
+class MsgType(enum.IntEnum):
+    """Message types; 0x01-0x3F go to the MCU, 0x41-0x7F come from it."""
+
+    PING = 0x01
+    SET_TARGETS = 0x02
+    CONFIG_CHANNEL = 0x03
+    CONFIG_SYSTEM = 0x04
+    ENABLE = 0x05
+    ESTOP = 0x06
+    PONG = 0x41
+    TELEMETRY = 0x42
+    ERROR = 0x43
+
+
+class Direction(enum.IntEnum):
+    """Direction byte mixed into the MAC, so frames cannot be reflected to their sender."""
+
+    TO_MCU = 0
+    TO_HOST = 1
+
+
+class Flag(enum.IntFlag):
+    """Telemetry status flags."""
+
+    ENABLED = 1 << 0
+    ESTOP = 1 << 1
+    WATCHDOG_TRIPPED = 1 << 2
+    LIMIT_HIT = 1 << 3
+    AUTHENTICATED = 1 << 4
+    WATCHDOG_LIMP = 1 << 5
+    MOVING = 1 << 6
+
+
+class ErrorCode(enum.IntEnum):
+    """Codes of the firmware's error report."""
+
+    UNKNOWN_TYPE = 1
+    BAD_PAYLOAD = 2
+    NOT_ARMED = 3
+
+
+class WatchdogAction(enum.IntEnum):
+    """What the firmware does when commands stop: keep the last position or cut pulses."""
+
+    HOLD = 0
+    LIMP = 1
+
+
+def _check(name: str, value: int, bounds: tuple[int, int]) -> int:
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise FieldRangeError(f"{name} must be in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def _expect_len(msg: str, data: bytes, length: int) -> None:
+    if len(data) != length:
+        raise PayloadError(f"{msg} payload must be {length} bytes, got {len(data)}")
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Host -> MCU: ask for a pong (round-trip time and clock offset).
+
+    Attributes:
+        host_time_us: the host's clock when sending [us]; echoed in the pong.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.PING
+    host_time_us: int
+
+    def payload(self) -> bytes:
+        """Encode the payload (8 bytes)."""
+        return struct.pack("<Q", _check("host_time_us", self.host_time_us, _U64))
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> Ping:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("ping", data, 8)
+        return cls(*struct.unpack("<Q", data))
+
+
+@dataclass(frozen=True)
+class Pong:
+    """MCU -> host: answer to a ping.
+
+    Attributes:
+        host_time_us: the ping's host_time_us, echoed [us].
+        mcu_time_us: the MCU's microsecond clock when answering (wraps at 2^32) [us].
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.PONG
+    host_time_us: int
+    mcu_time_us: int
+
+    def payload(self) -> bytes:
+        """Encode the payload (12 bytes)."""
+        return struct.pack(
+            "<QI",
+            _check("host_time_us", self.host_time_us, _U64),
+            _check("mcu_time_us", self.mcu_time_us, _U32),
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> Pong:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("pong", data, 12)
+        return cls(*struct.unpack("<QI", data))
+
+
+@dataclass(frozen=True)
+class SetTargets:
+    """Host -> MCU: joint targets for channels first .. first + len(targets_cdeg) - 1.
+
+    Attributes:
+        targets_cdeg: joint angles [cdeg], 1 to 16 of them.
+        duration_ms: time to interpolate linearly from the current command [ms]; 0: at once.
+        first: channel of targets_cdeg[0].
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.SET_TARGETS
+    targets_cdeg: tuple[int, ...]
+    duration_ms: int = 0
+    first: int = 0
+
+    def payload(self) -> bytes:
+        """Encode the payload (3 + 2 * n bytes)."""
+        n = len(self.targets_cdeg)
+        if not 1 <= n <= MAX_CHANNELS - _check("first", self.first, (0, MAX_CHANNELS - 1)):
+            raise FieldRangeError(
+                f"targets_cdeg must hold 1..{MAX_CHANNELS - self.first} values for first="
+                f"{self.first}, got {n}"
+            )
+        for i, t in enumerate(self.targets_cdeg):
+            _check(f"targets_cdeg[{i}]", t, _I16)
+        duration = _check("duration_ms", self.duration_ms, _U16)
+        return struct.pack(f"<HB{n}h", duration, self.first, *self.targets_cdeg)
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> SetTargets:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        n, odd = divmod(len(data) - 3, 2)
+        if len(data) < 5 or odd:
+            raise PayloadError(f"set_targets payload must be 3 + 2n bytes, got {len(data)}")
+        duration, first = struct.unpack_from("<HB", data)
+        if first + n > MAX_CHANNELS:
+            raise PayloadError(f"set_targets addresses channels {first}..{first + n - 1}")
+        return cls(struct.unpack_from(f"<{n}h", data, 3), duration, first)
+
+
+@dataclass(frozen=True)
+class ConfigChannel:
+    """Host -> MCU: calibration of one servo channel (PROTOCOL.md, "Calibration").
+
+    Attributes:
+        channel: 0..15.
+        direction: +1 or -1, sign of servo angle per joint angle.
+        zero_offset_cdeg: servo angle at joint angle 0 [cdeg].
+        min_cdeg: lower joint limit [cdeg].
+        max_cdeg: upper joint limit [cdeg].
+        pulse_min_us: shortest pulse [us], 500..2500.
+        pulse_max_us: longest pulse [us], 500..2500; the range's centre is servo angle 0.
+        travel_cdeg: servo angle swept by the pulse range [cdeg].
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.CONFIG_CHANNEL
+    channel: int
+    direction: int = 1
+    zero_offset_cdeg: int = 0
+    min_cdeg: int = -9000
+    max_cdeg: int = 9000
+    pulse_min_us: int = 500
+    pulse_max_us: int = 2500
+    travel_cdeg: int = 18000
+
+    def payload(self) -> bytes:
+        """Encode the payload (14 bytes)."""
+        if self.direction not in (1, -1):
+            raise FieldRangeError(f"direction must be +1 or -1, got {self.direction!r}")
+        return struct.pack(
+            "<BbhhhHHH",
+            _check("channel", self.channel, (0, MAX_CHANNELS - 1)),
+            self.direction,
+            _check("zero_offset_cdeg", self.zero_offset_cdeg, _I16),
+            _check("min_cdeg", self.min_cdeg, _I16),
+            _check("max_cdeg", self.max_cdeg, _I16),
+            _check("pulse_min_us", self.pulse_min_us, _U16),
+            _check("pulse_max_us", self.pulse_max_us, _U16),
+            _check("travel_cdeg", self.travel_cdeg, _U16),
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> ConfigChannel:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("config_channel", data, 14)
+        return cls(*struct.unpack("<BbhhhHHH", data))
+
+
+@dataclass(frozen=True)
+class ConfigSystem:
+    """Host -> MCU: watchdog, telemetry rate and servo model.
+
+    Attributes:
+        watchdog_ms: command timeout [ms]; 0 disables the watchdog.
+        watchdog_action: hold the last position or go limp on timeout.
+        telemetry_period_ms: telemetry period [ms]; 0 stops telemetry.
+        servo_speed_cdeg_s: slew rate of the servo model behind the angle estimate [cdeg/s].
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.CONFIG_SYSTEM
+    watchdog_ms: int = 500
+    watchdog_action: WatchdogAction = WatchdogAction.HOLD
+    telemetry_period_ms: int = 20
+    servo_speed_cdeg_s: int = 60000
+
+    def payload(self) -> bytes:
+        """Encode the payload (7 bytes)."""
+        return struct.pack(
+            "<HBHH",
+            _check("watchdog_ms", self.watchdog_ms, _U16),
+            _check("watchdog_action", int(self.watchdog_action), (0, 1)),
+            _check("telemetry_period_ms", self.telemetry_period_ms, _U16),
+            _check("servo_speed_cdeg_s", self.servo_speed_cdeg_s, _U16),
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> ConfigSystem:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("config_system", data, 7)
+        watchdog, action, period, speed = struct.unpack("<HBHH", data)
+        if action > 1:
+            raise PayloadError(f"watchdog_action must be 0 or 1, got {action}")
+        return cls(watchdog, WatchdogAction(action), period, speed)
+
+
+@dataclass(frozen=True)
+class Enable:
+    """Host -> MCU: enable (and clear an e-stop or watchdog trip) or disable the pulses."""
+
+    TYPE: ClassVar[MsgType] = MsgType.ENABLE
+    enable: bool
+
+    def payload(self) -> bytes:
+        """Encode the payload (1 byte)."""
+        return bytes([1 if self.enable else 0])
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> Enable:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("enable", data, 1)
+        if data[0] > 1:
+            raise PayloadError(f"enable must be 0 or 1, got {data[0]}")
+        return cls(data[0] == 1)
+
+
+@dataclass(frozen=True)
+class Estop:
+    """Host -> MCU: stop all pulses at once; latched until Enable(True)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.ESTOP
+
+    def payload(self) -> bytes:
+        """Encode the (empty) payload."""
+        return b""
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> Estop:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("estop", data, 0)
+        return cls()
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Frame counters of the firmware's receiver (16-bit, wrapping)."""
+
+    frames_ok: int = 0
+    bad_crc: int = 0
+    bad_length: int = 0
+    bad_auth: int = 0
+    replayed: int = 0
+    bad_payload: int = 0
+    rx_dropped: int = 0
+
+
+_COUNTER_NAMES = tuple(Counters.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """MCU -> host: periodic state report.
+
+    Attributes:
+        mcu_time_us: MCU clock at the report [us], wraps at 2^32.
+        flags: status flags.
+        limit_mask: channels whose last target was clamped to a joint limit.
+        counters: receiver counters.
+        angles_cdeg: estimated joint angles (servo model) [cdeg], one per channel.
+        pulses_us: commanded pulse widths [us], 0 where no pulses are sent.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.TELEMETRY
+    mcu_time_us: int
+    flags: Flag
+    limit_mask: int
+    counters: Counters
+    angles_cdeg: tuple[int, ...]
+    pulses_us: tuple[int, ...]
+
+    def payload(self) -> bytes:
+        """Encode the payload (23 + 4 * n bytes)."""
+        n = len(self.angles_cdeg)
+        if n != len(self.pulses_us) or n > MAX_CHANNELS:
+            raise FieldRangeError(
+                f"angles_cdeg and pulses_us must have the same length <= {MAX_CHANNELS}, "
+                f"got {n} and {len(self.pulses_us)}"
+            )
+        counts = [_check(k, getattr(self.counters, k), _U16) for k in _COUNTER_NAMES]
+        for i, a in enumerate(self.angles_cdeg):
+            _check(f"angles_cdeg[{i}]", a, _I16)
+        for i, p in enumerate(self.pulses_us):
+            _check(f"pulses_us[{i}]", p, _U16)
+        return struct.pack(
+            f"<IHH7HB{n}h{n}H",
+            _check("mcu_time_us", self.mcu_time_us, _U32),
+            _check("flags", int(self.flags), _U16),
+            _check("limit_mask", self.limit_mask, _U16),
+            *counts,
+            n,
+            *self.angles_cdeg,
+            *self.pulses_us,
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> Telemetry:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        if len(data) < 23 or len(data) != 23 + 4 * data[22] or data[22] > MAX_CHANNELS:
+            raise PayloadError(f"telemetry payload of {len(data)} bytes does not fit its count")
+        n = data[22]
+        fields = struct.unpack(f"<IHH7HB{n}h{n}H", data)
+        return cls(
+            fields[0],
+            Flag(fields[1]),
+            fields[2],
+            Counters(*fields[3:10]),
+            tuple(fields[11 : 11 + n]),
+            tuple(fields[11 + n :]),
+        )
+
+
+@dataclass(frozen=True)
+class ErrorReport:
+    """MCU -> host: a frame that passed CRC/MAC checks but was refused.
+
+    Attributes:
+        code: why.
+        msg_type: type of the refused frame.
+        seq: sequence number of the refused frame.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.ERROR
+    code: int
+    msg_type: int
+    seq: int
+
+    def payload(self) -> bytes:
+        """Encode the payload (4 bytes)."""
+        return struct.pack(
+            "<BBH",
+            _check("code", self.code, _U8),
+            _check("msg_type", self.msg_type, _U8),
+            _check("seq", self.seq, _U16),
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> ErrorReport:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        _expect_len("error", data, 4)
+        return cls(*struct.unpack("<BBH", data))
+
+
+Message: TypeAlias = (
+    Ping
+    | Pong
+    | SetTargets
+    | ConfigChannel
+    | ConfigSystem
+    | Enable
+    | Estop
+    | Telemetry
+    | ErrorReport
+)
+
+MESSAGE_CLASSES: dict[int, type[Message]] = {
+    cls.TYPE: cls
+    for cls in (
+        Ping,
+        Pong,
+        SetTargets,
+        ConfigChannel,
+        ConfigSystem,
+        Enable,
+        Estop,
+        Telemetry,
+        ErrorReport,
+    )
+}
+
+
+def crc16(data: bytes, crc: int = 0xFFFF) -> int:
+    """CRC-16/CCITT-FALSE: polynomial 0x1021, initial value 0xFFFF, no reflection."""
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _MASK64
+
+
+def _sip_round(v0: int, v1: int, v2: int, v3: int) -> tuple[int, int, int, int]:
+    v0 = (v0 + v1) & _MASK64
+    v1 = _rotl(v1, 13) ^ v0
+    v0 = _rotl(v0, 32)
+    v2 = (v2 + v3) & _MASK64
+    v3 = _rotl(v3, 16) ^ v2
+    v0 = (v0 + v3) & _MASK64
+    v3 = _rotl(v3, 21) ^ v0
+    v2 = (v2 + v1) & _MASK64
+    v1 = _rotl(v1, 17) ^ v2
+    v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+def siphash24(key: bytes, data: bytes) -> int:
+    """SipHash-2-4 of data under a 16-byte key (Aumasson & Bernstein, 2012), as an int.
+
+    Raises:
+        AuthKeyError: if key is not 16 bytes.
+    """
+    if len(key) != KEY_LEN:
+        raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+    k0: int = int.from_bytes(key[:8], "little")
+    k1: int = int.from_bytes(key[8:], "little")
+    v0, v1 = k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D
+    v2, v3 = k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573
+    tail = len(data) % 8
+    words = list(struct.unpack_from(f"<{len(data) // 8}Q", data))
+    words.append(int.from_bytes(data[len(data) - tail :], "little") | (len(data) & 0xFF) << 56)
+    for m in words:
+        v3 ^= m
+        v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+        v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+        v0 ^= m
+    v2 ^= 0xFF
+    for _ in range(4):
+        v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+def _tag(key: bytes, direction: Direction, covered: bytes) -> bytes:
+    """TAG over DIR || frame[1:] up to and including COUNTER (covered starts at SYNC)."""
+    full = siphash24(key, bytes([direction]) + covered[1:])
+    return (full & 0xFFFF_FFFF).to_bytes(TAG_LEN, "little")
+
+
+def encode_frame(
+    msg_type: int,
+    payload: bytes,
+    seq: int,
+    *,
+    key: bytes | None = None,
+    counter: int = 0,
+    direction: Direction = Direction.TO_MCU,
+) -> bytes:
+    """Frame a payload.
+
+    Args:
+        msg_type: message type (without the auth bit).
+        payload: 0..120 bytes.
+        seq: 16-bit sequence number.
+        key: 16-byte key for an authenticated frame, or None for a plain one.
+        counter: 32-bit replay counter of an authenticated frame.
+        direction: the frame's direction (mixed into the MAC).
+
+    Returns:
+        The frame's bytes.
+
+    Raises:
+        FieldRangeError: for a value that does not fit its field.
+        AuthKeyError: for a key that is not 16 bytes.
+    """
+    _check("msg_type", msg_type, (0, 0x7F))
+    _check("payload length", len(payload), (0, MAX_PAYLOAD))
+    type_byte = msg_type | (TYPE_AUTH if key is not None else 0)
+    frame = bytes([SYNC, len(payload), type_byte]) + struct.pack("<H", _check("seq", seq, _U16))
+    frame += payload
+    if key is not None:
+        frame += struct.pack("<I", _check("counter", counter, _U32))
+        frame += _tag(key, direction, frame)
+    return frame + struct.pack("<H", crc16(frame[1:]))
+
+
+class Encoder:
+    """Frames messages with running sequence numbers (and counters when keyed).
+
+    Args:
+        key: 16-byte shared key for authenticated mode, or None.
+        direction: direction of the frames this side sends.
+        seq: sequence number of the first frame.
+        counter: replay counter of the first authenticated frame; must exceed every counter
+            this key has used in this direction since the receiver started.
+    """
+
+    def __init__(
+        self,
+        key: bytes | None = None,
+        direction: Direction = Direction.TO_MCU,
+        seq: int = 0,
+        counter: int = 0,
+    ) -> None:
+        if key is not None and len(key) != KEY_LEN:
+            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        self.key = key
+        self.direction = direction
+        self.seq = seq
+        self.counter = counter
+
+    def encode(self, msg: Message) -> bytes:
+        """Encode msg as the next frame."""
+        if self.key is not None and self.counter > _U32[1]:
+            raise FieldRangeError("replay counter exhausted: change the key")
+        frame = encode_frame(
+            msg.TYPE,
+            msg.payload(),
+            self.seq,
+            key=self.key,
+            counter=self.counter,
+            direction=self.direction,
+        )
+        self.seq = (self.seq + 1) & 0xFFFF
+        if self.key is not None:
+            self.counter += 1
+        return frame
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A received frame that passed CRC and, when keyed, MAC and replay checks."""
+
+    msg_type: int
+    seq: int
+    payload: bytes
+    counter: int | None = None
+
+    def message(self) -> Message:
+        """Decode the payload into its message.
+
+        Raises:
+            PayloadError: for an unknown type or a payload that does not fit it.
+        """
+        cls = MESSAGE_CLASSES.get(self.msg_type)
+        if cls is None:
+            raise PayloadError(f"unknown message type 0x{self.msg_type:02x}")
+        return cls.from_payload(self.payload)
+
+
+class ReplayWindow:
+    """Accepts each counter once, and only within REPLAY_WINDOW behind the highest seen."""
+
+    def __init__(self) -> None:
+        self.highest: int | None = None
+        self._seen = 0
+
+    def accept(self, counter: int) -> bool:
+        """True (and remembered) if counter is new and recent enough."""
+        if self.highest is None or counter > self.highest:
+            shift = REPLAY_WINDOW if self.highest is None else counter - self.highest
+            self._seen = 1 if shift >= REPLAY_WINDOW else ((self._seen << shift) | 1)
+            self._seen &= (1 << REPLAY_WINDOW) - 1
+            self.highest = counter
+            return True
+        age = self.highest - counter
+        if age >= REPLAY_WINDOW or self._seen >> age & 1:
+            return False
+        self._seen |= 1 << age
+        return True
+
+
+@dataclass
+class DecoderStats:
+    """What a Decoder accepted and discarded."""
+
+    frames_ok: int = 0
+    bad_crc: int = 0
+    bad_length: int = 0
+    bad_auth: int = 0
+    replayed: int = 0
+    bad_payload: int = 0
+    discarded_bytes: int = 0
+    seq_gaps: int = 0
+
+
+class Decoder:
+    """Streaming frame decoder: feed bytes, get frames; resynchronises on the next sync byte.
+
+    Args:
+        key: 16-byte key for authenticated mode (plain frames are then rejected), or None
+            (authenticated frames are then rejected: they cannot be checked).
+        direction: direction of the frames received.
+
+    Attributes:
+        stats: counters of accepted and discarded frames, and of gaps in sequence numbers.
+        replay: the replay window of authenticated mode.
+    """
+
+    def __init__(self, key: bytes | None = None, direction: Direction = Direction.TO_HOST) -> None:
+        if key is not None and len(key) != KEY_LEN:
+            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        self.key = key
+        self.direction = direction
+        self.stats = DecoderStats()
+        self.replay = ReplayWindow()
+        self._buf = bytearray()
+        self._last_seq: int | None = None
+
+    def feed(self, data: Iterable[int]) -> list[Frame]:
+        """Add received bytes; return the frames completed by them. Never raises."""
+        self._buf.extend(data)
+        frames: list[Frame] = []
+        buf = self._buf
+        while buf:
+            if buf[0] != SYNC:
+                skip = buf.find(SYNC)
+                skip = len(buf) if skip < 0 else skip
+                self.stats.discarded_bytes += skip
+                del buf[:skip]
+                continue
+            if len(buf) < 3:
+                break
+            if buf[1] > MAX_PAYLOAD:
+                self.stats.bad_length += 1
+                self._drop_sync()
+                continue
+            n = HEADER_LEN + buf[1] + CRC_LEN + (AUTH_LEN if buf[2] & TYPE_AUTH else 0)
+            if len(buf) < n:
+                break
+            frame = bytes(buf[:n])
+            if crc16(frame[1:-CRC_LEN]) != int.from_bytes(frame[-CRC_LEN:], "little"):
+                self.stats.bad_crc += 1
+                self._drop_sync()
+                continue
+            del buf[:n]
+            accepted = self._check(frame)
+            if accepted is not None:
+                frames.append(accepted)
+        return frames
+
+    def feed_messages(self, data: Iterable[int]) -> list[tuple[Frame, Message]]:
+        """Like feed, and decode each frame; undecodable ones count as bad_payload."""
+        out: list[tuple[Frame, Message]] = []
+        for frame in self.feed(data):
+            try:
+                out.append((frame, frame.message()))
+            except ProtocolError:
+                self.stats.bad_payload += 1
+        return out
+
+    def _drop_sync(self) -> None:
+        """Discard a sync byte that did not start a good frame; rescan after it."""
+        self.stats.discarded_bytes += 1
+        del self._buf[:1]
+
+    def _check(self, frame: bytes) -> Frame | None:
+        authenticated = bool(frame[2] & TYPE_AUTH)
+        if authenticated != (self.key is not None):
+            self.stats.bad_auth += 1
+            return None
+        seq = int.from_bytes(frame[3:5], "little")
+        payload = frame[HEADER_LEN : HEADER_LEN + frame[1]]
+        counter = None
+        if self.key is not None:
+            covered = frame[: -TAG_LEN - CRC_LEN]
+            if _tag(self.key, self.direction, covered) != frame[-TAG_LEN - CRC_LEN : -CRC_LEN]:
+                self.stats.bad_auth += 1
+                return None
+            counter = int.from_bytes(covered[-4:], "little")
+            if not self.replay.accept(counter):
+                self.stats.replayed += 1
+                return None
+        ahead = 1 if self._last_seq is None else (seq - self._last_seq) & 0xFFFF
+        if 0 < ahead < 0x8000:  # older or repeated numbers are not gaps
+            self.stats.seq_gaps += ahead - 1
+            self._last_seq = seq
+        self.stats.frames_ok += 1
+        return Frame(frame[2] & ~TYPE_AUTH & 0xFF, seq, payload, counter)
