@@ -1,0 +1,252 @@
+"""driver_node: /joint_commands -> servo targets on the wire; telemetry -> /measured/joint_states.
+
+A thin adapter over :class:`snake_driver.link.DriverLink`: it declares the parameters,
+converts messages, runs timers (poll, commands, pings, diagnostics) and offers the
+``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TypeVar
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+
+from snake_bringup.paths import robot_config
+from snake_dynamics import ModelError
+
+from .calibration import CalibrationError, load_servo_map
+from .link import DriverLink, LinkEvent, Measurement
+from .protocol import Flag
+from .transport import TRANSPORTS, TransportError, make_transport
+
+_P = TypeVar("_P", str, int, float, bool)
+
+
+class DriverNode(Node):
+    """The servo driver (see module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__("driver_node")
+        config = self._param("robot_config", "robot", "robot YAML file or config name")
+        kind = self._param("transport", "serial", "serial | udp | tcp")
+        port = self._param("port", "/dev/ttyACM0", "serial device, or the bridge's UDP/TCP port")
+        host = self._param("host", "127.0.0.1", "Wi-Fi bridge address (udp, tcp)")
+        baud = self._param("baudrate", 115200, "serial speed [baud]", (1200, 4000000))
+        command_rate = self._param(
+            "command_rate", 50.0, "target frames per second [Hz]", (1.0, 500.0)
+        )
+        ping_rate = self._param("ping_rate", 5.0, "clock-sync pings per second [Hz]", (0.2, 50.0))
+        diag_rate = self._param("diagnostics_rate", 1.0, "/diagnostics rate [Hz]", (0.1, 10.0))
+        key_hex = self._param("auth_key", "", "32 hex digits: authenticated mode; empty: off")
+        enable = self._param("enable_on_connect", True, "enable the servos after connecting")
+        self.interpolate = self._param(
+            "interpolate", True, "let the firmware interpolate over one command period"
+        )
+
+        model, self.servos = load_servo_map(robot_config(config))
+        try:
+            key = bytes.fromhex(key_hex) if key_hex else None
+        except ValueError:
+            raise CalibrationError("auth_key must be 32 hex digits (128 bits)") from None
+        if key is not None and len(key) != 16:
+            raise CalibrationError("auth_key must be 32 hex digits (128 bits)")
+        if kind not in TRANSPORTS:
+            raise TransportError(f"transport must be one of {', '.join(TRANSPORTS)}, got {kind!r}")
+        transport = make_transport(kind, port, host, baud)
+        self.link = DriverLink(
+            transport, self.servos, now=self._now, key=key, enable_on_connect=bool(enable)
+        )
+        self.command_period_ms = int(1000.0 / command_rate)
+        self.targets: dict[str, float] | None = None
+        self.rejected = 0
+        self.clamped = 0
+        self.telemetry_times: deque[float] = deque(maxlen=100)
+        self.last_measurement: Measurement | None = None
+
+        self.pub_state = self.create_publisher(JointState, "/measured/joint_states", 10)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(JointState, "/joint_commands", self.on_command, 10)
+        self.create_service(Trigger, "~/estop", self.on_estop)
+        self.create_service(SetBool, "~/enable", self.on_enable)
+        self.create_timer(0.004, self.on_poll)
+        self.create_timer(1.0 / command_rate, self.on_send)
+        self.create_timer(1.0 / ping_rate, lambda: self.log_events(self.link.ping()))
+        self.create_timer(1.0 / diag_rate, self.on_diagnostics)
+        self.get_logger().info(
+            f"driving {model.n_joints} joints of {model.name} over {transport.description}"
+            + (" (authenticated)" if key else "")
+        )
+
+    def _param(
+        self, name: str, default: _P, description: str, bounds: tuple[float, float] | None = None
+    ) -> _P:
+        """Declare a parameter with a description (and range) and return its typed value."""
+        descriptor = ParameterDescriptor(description=description)
+        if bounds is not None and isinstance(default, int):
+            descriptor.integer_range = [
+                IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]))
+            ]
+        elif bounds is not None:
+            descriptor.floating_point_range = [
+                FloatingPointRange(from_value=bounds[0], to_value=bounds[1])
+            ]
+        value = self.declare_parameter(name, default, descriptor).value  # type: ignore[var-annotated]
+        return type(default)(value)
+
+    def _now(self) -> float:
+        return float(self.get_clock().now().nanoseconds) * 1e-9
+
+    def log_events(self, events: list[LinkEvent]) -> None:
+        for event in events:
+            if event.kind == "connected":
+                self.get_logger().info(event.message)
+            else:
+                self.get_logger().warning(event.message, throttle_duration_sec=2.0)
+
+    # ------------------------------------------------------------------ topics
+    def on_command(self, msg: JointState) -> None:
+        """Accept a command only if it names known joints with finite positions."""
+        known = self.servos.by_joint()
+        problem = None
+        if len(msg.name) != len(msg.position):
+            problem = f"{len(msg.name)} names but {len(msg.position)} positions"
+        elif not all(math.isfinite(x) for x in msg.position):
+            problem = "non-finite positions"
+        elif any(name not in known for name in msg.name):
+            problem = f"unknown joints {[n for n in msg.name if n not in known]}"
+        elif set(known) - set(msg.name) and self.targets is None:
+            problem = f"first command misses joints {sorted(set(known) - set(msg.name))}"
+        if problem is not None:
+            self.rejected += 1
+            self.get_logger().warning(
+                f"rejected /joint_commands: {problem}", throttle_duration_sec=2.0
+            )
+            return
+        self.targets = {**(self.targets or {}), **dict(zip(msg.name, msg.position, strict=True))}
+
+    def on_send(self) -> None:
+        if self.targets is None or not self.link.connected:
+            return
+        duration = self.command_period_ms if self.interpolate else 0
+        clamped, events = self.link.send_targets(self.targets, duration)
+        self.log_events(events)
+        if clamped:
+            self.clamped += 1
+            self.get_logger().warning(
+                f"clamped to joint limits: {clamped}", throttle_duration_sec=2.0
+            )
+
+    def on_poll(self) -> None:
+        measurements, events = self.link.poll(0.0)
+        self.log_events(events)
+        for m in measurements:
+            self.last_measurement = m
+            self.telemetry_times.append(self._now())
+            if m.stamp is None:
+                continue  # no clock mapping yet: never stamp with arrival time
+            msg = JointState()
+            msg.header.stamp = Time(nanoseconds=int(m.stamp * 1e9)).to_msg()
+            msg.name = list(m.positions)
+            msg.position = list(m.positions.values())
+            self.pub_state.publish(msg)
+
+    # ------------------------------------------------------------------ services
+    def on_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        events = self.link.estop()
+        self.log_events(events)
+        response.success = self.link.connected and not events
+        response.message = "e-stop sent" if response.success else "not connected: e-stop not sent"
+        return response
+
+    def on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        events = self.link.enable(bool(request.data))
+        self.log_events(events)
+        response.success = self.link.connected and not events
+        word = "enable" if request.data else "disable"
+        response.message = f"{word} sent" if response.success else f"not connected: {word} not sent"
+        return response
+
+    # ------------------------------------------------------------------ diagnostics
+    def on_diagnostics(self) -> None:
+        status = DiagnosticStatus(
+            name="mfm_snake driver: link", hardware_id=self.link.transport.description
+        )
+        m = self.last_measurement
+        stats, dec = self.link.stats, self.link.decoder.stats
+        times = self.telemetry_times
+        rate = (
+            (len(times) - 1) / (times[-1] - times[0])
+            if len(times) > 1 and times[-1] > times[0]
+            else 0.0
+        )
+        values = {
+            "connected": self.link.connected,
+            "round_trip_ms": None
+            if self.link.clock.last_rtt_s is None
+            else 1e3 * self.link.clock.last_rtt_s,
+            "telemetry_rate_hz": rate,
+            "frames_ok": dec.frames_ok,
+            "bad_crc": dec.bad_crc,
+            "bad_length": dec.bad_length,
+            "bad_auth": dec.bad_auth,
+            "replayed": dec.replayed,
+            "bad_payload": dec.bad_payload,
+            "sequence_gaps": dec.seq_gaps,
+            "discarded_bytes": dec.discarded_bytes,
+            "reconnects": max(0, stats.connects - 1),
+            "commands_rejected": self.rejected,
+            "commands_clamped": self.clamped,
+            "error_reports": stats.error_reports,
+        }
+        if m is not None:
+            values |= {
+                "enabled": bool(m.flags & Flag.ENABLED),
+                "estop": bool(m.flags & Flag.ESTOP),
+                "watchdog_tripped": bool(m.flags & Flag.WATCHDOG_TRIPPED),
+                "limit_hit": bool(m.flags & Flag.LIMIT_HIT),
+                "firmware_bad_crc": m.counters.bad_crc,
+                "firmware_bad_auth": m.counters.bad_auth,
+                "firmware_replayed": m.counters.replayed,
+            }
+        status.values = [
+            KeyValue(key=k, value=f"{v:.3f}" if isinstance(v, float) else str(v))
+            for k, v in values.items()
+        ]
+        if not self.link.connected:
+            status.level, status.message = DiagnosticStatus.ERROR, "not connected"
+        elif m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
+            status.level, status.message = DiagnosticStatus.WARN, "e-stop or watchdog tripped"
+        else:
+            status.level, status.message = DiagnosticStatus.OK, "connected"
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        array.status = [status]
+        self.pub_diag.publish(array)
+
+
+def main() -> None:
+    """Entry point of the ``driver_node`` executable."""
+    rclpy.init()
+    try:
+        node = DriverNode()
+    except (CalibrationError, ModelError, TransportError, ValueError) as exc:
+        print(f"driver_node: error: {exc}")
+        rclpy.try_shutdown()
+        raise SystemExit(2) from None
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.link.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
