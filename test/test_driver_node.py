@@ -3,6 +3,7 @@ commands in, time-stamped measurements out, diagnostics, e-stop, bad commands re
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import subprocess
@@ -132,7 +133,7 @@ def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     stamp = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
     assert abs(now - stamp) < 0.2
     stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in measured[-20:]]
-    assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+    assert all(b > a for a, b in itertools.pairwise(stamps))
     assert spin_until(node, lambda: bool(diagnostics), 5.0)
     values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
     assert values["connected"] == "True" and values["bad_crc"] == "0"

@@ -26,12 +26,19 @@ KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 def firmware_binary() -> Path:
     if shutil.which("cc") is None:
         pytest.skip("no C compiler for the firmware's host build")
-    subprocess.run(["make", "-C", str(ROOT / "firmware"), "posix"], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        ["make", "-C", str(ROOT / "firmware"), "posix"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return FIRMWARE
 
 
 def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([str(binary), "--seconds", "30", *args], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(binary), "--seconds", "30", *args], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     assert line.startswith("PTY "), line
@@ -94,7 +101,9 @@ def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
     try:
-        good = DriverLink(SerialTransport(pty), servos, now=time.monotonic, key=bytes.fromhex(KEY_HEX))
+        good = DriverLink(
+            SerialTransport(pty), servos, now=time.monotonic, key=bytes.fromhex(KEY_HEX)
+        )
         assert run_for(good, 0.3), "authenticated telemetry"
         good.close()
         wrong = DriverLink(SerialTransport(pty), servos, now=time.monotonic, key=bytes(16))
@@ -108,7 +117,9 @@ def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
 def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary)
-    link = DriverLink(SerialTransport(pty), servos, now=time.monotonic, min_backoff=0.05, max_backoff=0.2)
+    link = DriverLink(
+        SerialTransport(pty), servos, now=time.monotonic, min_backoff=0.05, max_backoff=0.2
+    )
     assert run_for(link, 0.2)
     proc.kill()
     proc.wait(timeout=5)
