@@ -1,0 +1,216 @@
+"""The robot without the robot: the real ATmega2560 firmware in simavr, plus a socat bridge.
+
+:class:`Emulator` builds the firmware and the simavr runner when needed (``make -C
+firmware``), starts the unmodified ELF paced to real time, reads the pty the runner prints
+and, when asked, puts socat in front of it as the Wi-Fi bridge (TCP or UDP on 127.0.0.1).
+It only starts, watches and stops processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from .paths import share_dir
+
+
+class EmulatorError(RuntimeError):
+    """The emulator cannot be built or started; the message says what to install or fix."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a driver connects: ``transport`` serial/tcp/udp and ``port`` (device or number)."""
+
+    transport: str
+    port: str
+    host: str = "127.0.0.1"
+
+    def __str__(self) -> str:
+        if self.transport == "serial":
+            return f"serial {self.port}"
+        return f"{self.transport} {self.host}:{self.port}"
+
+
+def firmware_dir() -> Path:
+    """The firmware sources: $MFM_SNAKE_FIRMWARE, ./firmware, or the checkout this runs from.
+
+    Raises:
+        EmulatorError: none found (the sources are not installed with the package).
+    """
+    candidates = [Path(p) for p in (os.environ.get("MFM_SNAKE_FIRMWARE"),) if p]
+    candidates += [Path.cwd() / "firmware", share_dir() / "firmware"]
+    for path in candidates:
+        if (path / "Makefile").is_file() and (path / "PROTOCOL.md").is_file():
+            return path
+    raise EmulatorError(
+        "firmware sources not found: run from a checkout of mfm_snake or set MFM_SNAKE_FIRMWARE"
+    )
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    """A free 127.0.0.1 port number for a bridge."""
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def build_firmware(key_hex: str | None = None) -> tuple[Path, Path]:
+    """Build (if out of date) the AVR ELF and the simavr runner; return their paths.
+
+    Raises:
+        EmulatorError: missing toolchain, or the build failed (with make's last lines).
+    """
+    missing = [tool for tool in ("make", "avr-gcc", "cc") if shutil.which(tool) is None]
+    if missing:
+        raise EmulatorError(
+            f"missing {', '.join(missing)}: apt-get install gcc-avr avr-libc binutils-avr simavr "
+            "libsimavr-dev (or run `make demo`, which installs them)"
+        )
+    fw = firmware_dir()
+    args = ["make", "-C", str(fw), "avr", "runner"] + ([f"AUTH_KEY={key_hex}"] if key_hex else [])
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise EmulatorError(f"firmware build failed:\n{tail}")
+    elfs = sorted((fw / "build" / "avr").glob("snake_fw_auth_*.elf" if key_hex else "snake_fw.elf"))
+    if not elfs:
+        raise EmulatorError("the firmware build produced no ELF")
+    return max(elfs, key=lambda p: p.stat().st_mtime), fw / "build" / "tools" / "simavr_runner"
+
+
+class Emulator:
+    """The firmware in simavr (real-time paced) and an optional socat bridge.
+
+    Args:
+        bridge: None (serial pty only), "tcp" or "udp".
+        bridge_port: the bridge's port (0: a free one).
+        seconds: stop after this much emulated time (None: run until stopped).
+        key_hex: 32 hex digits to run the authenticated firmware build.
+        vcd: write pin traces of the servo channels to this VCD file.
+    """
+
+    def __init__(
+        self,
+        bridge: str | None = None,
+        bridge_port: int = 0,
+        seconds: float | None = None,
+        key_hex: str | None = None,
+        vcd: Path | None = None,
+    ) -> None:
+        if bridge not in (None, "tcp", "udp"):
+            raise EmulatorError(f"bridge must be tcp or udp, got {bridge!r}")
+        self.bridge = bridge
+        self.bridge_port = bridge_port
+        self.seconds = seconds
+        self.key_hex = key_hex
+        self.vcd = vcd
+        self.runner: subprocess.Popen[str] | None = None
+        self.socat: subprocess.Popen[bytes] | None = None
+        self.pty: str | None = None
+        self.output: deque[str] = deque(maxlen=50)  # the runner's last lines, for error reports
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where to connect the driver."""
+        if self.pty is None:
+            raise EmulatorError("the emulator is not running")
+        if self.bridge is None:
+            return Endpoint("serial", self.pty)
+        return Endpoint(self.bridge, str(self.bridge_port))
+
+    def start(self) -> Endpoint:
+        """Build if needed, start simavr (and socat); return the endpoint."""
+        elf, runner = build_firmware(self.key_hex)
+        args = [str(runner), "--realtime"]
+        if self.seconds is not None:
+            args += ["--seconds", f"{self.seconds:g}"]
+        if self.vcd is not None:
+            args += ["--vcd", str(self.vcd)]
+        self.runner = subprocess.Popen([*args, str(elf)], stdout=subprocess.PIPE, text=True)
+        assert self.runner.stdout is not None
+        seen = []
+        for _ in range(20):  # simavr prints a few loader lines first
+            line = self.runner.stdout.readline().strip()
+            if line.startswith("PTY ") or not line:
+                break
+            seen.append(line)
+        if not line.startswith("PTY "):
+            self.stop()
+            raise EmulatorError(f"simavr runner did not report its pty: {seen[-3:]}")
+        self.pty = line.split(" ", 1)[1]
+        # keep reading the runner's output so a full pipe can never stall the emulation
+        threading.Thread(target=self._drain, args=(self.runner.stdout,), daemon=True).start()
+        if self.bridge is not None:
+            self._start_bridge()
+        return self.endpoint
+
+    def _drain(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.output.append(line.rstrip())
+
+    def _start_bridge(self) -> None:
+        if shutil.which("socat") is None:
+            self.stop()
+            raise EmulatorError("socat is missing: apt-get install socat")
+        kind = socket.SOCK_STREAM if self.bridge == "tcp" else socket.SOCK_DGRAM
+        self.bridge_port = self.bridge_port or free_port(kind)
+        listen = "TCP-LISTEN" if self.bridge == "tcp" else "UDP-LISTEN"
+        options = ",fork" if self.bridge == "tcp" else ""
+        self.socat = subprocess.Popen(
+            [
+                "socat",
+                f"{listen}:{self.bridge_port},bind=127.0.0.1,reuseaddr{options}",
+                f"FILE:{self.pty},raw,echo=0",
+            ]
+        )
+        if self.bridge == "tcp":  # wait until it listens
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", self.bridge_port), timeout=0.2).close()
+                    return
+                except OSError:
+                    time.sleep(0.05)
+            self.stop()
+            raise EmulatorError(f"socat did not listen on tcp {self.bridge_port}")
+        time.sleep(0.2)  # UDP: nothing to probe without consuming the first datagram
+
+    def running(self) -> bool:
+        """True while simavr runs."""
+        return self.runner is not None and self.runner.poll() is None
+
+    def stop(self) -> None:
+        """Stop socat and simavr (SIGTERM, then SIGKILL after 3 s)."""
+        for proc in (self.socat, self.runner):
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=3.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=3.0)
+        self.socat = None
+
+    def __enter__(self) -> Emulator:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
