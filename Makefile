@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 export ROS_LOG_DIR ?= $(CURDIR)/build/ros_log
 export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV):$(AMENT_PREFIX_PATH)
 export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 # The package is installed non-editable (data_files need it), so reinstall when sources change.
 PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_driver snake_viz snake_bringup launch urdf rviz config -type f -not -path '*/__pycache__/*' 2>/dev/null)
@@ -24,10 +25,12 @@ $(VENV)/.dev-ok: $(VENV)/.runtime-ok requirements-dev.txt
 	touch $@
 $(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(PKG_SOURCES)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
+	@echo "compiling the numba kernels once (cached for every later process)"
+	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.simulator import warm_up; warm_up()"
 	touch $@
 
 demo: $(VENV)/.pkg-ok
-	$(BIN)/snake demo
+	$(BIN)/snake sim --duration 10
 
 lint: $(VENV)/.dev-ok
 	$(BIN)/ruff check .
@@ -44,6 +47,7 @@ test: lint typecheck unit
 
 bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py
+	$(BIN)/python bench/realtime.py --output bench/results/realtime.json
 
 clean:
 	rm -rf build install log $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -38,6 +38,9 @@ setup(
     entry_points={
         "console_scripts": [
             "snake = snake_bringup.cli:main",
+            "driver_node = snake_driver.driver_node:main",
+            "gait_node = snake_dynamics.nodes.gait_node:main",
+            "dynamics_node = snake_dynamics.nodes.dynamics_node:main",
         ],
     },
 )

@@ -19,7 +19,7 @@ def share_dir() -> Path:
         from ament_index_python.packages import get_package_share_directory
 
         return Path(get_package_share_directory(PACKAGE))
-    except (ImportError, LookupError, ValueError):
+    except (ImportError, LookupError, ValueError, OSError):  # OSError: AMENT_PREFIX_PATH unset
         return Path(sys.prefix) / "share" / PACKAGE
 
 

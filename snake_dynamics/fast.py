@@ -401,6 +401,51 @@ def servo_accel_kernel(
     return accel_kernel(model, q, qd, servo_torque(stiffness, damping, u, q, qd))
 
 
+@compiled
+def rk4_servo_steps(
+    params: ServoParams,
+    q: FloatArray,
+    qd: FloatArray,
+    inputs: FloatArray,
+    dt: float,
+    qs: FloatArray,
+    qds: FloatArray,
+    qdds: FloatArray,
+) -> None:
+    """Classical RK4 steps of eq. (84) under :func:`servo_torque` (k_p = k_d = 0: pure tau).
+
+    The compiled twin of :func:`integrators.rk4_step` with this module's accel; the two are
+    tested against each other. Step i uses the inputs [tau_ff; q_ref; q_dot_ref] at the
+    stage times t_i, t_i + dt/2, t_i + dt (rows 2i, 2i+1, 2i+2 of ``inputs``).
+
+    Args:
+        params: model arrays and gains.
+        q: joint angles at the first step [rad], shape (n,).
+        qd: joint rates at the first step [rad/s], shape (n,).
+        inputs: stage inputs, shape (2m+1, 3n).
+        dt: step [s].
+        qs: out: angles after each step, shape (m, n).
+        qds: out: rates after each step, shape (m, n).
+        qdds: out: accelerations at the start of each step, shape (m, n).
+
+    Compiled with fastmath: NaN and inf are not detected here; the caller checks the rows.
+    """
+    for i in range(qs.shape[0]):
+        u0, u_half, u1 = inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2]
+        a1 = servo_accel_kernel(params, q, qd, u0)
+        v2 = qd + 0.5 * dt * a1
+        a2 = servo_accel_kernel(params, q + 0.5 * dt * qd, v2, u_half)
+        v3 = qd + 0.5 * dt * a2
+        a3 = servo_accel_kernel(params, q + 0.5 * dt * v2, v3, u_half)
+        v4 = qd + dt * a3
+        a4 = servo_accel_kernel(params, q + dt * v3, v4, u1)
+        q = q + (dt / 6.0) * (qd + 2.0 * v2 + 2.0 * v3 + v4)
+        qd = qd + (dt / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        qs[i] = q
+        qds[i] = qd
+        qdds[i] = a1
+
+
 # --------------------------------------------------------------------------- public API
 class FastModel:
     """A :class:`SnakeModel` packed as contiguous arrays for the compiled kernels."""

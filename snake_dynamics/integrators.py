@@ -39,8 +39,7 @@ def rk4_step(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """One classical RK4 step of the first-order system (q, q_dot)' = (q_dot, q_ddot).
 
-    Plain Python for the literal path; the fast path runs this same function compiled by
-    numba (:data:`rk4_step_compiled`) with a compiled ``accel``.
+    The literal path's integrator; :func:`fast.rk4_servo_steps` is its compiled twin.
 
     Args:
         accel: q_ddot = accel(params, q, q_dot, tau) (eq. 84).
@@ -65,50 +64,6 @@ def rk4_step(
     q_new = q + (dt / 6.0) * (qd + 2.0 * v2 + 2.0 * v3 + v4)
     qd_new = qd + (dt / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
     return q_new, qd_new, a1
-
-
-#: :func:`rk4_step` compiled: ``accel`` must then be a numba-compiled function.
-rk4_step_compiled = fast.compiled(rk4_step)
-
-
-def rk4_run(
-    step: Any,
-    accel: Any,
-    params: Any,
-    inputs: FloatArray,
-    dt: float,
-    qs: FloatArray,
-    qds: FloatArray,
-    qdds: FloatArray,
-    first: int,
-    last: int,
-) -> int:
-    """Steps ``first .. last - 1`` of an RK4 run, in place, stopping at a non-finite state.
-
-    Row i of ``qs``/``qds`` is the state at t = i dt (row ``first`` must be set); the
-    inputs are sampled every dt/2, so step i uses rows 2i, 2i+1 and 2i+2 of ``inputs``.
-    Plain Python for the literal path, compiled (:data:`rk4_run_compiled`) for the fast one.
-
-    Returns:
-        The index of the last finite state written (``last`` when all went well).
-    """
-    for i in range(first, last):
-        q, qd, qdds[i] = step(
-            accel, params, qs[i], qds[i], inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2], dt
-        )
-        qs[i + 1] = q
-        qds[i + 1] = qd
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-            return i
-    return last
-
-
-#: :func:`rk4_run` compiled: ``step`` and ``accel`` must then be numba-compiled functions.
-rk4_run_compiled = fast.compiled(rk4_run)
-
-
-def _literal_accel(model: SnakeModel, q: FloatArray, qd: FloatArray, tau: FloatArray) -> FloatArray:
-    return kinetics.forward_dynamics(model, q, qd, tau)
 
 
 def _literal_servo_accel(
@@ -140,13 +95,27 @@ class Servo:
 
     def gains(self, n: int) -> tuple[FloatArray, FloatArray]:
         """k_p and k_d as validated arrays of shape (n,)."""
-        out = []
-        for name, value in (("stiffness", self.stiffness), ("damping", self.damping)):
-            arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
-            if not (np.all(np.isfinite(arr)) and np.all(arr >= 0.0)):
-                raise SimulationError(f"servo {name} must be finite and >= 0, got {value!r}")
-            out.append(arr)
-        return out[0], out[1]
+        return servo_gains(self.stiffness, self.damping, n)
+
+
+def servo_gains(stiffness: ArrayLike, damping: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
+    """Servo k_p [N m/rad] and k_d [N m s/rad], scalar or per joint, as arrays of shape (n,).
+
+    Raises:
+        SimulationError: a gain that is negative, non-finite or of the wrong length.
+    """
+    out = []
+    for name, value in (("stiffness", stiffness), ("damping", damping)):
+        try:
+            arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
+        except ValueError:
+            raise SimulationError(
+                f"servo {name} must be a number or {n} numbers, got {value!r}"
+            ) from None
+        if not (np.all(np.isfinite(arr)) and np.all(arr >= 0.0)):
+            raise SimulationError(f"servo {name} must be finite and >= 0, got {value!r}")
+        out.append(arr)
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)
@@ -262,24 +231,20 @@ def simulate(
     qd = np.array(joint_vector(model, qd0, "qd0"))
     if method not in ("fast", "literal"):
         raise SimulationError(f"method must be 'fast' or 'literal', got {method!r}")
+    # One input layout for both paths: u = [tau_ff; q_ref; q_dot_ref] under the servo law,
+    # with k_p = k_d = 0 (pure torque input) when there is no servo.
+    kp, kd = servo.gains(n) if servo is not None else (np.zeros(n), np.zeros(n))
     packed = fast.FastModel(model)
-    step, run = (rk4_step_compiled, rk4_run_compiled) if method == "fast" else (rk4_step, rk4_run)
     accel: Any
     params: Any
-    kp, kd = servo.gains(n) if servo is not None else (np.zeros(n), np.zeros(n))
-    if servo is None:
-        accel, params = (
-            (fast.accel_kernel, packed.params) if method == "fast" else (_literal_accel, model)
-        )
-    elif method == "fast":
+    if method == "fast":
         accel, params = fast.servo_accel_kernel, (packed.params, kp, kd)
     else:
         accel, params = _literal_servo_accel, (model, kp, kd)
 
-    # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt):
-    # [tau] or, with a servo, [tau_ff; q_ref; q_dot_ref].
+    # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt).
     stage_t = np.arange(2 * steps + 1, dtype=np.float64) * (0.5 * dt)
-    inputs = np.zeros((2 * steps + 1, n if servo is None else 3 * n))
+    inputs = np.zeros((2 * steps + 1, 3 * n))
     for j, tj in enumerate(stage_t):
         if tau_fn is not None:
             inputs[j, :n] = joint_vector(model, tau_fn(float(tj)), f"tau_fn({tj:.6g})")
@@ -293,22 +258,44 @@ def simulate(
     chunk = max(1, steps // 100)  # report progress about every 1%
     for first in range(0, steps, chunk):
         last = min(first + chunk, steps)
-        reached = run(step, accel, params, inputs, dt, qs, qds, qdds, first, last)
-        if reached != last:
+        if method == "fast":
+            fast.rk4_servo_steps(
+                params,
+                qs[first],
+                qds[first],
+                inputs[2 * first : 2 * last + 1],
+                dt,
+                qs[first + 1 : last + 1],
+                qds[first + 1 : last + 1],
+                qdds[first:last],
+            )
+        else:
+            for i in range(first, last):
+                qs[i + 1], qds[i + 1], qdds[i] = rk4_step(
+                    accel,
+                    params,
+                    qs[i],
+                    qds[i],
+                    inputs[2 * i],
+                    inputs[2 * i + 1],
+                    inputs[2 * i + 2],
+                    dt,
+                )
+        rows = slice(first + 1, last + 1)
+        finite = np.isfinite(qs[rows]).all(axis=1) & np.isfinite(qds[rows]).all(axis=1)
+        if not finite.all():
+            when = t[first + 1 + int(np.argmin(finite))]
             raise SimulationError(
-                f"the state left the finite numbers at t = {t[reached + 1]:.6g} s "
-                "(open-loop replay of a long snake is unstable: add servo feedback, or reduce dt)"
+                f"the state left the finite numbers at t = {when:.6g} s (open-loop replay of a "
+                "long snake is unstable: add servo feedback, or reduce dt)"
             )
         if progress is not None:
             progress(last / steps)
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
-    u = inputs[::2]
-    if servo is None:
-        applied = np.ascontiguousarray(u)
-    else:  # the servo law's torque at every sample
-        applied = np.array(
-            [fast.servo_torque(kp, kd, *row) for row in zip(u, qs, qds, strict=True)]
-        )
+    # the applied torque (the servo law's, or tau_ff alone when k_p = k_d = 0) at every sample
+    applied = np.array(
+        [fast.servo_torque(kp, kd, *row) for row in zip(inputs[::2], qs, qds, strict=True)]
+    )
     energies = fast.energies(model, qs, qds)
     return SimulationResult(
         t=t,

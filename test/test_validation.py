@@ -57,3 +57,9 @@ def test_energy_is_conserved_under_gravity() -> None:
     result = sd.simulate(model, np.zeros(6), np.full(6, 0.3), None, 2.0, 0.001)
     scale = np.max(np.abs(result.kinetic)) + np.max(np.abs(result.potential))
     assert np.max(np.abs(result.energy - result.energy[0])) < 1e-6 * scale
+
+
+def test_a_diverging_run_raises_instead_of_returning_nans() -> None:
+    model = sd.SnakeModel.from_yaml("config/robot.yaml")
+    with np.testing.assert_raises_regex(sd.SimulationError, "left the finite numbers at t = "):
+        sd.simulate(model, np.zeros(8), np.zeros(8), lambda t: np.full(8, 1e306), 0.01, 0.001)

@@ -1,0 +1,92 @@
+"""Real-time factor of dynamics_node's integration loop, as JSON on stdout.
+
+Runs the node's per-tick work without ROS: a 100 Hz command from the gait pushed into the
+reference, then RK4 at 1 kHz up to ``delay`` behind it with inverse-dynamics feed-forward
+and the servo model (prescribed mode, default parameters). Real-time factor = simulated
+time / wall time spent in that work, with the ticks back to back (the CPU cost) and paced
+at 100 Hz like the node (what its status line reports). Target: >= 20x for the 20-body model.
+
+    python bench/realtime.py [--seconds 5] [--output bench/results/realtime.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM_RATE, COMMAND_RATE, DELAY = 1000.0, 100.0, 0.02  # config/dynamics_node.yaml defaults
+STIFFNESS, DAMPING = 2.0, 0.05
+
+
+def measure(config: str, gait_name: str, seconds: float, paced: bool) -> dict[str, object]:
+    """Simulate ``seconds`` of ``gait_name`` on ``config`` the way the node does; time it.
+
+    ``paced``: sleep between the 10 ms ticks as the node does (a CPU that idles between
+    ticks runs the next one slower: caches and clocks go cold), else run them back to back.
+    """
+    model = SnakeModel.from_yaml(ROOT / "config" / config)
+    gait = make_gait(gait_name, model)
+    sim = Simulator(model, 1.0 / SIM_RATE, stiffness=STIFFNESS, damping=DAMPING)
+    sim.warm_up()
+    reference = CommandReference(np.zeros(model.n_joints), timeout=0.5)
+    source = PrescribedInput(sim.fast_model, reference)
+    ticks = round(seconds * COMMAND_RATE)
+    commands = [gait(k / COMMAND_RATE) for k in range(ticks)]  # the gait node's work
+    per_tick = []
+    for k, (q, qd, _) in enumerate(commands):
+        start = time.perf_counter()
+        reference.push(k / COMMAND_RATE, q, qd)
+        sim.run_until(k / COMMAND_RATE - DELAY, source, max_steps=100)
+        per_tick.append(time.perf_counter() - start)
+        if paced:
+            time.sleep(max(0.0, 1.0 / COMMAND_RATE - per_tick[-1]))
+    busy = float(np.sum(per_tick))
+    return {
+        "robot": model.name,
+        "n_joints": model.n_joints,
+        "gait": gait_name,
+        "paced_like_the_node": paced,
+        "sim_rate_hz": SIM_RATE,
+        "simulated_s": round(sim.time, 6),
+        "busy_s": round(busy, 6),
+        "real_time_factor": round(sim.time / busy, 2),
+        "us_per_step": round(busy / (sim.time * SIM_RATE) * 1e6, 2),
+        "tick_ms_p99": round(float(np.percentile(per_tick, 99)) * 1e3, 3),
+        "finite": bool(np.all(np.isfinite(sim.q))),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="simulated time per model [s]")
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    results = {
+        "benchmark": "dynamics_node integration loop (prescribed mode, RK4 + servo)",
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "target_real_time_factor_20_body": 20.0,
+        "runs": [
+            measure(config, gait, args.seconds, paced)
+            for paced in (False, True)
+            for config, gait in (("robot.yaml", "serpenoid"), ("snake20.yaml", "sidewinding"))
+        ],
+    }
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""What both nodes share: parameter declaration with descriptors, the clock, ``main``."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from types import FrameType
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from snake_dynamics.errors import SnakeDynamicsError
+
+#: Period of the throttled warnings about bad input [s].
+THROTTLE_S = 2.0
+#: Longest wait of the executor before Python handles a pending Ctrl-C [s].
+WAKE_S = 0.1
+
+
+def declare_float(
+    node: Node,
+    name: str,
+    default: float,
+    low: float,
+    high: float,
+    description: str,
+    *,
+    read_only: bool = False,
+) -> float:
+    """Declare a double parameter with its range; returns its (possibly overridden) value."""
+    descriptor = ParameterDescriptor(
+        description=description,
+        floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)],
+        read_only=read_only,
+    )
+    return float(node.declare_parameter(name, float(default), descriptor).value)
+
+
+def declare_string(
+    node: Node,
+    name: str,
+    default: str,
+    description: str,
+    *,
+    choices: tuple[str, ...] = (),
+    read_only: bool = False,
+) -> str:
+    """Declare a string parameter (optionally one of ``choices``); returns its value."""
+    descriptor = ParameterDescriptor(
+        description=description,
+        additional_constraints=f"one of: {', '.join(choices)}" if choices else "",
+        read_only=read_only,
+    )
+    value = str(node.declare_parameter(name, default, descriptor).value)
+    if choices and value not in choices:
+        raise ParameterValueError(
+            f"parameter {name} must be one of {', '.join(choices)}, got {value!r}"
+        )
+    return value
+
+
+def declare_bool(node: Node, name: str, default: bool, description: str) -> bool:
+    """Declare a read-only boolean parameter; returns its value."""
+    descriptor = ParameterDescriptor(description=description, read_only=True)
+    return bool(node.declare_parameter(name, default, descriptor).value)
+
+
+class ParameterValueError(ValueError):
+    """A node parameter whose value the node cannot work with."""
+
+
+def clock_ns(node: Node) -> int | None:
+    """The node's clock [ns], or None while a simulated clock has not started (/clock)."""
+    now = node.get_clock().now().nanoseconds
+    return now if now > 0 else None
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(factory: Callable[[], Node], name: str) -> int:
+    """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly.
+
+    rclpy's own signal handlers shut the context down under a running callback, whose next
+    publish then raises; here SIGINT and SIGTERM raise KeyboardInterrupt in the main thread
+    instead, so spinning stops between two callbacks and the node is destroyed in order.
+    Python runs that handler only between bytecodes, so the executor waits at most
+    ``WAKE_S`` at a time (a node on a silent /clock would otherwise never wake up).
+
+    Returns:
+        The process exit status: 0, or 1 when the node could not start (logged in one line).
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    node = None
+    executor = SingleThreadedExecutor()
+    try:
+        node = factory()
+        executor.add_node(node)
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=WAKE_S)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (SnakeDynamicsError, ParameterException, ParameterValueError, OSError) as exc:
+        rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
+        return 1
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,228 @@
+"""dynamics_node: the MFM prediction of the snake, published on ``joint_states``.
+
+``prescribed`` mode (the paper's): the commands on ``joint_commands`` (q, q_dot) become
+feed-forward torques by inverse dynamics (eq. 81) and the forward dynamics (eq. 84) is
+integrated with RK4 at ``sim_rate`` under the servo model (``servo_stiffness``,
+``servo_damping``; 0 and 0 = pure feed-forward). The simulation runs ``delay`` behind the
+clock so the reference is interpolated between commands, not extrapolated. ``torque`` mode
+integrates the efforts received on ``joint_efforts``. States (position, velocity, effort =
+applied torque) are published at ``publish_rate``, stamped with the simulated time.
+Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from snake_bringup.paths import robot_config
+from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.simulator import (
+    CommandReference,
+    InputSource,
+    PrescribedInput,
+    Simulator,
+    TorqueInput,
+    joint_command,
+)
+
+from .common import THROTTLE_S, ParameterValueError, clock_ns, declare_float, declare_string, run
+
+MODES = ("prescribed", "torque")
+
+
+class DynamicsNode(Node):
+    """Runs a :class:`Simulator` in step with the node's clock and publishes its state."""
+
+    def __init__(self) -> None:
+        super().__init__("dynamics_node")
+        config = declare_string(
+            self,
+            "robot_config",
+            "robot",
+            "robot YAML file, or a name in the package's config/ folder",
+            read_only=True,
+        )
+        self._mode = declare_string(
+            self, "mode", "prescribed", "input of the simulation", choices=MODES, read_only=True
+        )
+
+        def static(name: str, default: float, low: float, high: float, text: str) -> float:
+            return declare_float(self, name, default, low, high, text, read_only=True)
+
+        sim_rate = static("sim_rate", 1000.0, 10.0, 10000.0, "RK4 integration rate [Hz]")
+        rate = static("publish_rate", 100.0, 1.0, 1000.0, "joint_states rate [Hz]")
+        kp = static("servo_stiffness", 2.0, 0.0, 1000.0, "servo k_p [N m/rad] (prescribed mode)")
+        kd = static("servo_damping", 0.05, 0.0, 100.0, "servo k_d [N m s/rad] (prescribed mode)")
+        self._delay = static(
+            "delay", 0.02, 0.0, 1.0, "simulate this far behind the clock to interpolate [s]"
+        )
+        timeout = static("command_timeout", 0.5, 0.01, 10.0, "commands older than this: hold [s]")
+        max_lag = static("max_lag", 0.1, 0.01, 10.0, "skip simulated time beyond this lag [s]")
+        self._status_period = static("status_period", 10.0, 0.0, 3600.0, "status log [s], 0: off")
+        if rate > sim_rate:
+            raise ParameterValueError(f"publish_rate {rate:g} Hz exceeds sim_rate {sim_rate:g} Hz")
+
+        self._model = SnakeModel.from_yaml(robot_config(config))
+        n = self._model.n_joints
+        prescribed = self._mode == "prescribed"
+        self._sim = Simulator(
+            self._model,
+            1.0 / sim_rate,
+            stiffness=kp if prescribed else 0.0,
+            damping=kd if prescribed else 0.0,
+        )
+        self._reference = CommandReference(np.zeros(n), timeout)
+        self._torques = TorqueInput(n, timeout)
+        self._source: InputSource = (
+            PrescribedInput(self._sim.fast_model, self._reference) if prescribed else self._torques
+        )
+        self._max_steps = max(1, round(max_lag * sim_rate))
+        self._sim.warm_up()
+
+        self._epoch_ns: int | None = None
+        self._published_ns = -1
+        self._stats = {"steps": 0, "rejected": 0, "skipped_s": 0.0, "busy_s": 0.0}
+        self._last_status = time.monotonic()
+        self._pub = self.create_publisher(JointState, "joint_states", 10)
+        topic = "joint_commands" if prescribed else "joint_efforts"
+        self._sub = self.create_subscription(JointState, topic, self._on_command, 10)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_timer(1.0 / rate, self._tick)
+        self.get_logger().info(
+            f"{self._model.name} ({n} joints), {self._mode} mode from {self._sub.topic_name}, "
+            f"RK4 at {sim_rate:g} Hz, {self._pub.topic_name} at {rate:g} Hz"
+        )
+
+    # ---------------------------------------------------------------- conversions
+    def _now(self) -> float | None:
+        """Seconds since the node's first clock reading, or None before /clock."""
+        now = clock_ns(self)
+        if now is None:
+            return None
+        if self._epoch_ns is None:
+            self._epoch_ns = now
+        return (now - self._epoch_ns) * 1e-9
+
+    def _restart(self, t: float) -> None:
+        """Restart the simulation at time t [s] from the commanded state (rest in torque mode)."""
+        q, qd, _ = self._reference.evaluate(np.array([t]))
+        if self._mode == "torque":
+            q, qd = np.zeros_like(q), np.zeros_like(qd)
+        self._sim.reset(t, q[0], qd[0])
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_command(self, msg: JointState) -> None:
+        now = self._now()
+        if now is None:
+            return
+        try:
+            values, rates = joint_command(
+                self._model.joint_names,
+                msg.name,
+                msg.position if self._mode == "prescribed" else msg.effort,
+                msg.velocity if self._mode == "prescribed" else (),
+            )
+        except StateError as exc:
+            self._stats["rejected"] += 1
+            self.get_logger().warning(
+                f"rejected a message on {self._sub.topic_name}: {exc}",
+                throttle_duration_sec=THROTTLE_S,
+            )
+            return
+        stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
+        epoch_ns = self._epoch_ns if self._epoch_ns is not None else stamp_ns  # set by _now()
+        t = (stamp_ns - epoch_ns) * 1e-9 if stamp_ns > 0 else now
+        if self._mode == "torque":
+            self._torques.push(t, values)
+        elif not self._reference.push(t, values, rates):
+            self.get_logger().warning(
+                f"ignored a command not newer than the previous one on {self._sub.topic_name}",
+                throttle_duration_sec=THROTTLE_S,
+            )
+
+    def _tick(self) -> None:
+        now = self._now()
+        if now is None or self._epoch_ns is None:
+            return
+        target = now - (self._delay if self._mode == "prescribed" else 0.0)
+        if target < self._sim.time - 1.0:
+            self.get_logger().warning("the clock jumped back: restarting the simulation")
+            self._reference.hold(self._sim.q)
+            self._restart(target)
+            self._published_ns = -1
+        start = time.perf_counter()
+        try:
+            report = self._sim.run_until(target, self._source, self._max_steps)
+        except SimulationError as exc:
+            self.get_logger().error(
+                f"{exc}; restarting from the commanded state", throttle_duration_sec=THROTTLE_S
+            )
+            self._restart(self._sim.time)
+            return
+        self._stats["busy_s"] += time.perf_counter() - start
+        self._stats["steps"] += report.steps
+        if report.skipped > 0.0:
+            self._stats["skipped_s"] += report.skipped
+            self.get_logger().warning(
+                f"falling behind the clock: skipped {report.skipped * 1e3:.0f} ms of simulation "
+                "(lower sim_rate, or use a smaller model)",
+                throttle_duration_sec=THROTTLE_S,
+            )
+        stamp_ns = self._epoch_ns + round(self._sim.time * 1e9)
+        if stamp_ns <= self._published_ns:
+            return  # nothing new (the first ticks, or a paused /clock): keep stamps increasing
+        self._published_ns = stamp_ns
+        msg = JointState()
+        msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
+        msg.name = self._model.joint_names
+        msg.position = self._sim.q.tolist()
+        msg.velocity = self._sim.qd.tolist()
+        msg.effort = self._sim.tau.tolist()
+        self._pub.publish(msg)
+        self._log_status()
+
+    def _log_status(self, final: bool = False) -> None:
+        wall = time.monotonic()
+        due = self._status_period > 0.0 and wall - self._last_status >= self._status_period
+        if not (due or final):
+            return
+        self._last_status = wall
+        s = self._stats
+        speed = s["steps"] * self._sim.dt / s["busy_s"] if s["busy_s"] > 0 else float("inf")
+        self.get_logger().info(
+            f"t = {self._sim.time:.1f} s: {s['steps']:.0f} RK4 steps at {speed:.0f}x real time, "
+            f"{s['rejected']:.0f} messages rejected, {s['skipped_s']:.3f} s skipped"
+        )
+
+    def destroy_node(self) -> None:
+        """Log the final status (if the node got as far as running), then destroy the node."""
+        if hasattr(self, "_last_status"):  # not when stopped during start-up (compiling)
+            self._log_status(final=True)
+        super().destroy_node()
+
+    def _on_reset(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        now = self._now()
+        response.success = now is not None
+        if now is None:
+            response.message = "no clock yet (use_sim_time is set and /clock is silent)"
+            return response
+        self._restart(self._sim.time)
+        response.message = f"restarted at t = {self._sim.time:.3f} s from the commanded state"
+        return response
+
+
+def main() -> None:
+    """Entry point of the ``dynamics_node`` console script."""
+    sys.exit(run(DynamicsNode, "dynamics_node"))
+
+
+if __name__ == "__main__":
+    main()

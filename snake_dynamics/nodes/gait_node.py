@@ -1,0 +1,180 @@
+"""gait_node: publishes the commanded gait on ``joint_commands`` (sensor_msgs/JointState).
+
+Parameters (``config/gaits.yaml``): ``gait``, ``<gait>.<parameter>`` for every gait of
+:data:`snake_dynamics.GAITS` (with its range), ``transition_time``, ``ramp_time`` (changeable
+at run time, blended smoothly), and the read-only ``robot_config``, ``publish_rate``,
+``autostart``. Services ``~/start`` and ``~/stop`` (std_srvs/Trigger) ramp in and out.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from snake_bringup.paths import robot_config
+from snake_dynamics.errors import GaitError
+from snake_dynamics.gaits import GAITS, Gait, make_gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.simulator import GaitPlayer
+
+from .common import clock_ns, declare_bool, declare_float, declare_string, run
+
+#: Parameters that change the gait (the rest are read-only or timing).
+GAIT_PARAMETERS = tuple(f"{gait}.{key}" for gait, spec in GAITS.items() for key in spec.params)
+
+
+class GaitNode(Node):
+    """Plays a :class:`GaitPlayer` and publishes its q, q_dot at ``publish_rate``."""
+
+    def __init__(self) -> None:
+        super().__init__("gait_node")
+        config = declare_string(
+            self,
+            "robot_config",
+            "robot",
+            "robot YAML file, or a name in the package's config/ folder",
+            read_only=True,
+        )
+        rate = declare_float(
+            self, "publish_rate", 100.0, 1.0, 1000.0, "command rate [Hz]", read_only=True
+        )
+        autostart = declare_bool(self, "autostart", True, "start the gait when the node starts")
+        declare_string(self, "gait", "serpenoid", "the gait to play", choices=tuple(GAITS))
+        for name, spec in GAITS.items():
+            for key, (default, low, high, unit) in spec.params.items():
+                declare_float(self, f"{name}.{key}", default, low, high, f"{name} {key} [{unit}]")
+        transition = declare_float(
+            self, "transition_time", 2.0, 0.1, 60.0, "blend time of a gait change [s]"
+        )
+        ramp = declare_float(self, "ramp_time", 2.0, 0.1, 60.0, "blend time of start/stop [s]")
+
+        self._model = SnakeModel.from_yaml(robot_config(config))
+        self._player = GaitPlayer(self._gait(), transition_time=transition, ramp_time=ramp)
+        self._epoch_ns: int | None = None
+        self._last_ns = 0
+        self._autostart = autostart
+        self._pub = self.create_publisher(JointState, "joint_commands", 10)
+        self.create_service(Trigger, "~/start", self._on_start)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+        self.create_timer(1.0 / rate, self._tick)
+        self.get_logger().info(
+            f"{self._model.name}: {self._describe()} at {rate:g} Hz on {self._pub.topic_name}"
+        )
+
+    # ---------------------------------------------------------------- conversions
+    def _gait(self, changes: dict[str, object] | None = None) -> Gait:
+        """The gait from the current parameters, with ``changes`` applied."""
+        values = {p: self.get_parameter(p).value for p in ("gait", *GAIT_PARAMETERS)}
+        values.update(changes or {})
+        name = str(values["gait"])
+        params = {key: values[f"{name}.{key}"] for key in GAITS[name].params}
+        return make_gait(name, self._model, **params)
+
+    def _describe(self) -> str:
+        name = self.get_parameter("gait").value
+        params = ", ".join(
+            f"{key}={self.get_parameter(f'{name}.{key}').value:g}" for key in GAITS[name].params
+        )
+        return f"gait {name}({params})"
+
+    def _time(self) -> tuple[int, float] | None:
+        """(now [ns], seconds since the node's first clock reading), or None before /clock."""
+        now = clock_ns(self)
+        if now is None:
+            return None
+        if self._epoch_ns is None or now < self._last_ns:
+            if self._epoch_ns is not None:
+                self.get_logger().warning("the clock jumped back: restarting the gait from rest")
+            self._epoch_ns = now
+            self._player = GaitPlayer(
+                self._player.gait,
+                transition_time=self._player.transition_time,
+                ramp_time=self._player.ramp_time,
+            )
+            if self._autostart:
+                self._player.start(0.0)
+        self._last_ns = now
+        return now, (now - self._epoch_ns) * 1e-9
+
+    # ------------------------------------------------------------------ callbacks
+    def _tick(self) -> None:
+        now = self._time()
+        if now is None:
+            return
+        stamp, t = now
+        q, qd, _ = self._player.evaluate(t)
+        msg = JointState()
+        msg.header.stamp = Time(nanoseconds=stamp).to_msg()
+        msg.name = self._model.joint_names
+        msg.position = q.tolist()
+        msg.velocity = qd.tolist()
+        self._pub.publish(msg)
+
+    def _check_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
+        changes = {p.name: p.value for p in params if p.name in ("gait", *GAIT_PARAMETERS)}
+        gait = changes.get("gait")
+        if gait is not None and gait not in GAITS:
+            reason = f"gait must be one of {', '.join(GAITS)}, got {gait!r}"
+            return SetParametersResult(successful=False, reason=reason)
+        # Every gait whose parameters change must still be buildable (ranges, |o| + |A| <= pi).
+        affected = {k.split(".")[0] for k in changes if k != "gait"} | ({gait} if gait else set())
+        try:
+            for name in sorted(affected):
+                self._gait({**changes, "gait": name})
+        except GaitError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, params: list[Parameter[Any]]) -> None:
+        names = {p.name for p in params}
+        self._player.transition_time = float(self.get_parameter("transition_time").value)
+        self._player.ramp_time = float(self.get_parameter("ramp_time").value)
+        if names & {"gait", *GAIT_PARAMETERS}:
+            now = self._time()  # None before /clock: then the player is not running yet
+            self._player.set_gait(now[1] if now else 0.0, self._gait())
+            when = (
+                f"blending over {self._player.transition_time:g} s"
+                if self._player.running
+                else "from the next start"
+            )
+            self.get_logger().info(f"{self._describe()}, {when}")
+
+    def _on_start(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        now = self._time()
+        response.success = now is not None
+        if now is None:
+            response.message = "no clock yet (use_sim_time is set and /clock is silent)"
+        elif self._player.start(now[1]):
+            response.message = f"ramping into the gait over {self._player.ramp_time:g} s"
+        else:
+            response.message = "already running"
+        return response
+
+    def _on_stop(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        now = self._time()
+        response.success = now is not None
+        if now is None:
+            response.message = "no clock yet (use_sim_time is set and /clock is silent)"
+        elif self._player.stop(now[1]):
+            response.message = f"ramping to rest over {self._player.ramp_time:g} s"
+        else:
+            response.message = "already stopped"
+        return response
+
+
+def main() -> None:
+    """Entry point of the ``gait_node`` console script."""
+    sys.exit(run(GaitNode, "gait_node"))
+
+
+if __name__ == "__main__":
+    main()

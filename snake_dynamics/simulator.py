@@ -1,0 +1,464 @@
+"""Incremental MFM simulation and gait playback: the maths behind the ROS nodes (no ROS here).
+
+:class:`Simulator` advances eq. (84) with classical RK4 in batches of fixed steps, with the
+inputs sampled at the RK4 stage times exactly as :func:`integrators.simulate` does, under the
+servo model tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot) (:class:`Servo`). Its
+inputs come from an :class:`InputSource`: :class:`PrescribedInput` turns a stream of
+commanded joint states into feed-forward torques by inverse dynamics (eq. 81), the paper's
+``prescribed`` mode; :class:`TorqueInput` holds the latest commanded torques.
+:class:`GaitPlayer` is the gait node's trajectory: a gait started, stopped and switched with
+C2 quintic blends.
+
+Times here are seconds on the caller's clock (the nodes use seconds since their start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import fast
+from .errors import GaitError, SimulationError, StateError
+from .gaits import Gait, JointTrajectory, PeriodicGait, Transition
+from .integrators import servo_gains, simulate
+from .model import SnakeModel
+
+FloatArray = NDArray[np.float64]
+
+
+def joint_command(
+    joint_names: Sequence[str],
+    names: Sequence[str],
+    position: Sequence[float],
+    velocity: Sequence[float] = (),
+) -> tuple[FloatArray, FloatArray]:
+    """A named joint command (as in a ROS JointState message) in the model's joint order.
+
+    Args:
+        joint_names: the model's joints, in order.
+        names: the command's joint names, each model joint exactly once, in any order.
+        position: commanded angles [rad] (or torques [N m]), one per name.
+        velocity: commanded rates [rad/s], one per name, or empty for zeros.
+
+    Returns:
+        position and velocity, shape (n,) each, in the order of ``joint_names``.
+
+    Raises:
+        StateError: unknown, missing or repeated names, wrong lengths, NaN or inf.
+    """
+    names = list(names)
+    if sorted(names) != sorted(joint_names):
+        unknown = sorted(set(names) - set(joint_names))
+        missing = sorted(set(joint_names) - set(names))
+        raise StateError(
+            f"joint names must be {', '.join(joint_names)} once each; got {len(names)} names"
+            + (f", unknown {unknown}" if unknown else "")
+            + (f", missing {missing}" if missing else "")
+        )
+    n = len(names)
+    if len(position) != n or len(velocity) not in (0, n):
+        raise StateError(
+            f"{n} names need {n} positions and {n} (or 0) velocities, "
+            f"got {len(position)} and {len(velocity)}"
+        )
+    order = [names.index(name) for name in joint_names]
+    q = np.asarray(position, dtype=np.float64)[order]
+    qd = np.asarray(velocity, dtype=np.float64)[order] if len(velocity) else np.zeros(n)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+        raise StateError("positions and velocities must be finite (got NaN or inf)")
+    return q, qd
+
+
+# ------------------------------------------------------------------------------ inputs
+def _timeout(value: float) -> float:
+    if not (math.isfinite(value) and value > 0.0):
+        raise SimulationError(f"command timeout must be a finite time > 0 s, got {value!r}")
+    return float(value)
+
+
+class InputSource(ABC):
+    """The simulator's input u = [tau_ff; q_ref; q_dot_ref] at given times."""
+
+    @abstractmethod
+    def inputs(self, t: FloatArray) -> FloatArray:
+        """u at the times ``t`` [s], shape (m,) -> (m, 3n) [N m, rad, rad/s]."""
+
+
+class CommandReference:
+    """A reference trajectory through sampled commands (t_k, q_k, q_dot_k), e.g. at 100 Hz.
+
+    Between samples it is the cubic Hermite interpolant (q and q_dot exact at the samples;
+    errors about h^4 |q| / 384 in q and h^2 |q| / 12 in q_ddot for a sample period
+    h), so a simulation that runs a little behind the newest command gets a smooth, accurate
+    feed-forward. After the newest sample it continues with that sample's velocity (q_ddot =
+    0); with no command for longer than ``timeout`` it holds the last position at rest.
+    Before the first command it holds ``rest``.
+
+    Args:
+        rest: the angles held before the first command [rad], shape (n,).
+        timeout: age after which a command is stale [s]; older samples are dropped.
+    """
+
+    def __init__(self, rest: ArrayLike, timeout: float) -> None:
+        self.timeout = _timeout(timeout)
+        self._t = np.empty(0)
+        self._q: FloatArray
+        self._qd: FloatArray
+        self.hold(rest)
+
+    def push(self, t: float, q: FloatArray, qd: FloatArray) -> bool:
+        """Add the command (q [rad], q_dot [rad/s]) valid at time t [s].
+
+        Returns:
+            False (and ignores it) if it is not newer than the newest sample.
+        """
+        if self._t.size and t <= self._t[-1]:
+            return False
+        keep = self._t >= t - self.timeout
+        keep[-1:] = True  # the newest old sample stays: it starts the first interval
+        self._t = np.append(self._t[keep], t)
+        self._q = np.vstack([self._q[keep], q])
+        self._qd = np.vstack([self._qd[keep], qd])
+        return True
+
+    def hold(self, q: ArrayLike) -> None:
+        """Forget the commands and hold ``q`` [rad] at rest."""
+        self._rest = np.array(q, dtype=np.float64)
+        self._t = np.empty(0)
+        self._q = np.empty((0, self._rest.size))
+        self._qd = np.empty((0, self._rest.size))
+
+    def evaluate(self, t: FloatArray) -> JointTrajectory:
+        """q [rad], q_dot [rad/s], q_ddot [rad/s^2] at the times ``t``, shape (m, n) each."""
+        t = np.ascontiguousarray(t, dtype=np.float64)
+        out = np.zeros((3, t.size, self._rest.size))
+        if self._t.size == 0:
+            out[0] = self._rest
+        else:
+            _hermite(t, self._t, self._q, self._qd, self.timeout, out[0], out[1], out[2])
+        return JointTrajectory(out[0], out[1], out[2])
+
+
+@fast.compiled
+def _hermite(
+    t: FloatArray,
+    times: FloatArray,
+    qs: FloatArray,
+    qds: FloatArray,
+    timeout: float,
+    q: FloatArray,
+    qd: FloatArray,
+    qdd: FloatArray,
+) -> None:
+    """:meth:`CommandReference.evaluate` on samples (times, qs, qds): fills q, qd, qdd
+    (zeroed, shape (m, n)) at the times t, shape (m,).
+    """
+    count = times.shape[0]
+    for j in range(t.shape[0]):
+        k = np.searchsorted(times, t[j], side="right") - 1
+        if k < 0:  # before the first sample: its position, at rest
+            q[j] = qs[0]
+        elif k == count - 1:  # after the newest: constant velocity while live, then at rest
+            s = t[j] - times[k]
+            if s <= timeout:
+                q[j] = qs[k] + qds[k] * s
+                qd[j] = qds[k]
+            else:
+                q[j] = qs[k]
+        else:  # cubic Hermite between samples k and k + 1
+            h = times[k + 1] - times[k]
+            u = (t[j] - times[k]) / h
+            u2, u3 = u * u, u * u * u
+            for c in range(q.shape[1]):
+                p0, p1 = qs[k, c], qs[k + 1, c]
+                m0, m1 = qds[k, c] * h, qds[k + 1, c] * h
+                q[j, c] = (
+                    (2 * u3 - 3 * u2 + 1) * p0
+                    + (u3 - 2 * u2 + u) * m0
+                    + (3 * u2 - 2 * u3) * p1
+                    + (u3 - u2) * m1
+                )
+                qd[j, c] = (
+                    (6 * u2 - 6 * u) * (p0 - p1) + (3 * u2 - 4 * u + 1) * m0 + (3 * u2 - 2 * u) * m1
+                ) / h
+                qdd[j, c] = ((12 * u - 6) * (p0 - p1) + (6 * u - 4) * m0 + (6 * u - 2) * m1) / (
+                    h * h
+                )
+
+
+class PrescribedInput(InputSource):
+    """The paper's prescribed mode: tau_ff = inverse dynamics of the commanded trajectory.
+
+    Args:
+        model: the packed snake.
+        reference: the commanded trajectory.
+    """
+
+    def __init__(self, model: fast.FastModel, reference: CommandReference) -> None:
+        self.model = model
+        self.reference = reference
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        q, qd, qdd = self.reference.evaluate(t)
+        tau = np.array(
+            [self.model.inverse_dynamics(q[j], qd[j], qdd[j]) for j in range(q.shape[0])]
+        )
+        return np.ascontiguousarray(np.hstack([tau.reshape(q.shape), q, qd]))
+
+
+class TorqueInput(InputSource):
+    """Torque mode: the latest commanded torques, held until older than ``timeout`` [s],
+    then zero.
+    """
+
+    def __init__(self, n_joints: int, timeout: float) -> None:
+        self.timeout = _timeout(timeout)
+        self._t = -math.inf
+        self._tau = np.zeros(n_joints)
+
+    def push(self, t: float, tau: FloatArray) -> None:
+        """Apply the torques ``tau`` [N m] commanded at time t [s] (from now on)."""
+        self._t, self._tau = t, np.array(tau, dtype=np.float64)
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        live = (np.asarray(t, dtype=np.float64) - self._t <= self.timeout)[:, None]
+        tau = np.where(live, self._tau, 0.0)
+        return np.ascontiguousarray(np.hstack([tau, np.zeros_like(tau), np.zeros_like(tau)]))
+
+
+# --------------------------------------------------------------------------- simulator
+@dataclass(frozen=True)
+class RunReport:
+    """What one :meth:`Simulator.run_until` did.
+
+    Attributes:
+        steps: RK4 steps taken.
+        skipped: simulated time skipped because more than ``max_steps`` were due [s].
+    """
+
+    steps: int
+    skipped: float
+
+
+class Simulator:
+    """RK4 integration of eq. (84) under position servos, advanced step batch by step batch.
+
+    Matches :func:`integrators.simulate` with ``servo=Servo(stiffness, damping, ...)`` step
+    for step when given the same inputs; zero gains give pure feed-forward (the paper's
+    open-loop replay, unstable for fast gaits of long snakes).
+
+    Args:
+        model: the snake.
+        dt: RK4 step [s].
+        stiffness: servo k_p [N m/rad], scalar or per joint.
+        damping: servo k_d [N m s/rad], scalar or per joint.
+        t0: start time [s].
+
+    Raises:
+        SimulationError: bad step or gains.
+    """
+
+    def __init__(
+        self,
+        model: SnakeModel,
+        dt: float,
+        *,
+        stiffness: ArrayLike = 0.0,
+        damping: ArrayLike = 0.0,
+        t0: float = 0.0,
+    ) -> None:
+        if not (math.isfinite(dt) and dt > 0.0):
+            raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
+        n = model.n_joints
+        self.model = model
+        self.fast_model = fast.FastModel(model)
+        self.dt = dt
+        gains = servo_gains(stiffness, damping, n)
+        self._params: fast.ServoParams = (self.fast_model.params, gains[0], gains[1])
+        self._u = np.zeros(3 * n)
+        self.reset(t0, np.zeros(n), np.zeros(n))
+
+    @property
+    def time(self) -> float:
+        """The time of the current state [s]."""
+        return self._t0 + self._count * self.dt
+
+    @property
+    def q(self) -> FloatArray:
+        """Joint angles [rad], shape (n,)."""
+        return self._q
+
+    @property
+    def qd(self) -> FloatArray:
+        """Joint rates [rad/s], shape (n,)."""
+        return self._qd
+
+    @property
+    def tau(self) -> FloatArray:
+        """The torques applied at the current state by the servo model [N m], shape (n,)."""
+        kp, kd = self._params[1], self._params[2]
+        return np.asarray(fast.servo_torque(kp, kd, self._u, self._q, self._qd))
+
+    def reset(self, t: float, q: ArrayLike, qd: ArrayLike) -> None:
+        """Restart from angles q [rad] and rates q_dot [rad/s] at time t [s].
+
+        Raises:
+            StateError: q or q_dot of the wrong shape or not finite.
+        """
+        n = self.model.n_joints
+        q_arr = np.array(q, dtype=np.float64)
+        qd_arr = np.array(qd, dtype=np.float64)
+        if q_arr.shape != (n,) or qd_arr.shape != (n,):
+            raise StateError(f"q and qd must have shape ({n},), got {q_arr.shape}, {qd_arr.shape}")
+        if not (np.all(np.isfinite(q_arr)) and np.all(np.isfinite(qd_arr)) and math.isfinite(t)):
+            raise StateError("reset state and time must be finite")
+        self._t0, self._count = float(t), 0
+        self._q, self._qd = q_arr, qd_arr
+        self._u = np.concatenate([np.zeros(n), q_arr, qd_arr])
+
+    def stage_times(self, steps: int) -> FloatArray:
+        """The RK4 stage times t, t + dt/2, ..., t + steps dt of the next steps [s]."""
+        return self.time + 0.5 * self.dt * np.arange(2 * steps + 1, dtype=np.float64)
+
+    def advance(self, steps: int, source: InputSource) -> None:
+        """Take ``steps`` RK4 steps with the inputs of ``source`` at the stage times.
+
+        Raises:
+            SimulationError: the state left the finite numbers; the simulator keeps the
+                last finite state and its time.
+        """
+        if steps <= 0:
+            return
+        n = self.model.n_joints
+        inputs = source.inputs(self.stage_times(steps))
+        if inputs.shape != (2 * steps + 1, 3 * n):
+            raise SimulationError(f"inputs must have shape ({2 * steps + 1}, {3 * n})")
+        qs, qds, qdds = np.empty((steps, n)), np.empty((steps, n)), np.empty((steps, n))
+        fast.rk4_servo_steps(self._params, self._q, self._qd, inputs, self.dt, qs, qds, qdds)
+        bad = ~(np.isfinite(qs).all(axis=1) & np.isfinite(qds).all(axis=1))
+        done = int(np.argmax(bad)) if bad.any() else steps
+        if done > 0:
+            self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
+            self._u = inputs[2 * done]
+            self._count += done
+        if done < steps:
+            raise SimulationError(
+                f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
+                "(torques too large for the model: check the commands and servo gains)"
+            )
+
+    def run_until(self, t: float, source: InputSource, max_steps: int) -> RunReport:
+        """Advance to the last step boundary at or before time t [s].
+
+        If more than ``max_steps`` steps are due (the caller fell behind), the earlier
+        ones are skipped: the state is held while the clock jumps, so the simulation
+        stays aligned with t.
+        """
+        due = math.floor((t - self.time) / self.dt + 1e-9)
+        skipped = 0
+        if due > max_steps:
+            skipped = due - max_steps
+            self._count += skipped
+            due = max_steps
+        self.advance(due, source)
+        return RunReport(max(due, 0), skipped * self.dt)
+
+    def warm_up(self) -> None:
+        """Compile this module's kernels now (seconds on the first use after an install, then
+        loaded from numba's cache), not in the middle of a run.
+        """
+        n = self.model.n_joints
+        zero = np.zeros(n)
+        out = np.empty((1, n))
+        fast.rk4_servo_steps(self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out)
+        self.fast_model.inverse_dynamics(zero, zero, zero)
+        reference = CommandReference(zero, timeout=1.0)
+        for t in (0.0, 1.0):
+            reference.push(t, zero, zero)
+        reference.evaluate(np.array([0.5]))
+
+
+# ------------------------------------------------------------------------------ gaits
+def _settle(gait: Gait, t: float) -> Gait:
+    """``gait`` with the transitions finished by time t [s] replaced by their targets."""
+    if not isinstance(gait, Transition):
+        return gait
+    if t >= gait.t_start + gait.duration:
+        return _settle(gait.b, t)
+    return dataclasses.replace(gait, a=_settle(gait.a, t), b=_settle(gait.b, t))
+
+
+class GaitPlayer:
+    """A gait that can be started, stopped and switched at any time, staying C2.
+
+    Starting blends from rest (all joints at zero) into the gait over ``ramp_time``,
+    stopping blends back to rest; switching gaits or parameters blends over
+    ``transition_time`` (:class:`Transition`, quintic: the commanded velocity never exceeds
+    the two gaits' plus 1.875 |q_b - q_a| / duration).
+
+    Args:
+        gait: the gait to play.
+        transition_time: blend time of a gait change [s].
+        ramp_time: blend time of start and stop [s].
+    """
+
+    def __init__(self, gait: Gait, *, transition_time: float, ramp_time: float) -> None:
+        zero = np.zeros(gait.n_joints)
+        self.rest: Gait = PeriodicGait(zero, zero, zero, 0.0, "rest")
+        self.gait = gait
+        self.transition_time = transition_time
+        self.ramp_time = ramp_time
+        self.running = False
+        self._current: Gait = self.rest
+
+    def _blend(self, t: float, target: Gait, duration: float) -> None:
+        self._current = Transition(_settle(self._current, t), target, t, duration)
+
+    def start(self, t: float) -> bool:
+        """Ramp into the gait from time t [s]; False if it is already running."""
+        if self.running:
+            return False
+        self.running = True
+        self._blend(t, self.gait, self.ramp_time)
+        return True
+
+    def stop(self, t: float) -> bool:
+        """Ramp out of the gait to rest from time t [s]; False if it is already stopped."""
+        if not self.running:
+            return False
+        self.running = False
+        self._blend(t, self.rest, self.ramp_time)
+        return True
+
+    def set_gait(self, t: float, gait: Gait) -> None:
+        """Switch to ``gait`` from time t [s] (blended if running, else used at the next start).
+
+        Raises:
+            GaitError: ``gait`` has another number of joints.
+        """
+        if gait.n_joints != self.gait.n_joints:
+            raise GaitError(f"the gait has {gait.n_joints} joints, the snake {self.gait.n_joints}")
+        if self.running:
+            self._blend(t, gait, self.transition_time)
+        self.gait = gait
+
+    def evaluate(self, t: float) -> JointTrajectory:
+        """Commanded q [rad], q_dot [rad/s], q_ddot [rad/s^2] at time t [s], shape (n,)."""
+        self._current = _settle(self._current, t)
+        return self._current.evaluate(t)
+
+
+def warm_up() -> None:
+    """Compile the core's numba kernels now; later processes load them from numba's cache."""
+    model = SnakeModel.uniform(2, 0.1, 0.1, 0.02)
+    Simulator(model, 0.001, stiffness=1.0).warm_up()
+    simulate(model, np.zeros(2), np.zeros(2), None, 0.002, 0.001)
+    fast.mass_matrix(model, np.zeros(2))
+    fast.bias_forces(model, np.zeros(2), np.zeros(2))
+    fast.forward_dynamics(model, np.zeros(2), np.zeros(2), np.zeros(2))

@@ -1,0 +1,205 @@
+"""simulation.launch.py and `snake sim` come from one graph; everything they name exists.
+
+`launch` and `launch_ros` exist only on full ROS installs, so the launch file is checked
+statically (its AST) and run against recording stand-ins of the few launch classes it uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from snake_bringup.graph import SIMULATION_ARGUMENTS, NodeSpec, simulation_graph
+from snake_bringup.paths import PACKAGE
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH = ROOT / "launch" / "simulation.launch.py"
+ROS_ONLY = {"launch", "launch_ros"}  # present wherever `ros2 launch` is
+
+
+def console_scripts() -> dict[str, str]:
+    """setup.py's console_scripts, name -> "module:function", read from its AST."""
+    for node in ast.walk(ast.parse((ROOT / "setup.py").read_text())):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "console_scripts":
+                    entries = [ast.literal_eval(e) for e in value.elts]
+                    return dict(e.replace(" ", "").split("=", 1) for e in entries)
+    raise AssertionError("setup.py has no console_scripts")
+
+
+def test_launch_file_imports_only_launch_and_the_shared_graph() -> None:
+    tree = ast.parse(LAUNCH.read_text())
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            modules.add(node.module or "")
+        elif isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+    top = {m.split(".")[0] for m in modules}
+    assert top <= ROS_ONLY | {"__future__", "pathlib", "snake_bringup"}, top
+    assert "snake_bringup.graph" in modules
+    called = {
+        n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and hasattr(n.func, "id")
+    }
+    assert "simulation_graph" in called
+    # It names no executable, node or package itself: those come from the graph only.
+    names = {s for spec in simulation_graph(rviz=True) for s in (spec.executable, spec.package)}
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    assert not names & literals
+
+
+def test_the_graph_imports_no_ros() -> None:
+    code = (
+        "import sys, snake_bringup.graph\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'rclpy', 'launch', 'launch_ros', 'sensor_msgs'})\n"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_executable_is_a_console_script_and_every_file_exists() -> None:
+    scripts = console_scripts()
+    graph = simulation_graph("robot", rviz=True)
+    ours = [spec for spec in graph if spec.package == PACKAGE]
+    assert {spec.executable for spec in ours} == {"gait_node", "dynamics_node"}
+    for spec in ours:
+        module, _, function = scripts[spec.executable].partition(":")
+        source = ROOT / (module.replace(".", "/") + ".py")
+        defs = {
+            n.name for n in ast.parse(source.read_text()).body if isinstance(n, ast.FunctionDef)
+        }
+        assert function in defs, (spec.executable, scripts[spec.executable])
+    for spec in graph:
+        for params in spec.parameters:
+            if isinstance(params, Path):
+                assert params.is_file(), params
+            elif "robot_config" in params:
+                assert Path(params["robot_config"]).is_file()
+        for arg in spec.arguments:
+            if arg.endswith((".rviz", ".yaml", ".urdf")):
+                assert Path(arg).is_file(), arg
+    assert {a.name for a in SIMULATION_ARGUMENTS} == {
+        "robot_config",
+        "gait",
+        "rviz",
+        "use_sim_time",
+    }
+    assert {a.name: a.default for a in SIMULATION_ARGUMENTS}["rviz"] == "true"
+
+
+def test_graph_names_namespaces_and_topics() -> None:
+    graph = {spec.name: spec for spec in simulation_graph("robot", "cobra")}
+    for name in ("gait_node", "dynamics_node", "robot_state_publisher"):
+        assert graph[name].namespace == "sim"
+    assert ("joint_commands", "/joint_commands") in graph["gait_node"].remappings
+    assert ("joint_commands", "/joint_commands") in graph["dynamics_node"].remappings
+    rsp = graph["robot_state_publisher"].parameters[0]
+    assert isinstance(rsp, dict) and rsp["frame_prefix"] == "sim/"
+    assert '<robot name="mfm_snake_8">' in rsp["robot_description"]
+    gait_params = graph["gait_node"].parameters[1]
+    assert isinstance(gait_params, dict) and gait_params["gait"] == "cobra"
+    assert graph["world_to_sim"].arguments[-1] == "sim/base_link"
+    assert "rviz2" not in {s.name for s in simulation_graph(rviz=False)}
+
+
+class _Recorder:
+    """A stand-in for a launch class: keeps its arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Recorder):
+    def perform(self, context: dict[str, str]) -> str:
+        return context[self.args[0]]
+
+
+@pytest.fixture
+def launch_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = {
+        "launch": {"LaunchDescription": _Recorder, "LaunchContext": dict},
+        "launch.actions": {"DeclareLaunchArgument": _Recorder, "OpaqueFunction": _Recorder},
+        "launch.substitutions": {"LaunchConfiguration": _LaunchConfiguration},
+        "launch_ros": {},
+        "launch_ros.actions": {"Node": _Recorder},
+    }
+    for name, attrs in modules.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def _as_launch_node(spec: NodeSpec) -> dict[str, Any]:
+    return {
+        "package": spec.package,
+        "executable": spec.executable,
+        "name": spec.name,
+        "namespace": spec.namespace or None,
+        "parameters": [str(p) if isinstance(p, Path) else dict(p) for p in spec.parameters],
+        "remappings": list(spec.remappings),
+        "arguments": list(spec.arguments),
+        "output": "screen",
+    }
+
+
+def test_launch_file_starts_exactly_the_graph(launch_stand_ins: None) -> None:
+    namespace: dict[str, Any] = {"__name__": "simulation_launch"}
+    exec(compile(LAUNCH.read_text(), str(LAUNCH), "exec"), namespace)
+    description = namespace["generate_launch_description"]()
+    *declared, opaque = description.args[0]
+    assert [d.args[0] for d in declared] == [a.name for a in SIMULATION_ARGUMENTS]
+    defaults = {d.args[0]: d.kwargs["default_value"] for d in declared}
+    assert defaults["rviz"] == "true" and defaults["use_sim_time"] == "false"
+    context = {**defaults, "gait": "spiral", "robot_config": "snake20"}
+    nodes = opaque.kwargs["function"](context)
+    expected = simulation_graph("snake20", "spiral", rviz=True, use_sim_time=False)
+    assert [n.kwargs for n in nodes] == [_as_launch_node(spec) for spec in expected]
+    no_rviz = opaque.kwargs["function"]({**context, "rviz": "false"})
+    assert "rviz2" not in {n.kwargs["executable"] for n in no_rviz}
+
+
+def test_snake_sim_dry_run_runs_the_same_graph(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["sim", "--gait", "rolling", "--dry-run", "-o", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snake_bringup.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    graph = simulation_graph("robot", "rolling")
+    assert len(lines) == len(graph)
+    for spec, line in zip(graph, lines, strict=True):
+        if line.startswith("#"):
+            assert spec.optional and spec.full_name in line and "skipped" in line
+            continue
+        assert f"__node:={spec.name}" in line and "--ros-args" in line
+        assert (f"__ns:=/{spec.namespace}" in line) == bool(spec.namespace)
+        assert all(f"{a}:={b}" in line for a, b in spec.remappings)
+        assert all(str(p) in line for p in spec.parameters if isinstance(p, Path))
+    assert not out.exists()  # a dry run writes nothing
+
+
+def test_rviz_config_shows_the_sim_robot_in_the_world_frame() -> None:
+    config = yaml.safe_load((ROOT / "rviz" / "snake.rviz").read_text())
+    manager = config["Visualization Manager"]
+    assert manager["Global Options"]["Fixed Frame"] == "world"
+    displays = {d["Class"]: d for d in manager["Displays"]}
+    assert "rviz_default_plugins/Grid" in displays
+    robot = displays["rviz_default_plugins/RobotModel"]
+    assert robot["Description Topic"]["Value"] == "/sim/robot_description"
+    assert robot["TF Prefix"] == "sim"
