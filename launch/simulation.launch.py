@@ -7,48 +7,20 @@ Thin on purpose: the nodes, parameters and remappings come from
 ``snake_bringup.graph.simulation_graph``, the description ``snake sim`` runs too.
 """
 
-# ruff: noqa: I001  (ruff takes `launch` for the repository's launch/ folder, not the package)
 from __future__ import annotations
 
-from pathlib import Path
-
-from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-
 from snake_bringup.graph import SIMULATION_ARGUMENTS, simulation_graph
+from snake_bringup.launch_support import is_true, launch_description
 
 
-def _nodes(context: LaunchContext) -> list[Node]:
-    value = {a.name: LaunchConfiguration(a.name).perform(context) for a in SIMULATION_ARGUMENTS}
-    graph = simulation_graph(
-        value["robot_config"],
-        value["gait"],
-        rviz=value["rviz"].lower() == "true",
-        use_sim_time=value["use_sim_time"].lower() == "true",
-    )
-    return [
-        Node(
-            package=spec.package,
-            executable=spec.executable,
-            name=spec.name,
-            namespace=spec.namespace or None,
-            parameters=[str(p) if isinstance(p, Path) else dict(p) for p in spec.parameters],
-            remappings=list(spec.remappings),
-            arguments=list(spec.arguments),
-            output="screen",
-        )
-        for spec in graph
-    ]
-
-
-def generate_launch_description() -> LaunchDescription:
+def generate_launch_description():  # type: ignore[no-untyped-def]  # launch's own type
     """The launch arguments of :data:`SIMULATION_ARGUMENTS`, then the graph's nodes."""
-    arguments = [
-        DeclareLaunchArgument(
-            a.name, default_value=a.default, description=a.description, choices=a.choices or None
-        )
-        for a in SIMULATION_ARGUMENTS
-    ]
-    return LaunchDescription([*arguments, OpaqueFunction(function=_nodes)])
+    return launch_description(
+        SIMULATION_ARGUMENTS,
+        lambda v: simulation_graph(
+            v["robot_config"],
+            v["gait"],
+            rviz=is_true(v["rviz"]),
+            use_sim_time=is_true(v["use_sim_time"]),
+        ),
+    )

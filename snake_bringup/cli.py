@@ -26,11 +26,13 @@ from typing import IO
 import numpy as np
 import yaml
 
+from snake_driver.transport import TRANSPORTS
 from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
 
-from .graph import NodeSpec, simulation_graph
+from .emulator import Emulator, EmulatorError
+from .graph import GraphError, NodeSpec, hardware_graph, simulation_graph
 from .paths import PACKAGE, robot_config
 from .progress import ProgressBar
 
@@ -307,8 +309,80 @@ def cmd_sim(args: argparse.Namespace) -> int:
     graph = simulation_graph(
         args.robot, args.gait or "", rviz=not args.no_rviz, use_sim_time=args.use_sim_time
     )
-    label = f"{Path(args.robot).stem}-{args.gait or 'default'}"
-    out = args.output or Path("runs") / f"sim-{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    return run_graph(graph, f"sim-{Path(args.robot).stem}-{args.gait or 'default'}", args)
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    """Run the hardware graph (the one ``hardware.launch.py`` starts) without ros2 launch;
+    with ``--emulate``, against the real firmware in simavr."""
+    label = f"hardware-{Path(args.robot).stem}-{args.gait or 'default'}"
+    if not args.emulate:
+        graph = hardware_graph(
+            args.robot,
+            args.transport,
+            args.port,
+            args.host,
+            args.gait or "",
+            dynamics=args.dynamics,
+            rviz=not args.no_rviz,
+            use_sim_time=args.use_sim_time,
+        )
+        return run_graph(graph, label, args)
+    bridge = None if args.transport == "serial" else args.transport
+    with Emulator(bridge=bridge) as emulator:
+        endpoint = emulator.endpoint
+        print(f"emulated robot (the firmware ELF in simavr) on {endpoint}")
+        graph = hardware_graph(
+            args.robot,
+            endpoint.transport,
+            endpoint.port,
+            endpoint.host,
+            args.gait or "",
+            dynamics=args.dynamics,
+            rviz=not args.no_rviz,
+            use_sim_time=args.use_sim_time,
+        )
+        return run_graph(graph, label, args)
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    """Run the real firmware in simavr (and a socat bridge) until Ctrl-C or --seconds."""
+    emulator = Emulator(
+        bridge=args.bridge,
+        bridge_port=args.bridge_port,
+        seconds=args.seconds,
+        key_hex=args.key,
+        vcd=args.vcd,
+    )
+    stop: list[int] = []
+    previous = {
+        s: signal.signal(s, lambda n, f: stop.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        endpoint = emulator.start()
+        print(f"emulated robot (ATmega2560 firmware in simavr) on {endpoint}", flush=True)
+        link = f"transport:={endpoint.transport} port:={endpoint.port}"
+        if endpoint.transport != "serial":
+            link += f" host:={endpoint.host}"
+        print(f"connect: ros2 launch mfm_snake hardware.launch.py {link}")
+        print(
+            f"     or: snake hardware --transport {endpoint.transport} --port {endpoint.port}",
+            flush=True,
+        )
+        while not stop and emulator.running():
+            time.sleep(0.1)
+    finally:
+        emulator.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("emulator stopped")
+    return 0
+
+
+def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -> int:
+    """Start the graph's nodes, watch them until --duration, Ctrl-C or a required node
+    exits, then stop every child (``--dry-run``: print the commands only)."""
+    out = args.output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     plan: list[tuple[NodeSpec, list[str] | None, str | None]] = []
     files: dict[Path, str] = {}
     for spec in graph:
@@ -378,6 +452,24 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ parser
+def _graph_options(p: argparse.ArgumentParser, label: str) -> None:
+    """The options every graph command shares."""
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument(
+        "--gait", choices=sorted(GAITS), help="gait (default: the one in config/gaits.yaml)"
+    )
+    p.add_argument(
+        "--duration", type=_positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
+    )
+    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+    p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
+    p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
+    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
+    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="snake", description="mfm_snake: MFM snake robot dynamics, gaits and tools"
@@ -446,21 +538,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "sim", help="run the simulation graph (gait -> MFM dynamics -> ...) without ros2 launch"
     )
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
-    p.add_argument(
-        "--gait", choices=sorted(GAITS), help="gait (default: the one in config/gaits.yaml)"
-    )
-    p.add_argument(
-        "--duration", type=_positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
-    )
-    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
-    p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
-    p.add_argument("--output", "-o", type=Path, help="log folder (default: runs/sim-...)")
-    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
-    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+    _graph_options(p, "sim")
     p.set_defaults(func=cmd_sim)
+
+    p = sub.add_parser(
+        "hardware", help="run the hardware graph (gait -> driver -> robot) without ros2 launch"
+    )
+    p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
+    p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
+    p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
+    p.add_argument("--dynamics", action="store_true", help="run the MFM prediction beside it")
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
+    )
+    _graph_options(p, "hardware")
+    p.set_defaults(func=cmd_hardware)
+
+    p = sub.add_parser("emulate", help="run the robot's firmware in simavr; print the port")
+    p.add_argument("--bridge", choices=["tcp", "udp"], help="also serve it on 127.0.0.1 (Wi-Fi)")
+    p.add_argument("--bridge-port", type=int, default=0, help="the bridge's port (default: free)")
+    p.add_argument("--seconds", type=_positive, help="stop after this much emulated time [s]")
+    p.add_argument("--key", metavar="HEX32", help="run the authenticated build with this key")
+    p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
+    p.set_defaults(func=cmd_emulate)
     return parser
 
 
@@ -470,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (SnakeDynamicsError, UsageError) as exc:
+    except (SnakeDynamicsError, UsageError, EmulatorError, GraphError) as exc:
         print(f"snake: error: {exc}", file=sys.stderr)
     except OSError as exc:
         print(f"snake: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from snake_driver.transport import TRANSPORTS
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
@@ -68,6 +69,15 @@ class LaunchArgument:
 
 #: Namespace of the simulated robot (its topics, services, TF frame prefix).
 SIM_NAMESPACE = "sim"
+#: Namespace of the measured robot (its joint states, TF frame prefix).
+MEASURED_NAMESPACE = "measured"
+#: Every gait and dynamics node reads the one command topic.
+COMMANDS = (("joint_commands", "/joint_commands"),)
+
+
+class GraphError(ValueError):
+    """Launch arguments that do not describe a graph."""
+
 
 #: The arguments of ``simulation.launch.py`` (``snake sim`` has an option for each).
 SIMULATION_ARGUMENTS = (
@@ -78,9 +88,91 @@ SIMULATION_ARGUMENTS = (
 )
 
 
+#: The arguments of ``hardware.launch.py`` (``snake hardware`` has an option for each).
+HARDWARE_ARGUMENTS = (
+    LaunchArgument("robot_config", "robot", "robot YAML file, or a name in config/"),
+    LaunchArgument("transport", "serial", "link to the robot", TRANSPORTS),
+    LaunchArgument("port", "/dev/ttyACM0", "serial device, or the Wi-Fi bridge's port number"),
+    LaunchArgument("host", "127.0.0.1", "the Wi-Fi bridge's address (udp, tcp)"),
+    LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
+    LaunchArgument(
+        "dynamics", "false", "run the MFM prediction beside the robot", ("true", "false")
+    ),
+    LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
+    LaunchArgument("use_sim_time", "false", "follow /clock", ("true", "false")),
+)
+
+
 def config_file(name: str) -> Path:
     """A file of the package's ``config/`` folder."""
     return share_dir() / "config" / name
+
+
+def _gait_node(robot_params: Mapping[str, Any], gait: str, namespace: str) -> NodeSpec:
+    return NodeSpec(
+        PACKAGE,
+        "gait_node",
+        "gait_node",
+        namespace,
+        (config_file("gaits.yaml"), {**robot_params, **({"gait": gait} if gait else {})}),
+        COMMANDS,
+    )
+
+
+def _dynamics_node(robot_params: Mapping[str, Any]) -> NodeSpec:
+    return NodeSpec(
+        PACKAGE,
+        "dynamics_node",
+        "dynamics_node",
+        SIM_NAMESPACE,
+        (config_file("dynamics_node.yaml"), robot_params),
+        (*COMMANDS, ("joint_efforts", "/joint_efforts")),
+    )
+
+
+def _robot_description(
+    namespace: str, urdf: str, common: Mapping[str, Any]
+) -> tuple[NodeSpec, ...]:
+    """robot_state_publisher in ``namespace`` (frame prefix ``namespace/``, reading
+    ``/namespace/joint_states``) and the static transform world -> namespace/base_link."""
+    return (
+        NodeSpec(
+            "robot_state_publisher",
+            "robot_state_publisher",
+            "robot_state_publisher",
+            namespace,
+            ({**common, "robot_description": urdf, "frame_prefix": f"{namespace}/"},),
+            optional=True,
+        ),
+        NodeSpec(
+            "tf2_ros",
+            "static_transform_publisher",
+            f"world_to_{namespace}",
+            parameters=(common,),
+            arguments=("--frame-id", "world", "--child-frame-id", f"{namespace}/base_link"),
+            optional=True,
+        ),
+    )
+
+
+def _rviz(common: Mapping[str, Any]) -> NodeSpec:
+    return NodeSpec(
+        "rviz2",
+        "rviz2",
+        "rviz2",
+        parameters=(common,),
+        arguments=("-d", str(share_dir() / "rviz" / "snake.rviz")),
+        optional=True,
+        needs_display=True,
+    )
+
+
+def _robot(robot: str, gait: str) -> tuple[Path, str]:
+    """The resolved robot config and its URDF (raising ModelError / GaitError early)."""
+    if gait and gait not in GAITS:
+        raise GaitError(f"unknown gait {gait!r}; choose one of {', '.join(sorted(GAITS))}")
+    config = robot_config(robot).resolve()
+    return config, to_urdf(SnakeModel.from_yaml(config))
 
 
 def simulation_graph(
@@ -101,57 +193,62 @@ def simulation_graph(
         ModelError: the robot config cannot be loaded (the URDF is generated from it).
         GaitError: unknown gait.
     """
-    if gait and gait not in GAITS:
-        raise GaitError(f"unknown gait {gait!r}; choose one of {', '.join(sorted(GAITS))}")
-    config = robot_config(robot).resolve()
-    urdf = to_urdf(SnakeModel.from_yaml(config))
+    config, urdf = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
-    commands = (("joint_commands", "/joint_commands"),)
     nodes = [
-        NodeSpec(
-            PACKAGE,
-            "gait_node",
-            "gait_node",
-            SIM_NAMESPACE,
-            (config_file("gaits.yaml"), {**robot_params, **({"gait": gait} if gait else {})}),
-            commands,
-        ),
-        NodeSpec(
-            PACKAGE,
-            "dynamics_node",
-            "dynamics_node",
-            SIM_NAMESPACE,
-            (config_file("dynamics_node.yaml"), robot_params),
-            (*commands, ("joint_efforts", "/joint_efforts")),
-        ),
-        NodeSpec(
-            "robot_state_publisher",
-            "robot_state_publisher",
-            "robot_state_publisher",
-            SIM_NAMESPACE,
-            ({**common, "robot_description": urdf, "frame_prefix": f"{SIM_NAMESPACE}/"},),
-            optional=True,
-        ),
-        NodeSpec(
-            "tf2_ros",
-            "static_transform_publisher",
-            "world_to_sim",
-            parameters=(common,),
-            arguments=("--frame-id", "world", "--child-frame-id", f"{SIM_NAMESPACE}/base_link"),
-            optional=True,
-        ),
+        _gait_node(robot_params, gait, SIM_NAMESPACE),
+        _dynamics_node(robot_params),
+        *_robot_description(SIM_NAMESPACE, urdf, common),
     ]
-    if rviz:
-        nodes.append(
-            NodeSpec(
-                "rviz2",
-                "rviz2",
-                "rviz2",
-                parameters=(common,),
-                arguments=("-d", str(share_dir() / "rviz" / "snake.rviz")),
-                optional=True,
-                needs_display=True,
-            )
-        )
-    return tuple(nodes)
+    return (*nodes, _rviz(common)) if rviz else tuple(nodes)
+
+
+def hardware_graph(
+    robot: str = "robot",
+    transport: str = "serial",
+    port: str = "/dev/ttyACM0",
+    host: str = "127.0.0.1",
+    gait: str = "",
+    *,
+    dynamics: bool = False,
+    rviz: bool = True,
+    use_sim_time: bool = False,
+) -> tuple[NodeSpec, ...]:
+    """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
+    measured robot's description, and (``dynamics``) the MFM prediction beside it.
+
+    Args:
+        robot: robot YAML file or config name (model and servo calibration).
+        transport: serial, udp or tcp.
+        port: serial device, or the Wi-Fi bridge's port number.
+        host: the Wi-Fi bridge's address (udp, tcp).
+        gait: gait name; empty for the one in config/gaits.yaml.
+        dynamics: also run dynamics_node on the same commands (``/sim/joint_states``).
+        rviz: include RViz.
+        use_sim_time: every node follows /clock.
+
+    Raises:
+        ModelError: the robot config cannot be loaded.
+        GaitError: unknown gait.
+    """
+    if transport not in TRANSPORTS:
+        raise GraphError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    config, urdf = _robot(robot, gait)
+    common: dict[str, Any] = {"use_sim_time": use_sim_time}
+    robot_params = {**common, "robot_config": str(config)}
+    link = {"transport": transport, "port": port, "host": host}
+    nodes = [
+        _gait_node(robot_params, gait, ""),
+        NodeSpec(
+            PACKAGE,
+            "driver_node",
+            "driver_node",
+            "",
+            (config_file("driver_node.yaml"), {**robot_params, **link}),
+        ),
+        *_robot_description(MEASURED_NAMESPACE, urdf, common),
+    ]
+    if dynamics:
+        nodes += [_dynamics_node(robot_params), *_robot_description(SIM_NAMESPACE, urdf, common)]
+    return (*nodes, _rviz(common)) if rviz else tuple(nodes)

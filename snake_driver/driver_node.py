@@ -8,27 +8,28 @@ converts messages, runs timers (poll, commands, pings, diagnostics) and offers t
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
-from typing import TypeVar
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
 from snake_bringup.paths import robot_config
-from snake_dynamics import ModelError
+from snake_dynamics.nodes.common import (
+    declare_bool,
+    declare_float,
+    declare_int,
+    declare_string,
+    run,
+)
 
 from .calibration import CalibrationError, load_servo_map
 from .link import DriverLink, LinkEvent, Measurement
 from .protocol import Flag
-from .transport import TRANSPORTS, TransportError, make_transport
-
-_P = TypeVar("_P", str, int, float, bool)
+from .transport import TRANSPORTS, make_transport
 
 
 class DriverNode(Node):
@@ -36,20 +37,22 @@ class DriverNode(Node):
 
     def __init__(self) -> None:
         super().__init__("driver_node")
-        config = self._param("robot_config", "robot", "robot YAML file or config name")
-        kind = self._param("transport", "serial", "serial | udp | tcp")
-        port = self._param("port", "/dev/ttyACM0", "serial device, or the bridge's UDP/TCP port")
-        host = self._param("host", "127.0.0.1", "Wi-Fi bridge address (udp, tcp)")
-        baud = self._param("baudrate", 115200, "serial speed [baud]", (1200, 4000000))
-        command_rate = self._param(
-            "command_rate", 50.0, "target frames per second [Hz]", (1.0, 500.0)
+        config = declare_string(self, "robot_config", "robot", "robot YAML file or config name")
+        kind = declare_string(self, "transport", "serial", "link to the robot", choices=TRANSPORTS)
+        port = declare_string(self, "port", "/dev/ttyACM0", "serial device, or the bridge's port")
+        host = declare_string(self, "host", "127.0.0.1", "Wi-Fi bridge address (udp, tcp)")
+        baud = declare_int(self, "baudrate", 115200, 1200, 4000000, "serial speed [baud]")
+        command_rate = declare_float(
+            self, "command_rate", 50.0, 1.0, 500.0, "target frames per second [Hz]"
         )
-        ping_rate = self._param("ping_rate", 5.0, "clock-sync pings per second [Hz]", (0.2, 50.0))
-        diag_rate = self._param("diagnostics_rate", 1.0, "/diagnostics rate [Hz]", (0.1, 10.0))
-        key_hex = self._param("auth_key", "", "32 hex digits: authenticated mode; empty: off")
-        enable = self._param("enable_on_connect", True, "enable the servos after connecting")
-        self.interpolate = self._param(
-            "interpolate", True, "let the firmware interpolate over one command period"
+        ping_rate = declare_float(self, "ping_rate", 5.0, 0.2, 50.0, "clock-sync pings [Hz]")
+        diag_rate = declare_float(self, "diagnostics_rate", 1.0, 0.1, 10.0, "/diagnostics [Hz]")
+        key_hex = declare_string(
+            self, "auth_key", "", "32 hex digits: authenticated mode; empty: off"
+        )
+        enable = declare_bool(self, "enable_on_connect", True, "enable the servos on connecting")
+        self.interpolate = declare_bool(
+            self, "interpolate", True, "let the firmware interpolate over one command period"
         )
 
         model, self.servos = load_servo_map(robot_config(config))
@@ -59,8 +62,6 @@ class DriverNode(Node):
             raise CalibrationError("auth_key must be 32 hex digits (128 bits)") from None
         if key is not None and len(key) != 16:
             raise CalibrationError("auth_key must be 32 hex digits (128 bits)")
-        if kind not in TRANSPORTS:
-            raise TransportError(f"transport must be one of {', '.join(TRANSPORTS)}, got {kind!r}")
         transport = make_transport(kind, port, host, baud)
         self.link = DriverLink(
             transport, self.servos, now=self._now, key=key, enable_on_connect=bool(enable)
@@ -86,21 +87,11 @@ class DriverNode(Node):
             + (" (authenticated)" if key else "")
         )
 
-    def _param(
-        self, name: str, default: _P, description: str, bounds: tuple[float, float] | None = None
-    ) -> _P:
-        """Declare a parameter with a description (and range) and return its typed value."""
-        descriptor = ParameterDescriptor(description=description)
-        if bounds is not None and isinstance(default, int):
-            descriptor.integer_range = [
-                IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]))
-            ]
-        elif bounds is not None:
-            descriptor.floating_point_range = [
-                FloatingPointRange(from_value=bounds[0], to_value=bounds[1])
-            ]
-        value = self.declare_parameter(name, default, descriptor).value  # type: ignore[var-annotated]
-        return type(default)(value)
+    def destroy_node(self) -> None:
+        """Close the link (the firmware's watchdog then holds or goes limp), then destroy."""
+        if hasattr(self, "link"):
+            self.link.close()
+        super().destroy_node()
 
     def _now(self) -> float:
         return float(self.get_clock().now().nanoseconds) * 1e-9
@@ -235,18 +226,4 @@ class DriverNode(Node):
 
 def main() -> None:
     """Entry point of the ``driver_node`` executable."""
-    rclpy.init()
-    try:
-        node = DriverNode()
-    except (CalibrationError, ModelError, TransportError, ValueError) as exc:
-        print(f"driver_node: error: {exc}")
-        rclpy.try_shutdown()
-        raise SystemExit(2) from None
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.link.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    sys.exit(run(DriverNode, "driver_node", errors=(CalibrationError,)))

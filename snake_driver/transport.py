@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 import serial
 
 READ_SIZE = 4096
+MAX_DATAGRAMS_PER_READ = 256
 
 
 class TransportError(OSError):
@@ -158,11 +159,25 @@ class _SocketTransport(Transport):
             if not ready:
                 return b""
             data = sock.recv(READ_SIZE)
+            if self.socket_type == socket.SOCK_DGRAM:
+                data += self._drain(sock)
         except OSError as exc:
             raise TransportError(f"{self.description}: receive failed: {exc}") from exc
         if not data and self.socket_type == socket.SOCK_STREAM:
             raise TransportError(f"{self.description}: connection closed by the peer")
         return data
+
+    @staticmethod
+    def _drain(sock: socket.socket) -> bytes:
+        """Every datagram already queued (a bridge may cut one frame into several), so a
+        reader polling at a fixed rate never falls behind and overflows the socket buffer."""
+        chunks = []
+        for _ in range(MAX_DATAGRAMS_PER_READ):
+            try:
+                chunks.append(sock.recv(READ_SIZE))
+            except BlockingIOError:
+                break
+        return b"".join(chunks)
 
 
 class UdpTransport(_SocketTransport):

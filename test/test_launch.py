@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-from snake_bringup.graph import SIMULATION_ARGUMENTS, NodeSpec, simulation_graph
+from snake_bringup.graph import (
+    HARDWARE_ARGUMENTS,
+    SIMULATION_ARGUMENTS,
+    NodeSpec,
+    hardware_graph,
+    simulation_graph,
+)
 from snake_bringup.paths import PACKAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +41,12 @@ def console_scripts() -> dict[str, str]:
     raise AssertionError("setup.py has no console_scripts")
 
 
-def test_launch_file_imports_only_launch_and_the_shared_graph() -> None:
-    tree = ast.parse(LAUNCH.read_text())
+@pytest.mark.parametrize(
+    ("path", "graph_name"),
+    [(LAUNCH, "simulation_graph"), (ROOT / "launch" / "hardware.launch.py", "hardware_graph")],
+)
+def test_launch_file_imports_only_launch_and_the_shared_graph(path: Path, graph_name: str) -> None:
+    tree = ast.parse(path.read_text())
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -49,9 +59,10 @@ def test_launch_file_imports_only_launch_and_the_shared_graph() -> None:
     called = {
         n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and hasattr(n.func, "id")
     }
-    assert "simulation_graph" in called
+    assert graph_name in called
     # It names no executable, node or package itself: those come from the graph only.
-    names = {s for spec in simulation_graph(rviz=True) for s in (spec.executable, spec.package)}
+    graph = simulation_graph(rviz=True) + hardware_graph(dynamics=True, rviz=True)
+    names = {s for spec in graph for s in (spec.executable, spec.package)}
     literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     assert not names & literals
 
@@ -203,3 +214,40 @@ def test_rviz_config_shows_the_sim_robot_in_the_world_frame() -> None:
     robot = displays["rviz_default_plugins/RobotModel"]
     assert robot["Description Topic"]["Value"] == "/sim/robot_description"
     assert robot["TF Prefix"] == "sim"
+
+
+HARDWARE_LAUNCH = ROOT / "launch" / "hardware.launch.py"
+
+
+def test_hardware_launch_file_starts_exactly_the_hardware_graph(launch_stand_ins: None) -> None:
+    namespace: dict[str, Any] = {"__name__": "hardware_launch"}
+    exec(compile(HARDWARE_LAUNCH.read_text(), str(HARDWARE_LAUNCH), "exec"), namespace)
+    *declared, opaque = namespace["generate_launch_description"]().args[0]
+    assert [d.args[0] for d in declared] == [a.name for a in HARDWARE_ARGUMENTS]
+    defaults = {d.args[0]: d.kwargs["default_value"] for d in declared}
+    assert defaults["transport"] == "serial" and defaults["port"] == "/dev/ttyACM0"
+    context = {
+        **defaults,
+        "transport": "udp",
+        "port": "5760",
+        "host": "10.0.0.7",
+        "dynamics": "true",
+    }
+    nodes = opaque.kwargs["function"](context)
+    expected = hardware_graph("robot", "udp", "5760", "10.0.0.7", "", dynamics=True, rviz=True)
+    assert [n.kwargs for n in nodes] == [_as_launch_node(spec) for spec in expected]
+
+
+def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
+    graph = {spec.full_name: spec for spec in hardware_graph("robot", "tcp", "5760", dynamics=True)}
+    driver = graph["/driver_node"]
+    link = driver.parameters[-1]
+    assert isinstance(link, dict) and (link["transport"], link["port"]) == ("tcp", "5760")
+    assert isinstance(driver.parameters[0], Path) and driver.parameters[0].is_file()
+    assert "driver_node" in console_scripts()
+    rsp = graph["/measured/robot_state_publisher"].parameters[0]
+    assert isinstance(rsp, dict) and rsp["frame_prefix"] == "measured/"
+    assert "/sim/dynamics_node" in graph and "/sim/robot_state_publisher" in graph
+    assert "/sim/dynamics_node" not in {s.full_name for s in hardware_graph(dynamics=False)}
+    with pytest.raises(ValueError, match="transport must be one of"):
+        hardware_graph(transport="carrier-pigeon")

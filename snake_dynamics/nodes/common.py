@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from types import FrameType
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -63,6 +62,16 @@ def declare_string(
     return value
 
 
+def declare_int(node: Node, name: str, default: int, low: int, high: int, description: str) -> int:
+    """Declare an integer parameter with its range; returns its value."""
+    descriptor = ParameterDescriptor(
+        description=description,
+        integer_range=[IntegerRange(from_value=low, to_value=high, step=1)],
+        read_only=True,
+    )
+    return int(node.declare_parameter(name, int(default), descriptor).value)
+
+
 def declare_bool(node: Node, name: str, default: bool, description: str) -> bool:
     """Declare a read-only boolean parameter; returns its value."""
     descriptor = ParameterDescriptor(description=description, read_only=True)
@@ -79,35 +88,46 @@ def clock_ns(node: Node) -> int | None:
     return now if now > 0 else None
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
-
-def run(factory: Callable[[], Node], name: str) -> int:
+def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], ...] = ()) -> int:
     """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly.
 
     rclpy's own signal handlers shut the context down under a running callback, whose next
-    publish then raises; here SIGINT and SIGTERM raise KeyboardInterrupt in the main thread
-    instead, so spinning stops between two callbacks and the node is destroyed in order.
-    Python runs that handler only between bytecodes, so the executor waits at most
-    ``WAKE_S`` at a time (a node on a silent /clock would otherwise never wake up).
+    publish then raises; an exception raised from a handler can land inside rclpy's C++
+    calls (taking a message) and come out as a RuntimeError. So SIGINT and SIGTERM only set
+    a flag, the executor waits at most ``WAKE_S`` at a time (a node on a silent /clock would
+    otherwise never wake up), and the loop stops between two callbacks; the node is then
+    destroyed in order. A signal during start-up takes effect once the node is built.
+
+    Args:
+        factory: builds the node.
+        name: logger name for a start-up failure.
+        errors: further exception types that mean "bad configuration" (logged in one line).
 
     Returns:
         The process exit status: 0, or 1 when the node could not start (logged in one line).
     """
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    startup_errors: tuple[type[Exception], ...] = (
+        SnakeDynamicsError,
+        ParameterException,
+        ParameterValueError,
+        OSError,
+        *errors,
+    )
+    stop: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop.append(signum))
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = SingleThreadedExecutor()
     try:
         node = factory()
         executor.add_node(node)
-        while rclpy.ok():
+        while rclpy.ok() and not stop:
             executor.spin_once(timeout_sec=WAKE_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (SnakeDynamicsError, ParameterException, ParameterValueError, OSError) as exc:
+    except startup_errors as exc:
         rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
         return 1
     finally:

@@ -1,0 +1,32 @@
+"""The robot on a ROS 2 install: gait -> driver -> firmware -> measured state, RViz, and the
+MFM prediction beside it when asked.
+
+    ros2 launch mfm_snake hardware.launch.py [transport:=serial] [port:=/dev/ttyACM0]
+        [host:=127.0.0.1] [robot_config:=robot] [gait:=serpenoid] [dynamics:=false]
+        [rviz:=true] [use_sim_time:=false]
+
+Thin on purpose: the nodes come from ``snake_bringup.graph.hardware_graph``, the
+description ``snake hardware`` runs too.
+"""
+
+from __future__ import annotations
+
+from snake_bringup.graph import HARDWARE_ARGUMENTS, hardware_graph
+from snake_bringup.launch_support import is_true, launch_description
+
+
+def generate_launch_description():  # type: ignore[no-untyped-def]  # launch's own type
+    """The launch arguments of :data:`HARDWARE_ARGUMENTS`, then the graph's nodes."""
+    return launch_description(
+        HARDWARE_ARGUMENTS,
+        lambda v: hardware_graph(
+            v["robot_config"],
+            v["transport"],
+            v["port"],
+            v["host"],
+            v["gait"],
+            dynamics=is_true(v["dynamics"]),
+            rviz=is_true(v["rviz"]),
+            use_sim_time=is_true(v["use_sim_time"]),
+        ),
+    )
