@@ -129,6 +129,11 @@ class DriverLink:
         try:
             self.transport.open()
             self.connected = True
+            # A new stream (the MCU may have rebooted: its sequence numbers and replay
+            # counter start again); the counts carry on across connections.
+            stats = self.decoder.stats
+            self.decoder = Decoder(self.key, Direction.TO_HOST)
+            self.decoder.stats = stats
             for msg in self.servos.config_messages():
                 self._send(msg)
             if self.enable_on_connect:
