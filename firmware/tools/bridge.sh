@@ -7,7 +7,7 @@ set -eu
 [ $# -ge 3 ] || { echo "usage: $0 tcp|udp PORT PTY [BIND_ADDRESS]" >&2; exit 2; }
 proto=$1 port=$2 pty=$3 bind=${4:-127.0.0.1}
 case $proto in
-tcp) exec socat "TCP-LISTEN:$port,bind=$bind,reuseaddr,fork" "FILE:$pty,raw,echo=0" ;;
+tcp) exec socat "TCP-LISTEN:$port,bind=$bind,reuseaddr,fork,nodelay" "FILE:$pty,raw,echo=0" ;;
 udp) exec socat "UDP-LISTEN:$port,bind=$bind,reuseaddr" "FILE:$pty,raw,echo=0" ;;
 *) echo "$0: protocol must be tcp or udp" >&2; exit 2 ;;
 esac

@@ -4,13 +4,17 @@
  * UART0 is exposed as a pseudo-terminal (simavr's uart_pty part); its path is printed on
  * stdout as "PTY <path>" so a caller can connect. Chosen pins are traced to a VCD file.
  * Emulation can be paced to real time and stops after a given number of emulated seconds.
+ * With --loop-pin, the high times of a pin the firmware raises while its main loop works
+ * (PK0 in hal/avr) are measured in CPU cycles; the runner prints "LOOP passes=N
+ * max_cycles=M max_at_cycle=C p99_cycles=P median_cycles=Q mean_cycles=A" before its END line.
  *
  * Usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] [--seconds S]
- *                      [--mcu NAME] [--freq HZ] firmware.elf
+ *                      [--loop-pin K0] [--mcu NAME] [--freq HZ] firmware.elf
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,19 +59,100 @@ static void sleep_seconds(double s)
     }
 }
 
+/* Parse a pin name like "B5" into port letter and bit; -1 if malformed. */
+static int parse_pin(const char *tok, char *port, int *bit)
+{
+    if (strlen(tok) != 2 || tok[0] < 'A' || tok[0] > 'L' || tok[1] < '0' || tok[1] > '7') {
+        fprintf(stderr, "simavr_runner: bad pin '%s' (want e.g. B5)\n", tok);
+        return -1;
+    }
+    *port = tok[0];
+    *bit = tok[1] - '0';
+    return 0;
+}
+
+/* High times of the loop pin [cycles]: a histogram exact below LOOP_FINE, in LOOP_COARSE_BIN
+ * bins up to LOOP_FINE + LOOP_COARSE * LOOP_COARSE_BIN (4.2 M cycles, 262 ms at 16 MHz);
+ * longer passes land in the last bin (the maximum is exact). Memory stays bounded. */
+#define LOOP_FINE 65536u
+#define LOOP_COARSE 16384u
+#define LOOP_COARSE_BIN 256u
+static struct {
+    avr_t *avr;
+    int high;
+    avr_cycle_count_t rise, max_at;
+    uint64_t passes, total, max;
+    uint32_t fine[LOOP_FINE], coarse[LOOP_COARSE];
+} loop;
+
+static void on_loop_pin(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+    (void)irq;
+    (void)param;
+    if (value && !loop.high) {
+        loop.rise = loop.avr->cycle;
+    } else if (!value && loop.high) {
+        uint64_t d = loop.avr->cycle - loop.rise;
+        loop.passes++;
+        loop.total += d;
+        if (d > loop.max) {
+            loop.max = d;
+            loop.max_at = loop.rise;
+        }
+        if (d < LOOP_FINE) {
+            loop.fine[d]++;
+        } else {
+            uint64_t bin = (d - LOOP_FINE) / LOOP_COARSE_BIN;
+            loop.coarse[bin < LOOP_COARSE ? bin : LOOP_COARSE - 1]++;
+        }
+    }
+    loop.high = value != 0;
+}
+
+/* The pass length [cycles] at or below which a fraction q of all passes lie (upper bin edge). */
+static uint64_t loop_quantile(double q)
+{
+    uint64_t need = (uint64_t)(q * (double)loop.passes + 0.999999), seen = 0;
+    for (uint64_t d = 0; d < LOOP_FINE; d++) {
+        seen += loop.fine[d];
+        if (seen >= need) {
+            return d;
+        }
+    }
+    for (uint64_t b = 0; b < LOOP_COARSE; b++) {
+        seen += loop.coarse[b];
+        if (seen >= need) {
+            return LOOP_FINE + (b + 1) * LOOP_COARSE_BIN - 1;
+        }
+    }
+    return loop.max;
+}
+
+static void print_loop_stats(void)
+{
+    printf("LOOP passes=%llu max_cycles=%llu max_at_cycle=%llu p99_cycles=%llu "
+           "median_cycles=%llu mean_cycles=%.1f\n",
+           (unsigned long long)loop.passes, (unsigned long long)loop.max,
+           (unsigned long long)loop.max_at,
+           (unsigned long long)(loop.passes ? loop_quantile(0.99) : 0),
+           (unsigned long long)(loop.passes ? loop_quantile(0.5) : 0),
+           loop.passes ? (double)loop.total / (double)loop.passes : 0.0);
+}
+
 /* Add every pin of a comma-separated list like "B5,E3,A0" to the VCD trace. */
 static int add_traces(avr_t *avr, avr_vcd_t *vcd, const char *list)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
-        if (strlen(tok) != 2 || tok[0] < 'A' || tok[0] > 'L' || tok[1] < '0' || tok[1] > '7') {
-            fprintf(stderr, "simavr_runner: bad pin '%s' (want e.g. B5)\n", tok);
+        char port;
+        int bit;
+        if (parse_pin(tok, &port, &bit) != 0) {
             return -1;
         }
-        avr_irq_t *irq = avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(tok[0]), tok[1] - '0');
+        avr_irq_t *irq = avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(port), bit);
         if (irq == NULL) {
-            fprintf(stderr, "simavr_runner: no port %c on this MCU\n", tok[0]);
+            fprintf(stderr, "simavr_runner: no port %c on this MCU\n", port);
             return -1;
         }
         char name[8];
@@ -80,12 +165,13 @@ static int add_traces(avr_t *avr, avr_vcd_t *vcd, const char *list)
 static void usage(void)
 {
     fprintf(stderr, "usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] "
-                    "[--seconds S] [--mcu NAME] [--freq HZ] firmware.elf\n");
+                    "[--seconds S] [--loop-pin K0] [--mcu NAME] [--freq HZ] firmware.elf\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *vcd_path = NULL, *trace = NULL, *elf = NULL, *mcu = "atmega2560";
+    const char *loop_pin = NULL;
     double seconds = 0.0;
     unsigned long freq = 16000000ul;
     int realtime = 0;
@@ -98,6 +184,8 @@ int main(int argc, char **argv)
             trace = argv[++i];
         } else if (!strcmp(a, "--seconds") && has_value) {
             seconds = strtod(argv[++i], NULL);
+        } else if (!strcmp(a, "--loop-pin") && has_value) {
+            loop_pin = argv[++i];
         } else if (!strcmp(a, "--mcu") && has_value) {
             mcu = argv[++i];
         } else if (!strcmp(a, "--freq") && has_value) {
@@ -146,6 +234,21 @@ int main(int argc, char **argv)
         avr_vcd_start(&vcd);
     }
 
+    if (loop_pin != NULL) {
+        char port;
+        int bit;
+        if (parse_pin(loop_pin, &port, &bit) != 0) {
+            return 2;
+        }
+        avr_irq_t *irq = avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(port), bit);
+        if (irq == NULL) {
+            fprintf(stderr, "simavr_runner: no port %c on this MCU\n", port);
+            return 2;
+        }
+        loop.avr = avr;
+        avr_irq_register_notify(irq, on_loop_pin, NULL);
+    }
+
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     printf("PTY %s\n", uart.pty.slavename);
@@ -172,6 +275,9 @@ int main(int argc, char **argv)
     }
     if (vcd_path != NULL) {
         avr_vcd_close(&vcd);
+    }
+    if (loop_pin != NULL) {
+        print_loop_stats();
     }
     printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d\n",
            (unsigned long long)avr->cycle, (double)avr->cycle / (double)freq,

@@ -88,7 +88,6 @@ def clock_ns(node: Node) -> int | None:
     return now if now > 0 else None
 
 
-
 def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], ...] = ()) -> int:
     """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly.
 

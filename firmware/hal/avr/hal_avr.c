@@ -4,6 +4,8 @@
  * Channels 12-15: PA0-PA3, sequenced in 3 ms slots by timer 2; its compare interrupt fires
  * a little early and waits for the exact tick, so edges do not depend on interrupt latency.
  * Timer 1 overflows also count the microsecond clock. USART0: interrupt-driven rings.
+ * Debug output PK0 (Mega A8): high while a main-loop pass runs, low from hal_idle() on, so
+ * its high times are the pass times (a scope, or simavr_runner --loop-pin K0).
  */
 #include <avr/interrupt.h>
 #include <avr/io.h>
@@ -30,6 +32,9 @@
 #define SOFT_GUARD 32u       /* keep the compare point clear of the ISR's own run time */
 #define RX_SIZE 128u
 #define TX_SIZE 256u         /* uint8_t indices wrap by themselves */
+#define LOOP_PORT PORTK      /* main-loop busy pin, PK0 */
+#define LOOP_DDR DDRK
+#define LOOP_BIT PK0
 
 /* ---- clock ---- */
 
@@ -248,12 +253,13 @@ void hal_init(void)
      * on the chip, but stops simavr polling them as low-level interrupts every cycle. */
     EICRB = _BV(ISC40) | _BV(ISC50) | _BV(ISC60) | _BV(ISC70);
 
-    UBRR0 = UBRR_VALUE;
+    /* U2X before UBRR: simavr derives the byte time when UBRR is written */
 #if USE_2X
     UCSR0A = _BV(U2X0);
 #else
     UCSR0A = 0;
 #endif
+    UBRR0 = UBRR_VALUE;
     UCSR0C = _BV(UCSZ01) | _BV(UCSZ00); /* 8N1 */
     UCSR0B = _BV(RXEN0) | _BV(TXEN0) | _BV(RXCIE0);
 
@@ -266,6 +272,7 @@ void hal_init(void)
     pwm_timer_init(&ICR3, &TCNT3, &TCCR3A, &TCCR3B, 10000);
     pwm_timer_init(&ICR4, &TCNT4, &TCCR4A, &TCCR4B, 20000);
     pwm_timer_init(&ICR5, &TCNT5, &TCCR5A, &TCCR5B, 30000);
+    LOOP_DDR |= _BV(LOOP_BIT);
     TIMSK1 = _BV(TOIE1);
     soft_init();
     sei();
@@ -274,6 +281,7 @@ void hal_init(void)
 /* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
 void hal_idle(void)
 {
+    LOOP_PORT &= (uint8_t)~_BV(LOOP_BIT); /* the pass ends here */
     wdt_reset();
     set_sleep_mode(SLEEP_MODE_IDLE);
     cli();
@@ -284,4 +292,5 @@ void hal_idle(void)
         sleep_disable();
     }
     sei();
+    LOOP_PORT |= _BV(LOOP_BIT); /* the next pass starts */
 }
