@@ -32,6 +32,11 @@ from .protocol import (
 from .transport import Transport, TransportError
 
 
+#: Target frames between two configuration refresh frames (50 Hz targets: a frame every
+#: 0.2 s, the whole configuration of the 8-joint robot every 1.8 s).
+CONFIG_EVERY = 10
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One telemetry report, in joint terms.
@@ -120,6 +125,8 @@ class DriverLink:
         self.connected = False
         self._backoff = min_backoff
         self._next_attempt = 0.0
+        self._targets_sent = 0
+        self._config_cursor = 0
 
     # ------------------------------------------------------------------ connection
     def _connect(self, events: list[LinkEvent]) -> None:
@@ -175,12 +182,24 @@ class DriverLink:
                 self._lost(exc, events)
         return events
 
+    def _refresh_config(self) -> list[LinkEvent]:
+        """One configuration frame in rotation every ``CONFIG_EVERY`` target frames, so a
+        configuration frame lost or corrupted on the way is repaired (the firmware applies
+        an identical calibration as a no-op). Only beside targets: every valid frame feeds
+        the firmware's watchdog, which must still trip when the commands stop."""
+        self._targets_sent += 1
+        if self._targets_sent % CONFIG_EVERY:
+            return []
+        messages = self.servos.config_messages()
+        self._config_cursor = (self._config_cursor + 1) % len(messages)
+        return self.send(messages[self._config_cursor])
+
     def send_targets(
         self, positions: Mapping[str, float], duration_ms: int = 0
     ) -> tuple[list[str], list[LinkEvent]]:
         """Send joint targets [rad] (clamped to the limits); returns the clamped joints."""
         message, clamped = self.servos.targets(positions, duration_ms)
-        return clamped, self.send(message)
+        return clamped, self.send(message) + self._refresh_config()
 
     def ping(self) -> list[LinkEvent]:
         """Send a ping stamped with the host clock (for round-trip time and clock mapping)."""

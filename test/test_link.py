@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,27 @@ def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
     finally:
         proc2.kill()
         proc2.wait(timeout=5)
+
+
+def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None:
+    _, pty = firmware
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    link = DriverLink(SerialTransport(pty), servos, now=time.monotonic)
+    assert run_for(link, 0.2)
+    # as if channel 3's configuration had been corrupted on the way: a wrong direction
+    wrong = replace(servos.channels[3].config_message(), direction=-1)
+    link.send(wrong)
+    target = dict.fromkeys(servos.joint_names, 0.3)
+    expected = servos.by_joint()["joint_4"].pulse_us(0.3)
+    seen_wrong = False
+    deadline = time.monotonic() + 4.0
+    last = None
+    while time.monotonic() < deadline:
+        link.send_targets(target)
+        for m in run_for(link, 0.02):
+            last = m
+            seen_wrong |= m.pulses_us["joint_4"] == 3000 - expected  # mirrored about 1500 us
+        if seen_wrong and last is not None and last.pulses_us["joint_4"] == expected:
+            break
+    assert seen_wrong, "the wrong calibration never took effect"
+    assert last is not None and last.pulses_us["joint_4"] == expected
