@@ -205,15 +205,26 @@ def test_snake_sim_dry_run_runs_the_same_graph(tmp_path: Path) -> None:
     assert not out.exists()  # a dry run writes nothing
 
 
-def test_rviz_config_shows_the_sim_robot_in_the_world_frame() -> None:
+def test_rviz_config_shows_both_robots_and_the_traces_in_the_world_frame() -> None:
     config = yaml.safe_load((ROOT / "rviz" / "snake.rviz").read_text())
     manager = config["Visualization Manager"]
     assert manager["Global Options"]["Fixed Frame"] == "world"
-    displays = {d["Class"]: d for d in manager["Displays"]}
-    assert "rviz_default_plugins/Grid" in displays
-    robot = displays["rviz_default_plugins/RobotModel"]
-    assert robot["Description Topic"]["Value"] == "/sim/robot_description"
-    assert robot["TF Prefix"] == "sim"
+    displays = manager["Displays"]
+    assert any(d["Class"] == "rviz_default_plugins/Grid" for d in displays)
+    robots = {
+        d["TF Prefix"]: d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel"
+    }
+    assert set(robots) == {"sim", "measured"}
+    for prefix, robot in robots.items():
+        # the description topic of the robot_state_publisher in that namespace of the graphs
+        assert robot["Description Topic"]["Value"] == f"/{prefix}/robot_description"
+        publishers = [
+            s for s in hardware_graph(dynamics=True) if s.executable == "robot_state_publisher"
+        ]
+        assert prefix in {s.namespace for s in publishers}
+    assert robots["measured"]["Alpha"] < robots["sim"]["Alpha"]  # the ghost
+    markers = [d for d in displays if d["Class"] == "rviz_default_plugins/MarkerArray"]
+    assert markers and markers[0]["Topic"]["Value"] == "/compare/markers"
 
 
 HARDWARE_LAUNCH = ROOT / "launch" / "hardware.launch.py"
