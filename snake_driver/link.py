@@ -31,7 +31,6 @@ from .protocol import (
 )
 from .transport import Transport, TransportError
 
-
 #: Target frames between two configuration refresh frames (50 Hz targets: a frame every
 #: 0.2 s, the whole configuration of the 8-joint robot every 1.8 s).
 CONFIG_EVERY = 10
