@@ -39,6 +39,7 @@ setup(
         "console_scripts": [
             "snake = snake_bringup.cli:main",
             "driver_node = snake_driver.driver_node:main",
+            "compare_node = snake_viz.compare_node:main",
             "gait_node = snake_dynamics.nodes.gait_node:main",
             "dynamics_node = snake_dynamics.nodes.dynamics_node:main",
         ],

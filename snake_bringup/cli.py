@@ -30,6 +30,8 @@ from snake_driver.transport import TRANSPORTS
 from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
+from snake_viz.compare import CompareError
+from snake_viz.compare_cli import register as register_compare
 
 from .emulator import Emulator, EmulatorError
 from .graph import GraphError, NodeSpec, hardware_graph, simulation_graph
@@ -563,6 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", metavar="HEX32", help="run the authenticated build with this key")
     p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
     p.set_defaults(func=cmd_emulate)
+
+    register_compare(sub)
     return parser
 
 
@@ -572,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (SnakeDynamicsError, UsageError, EmulatorError, GraphError) as exc:
+    except (SnakeDynamicsError, UsageError, EmulatorError, GraphError, CompareError) as exc:
         print(f"snake: error: {exc}", file=sys.stderr)
     except OSError as exc:
         print(f"snake: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)

@@ -74,7 +74,8 @@ def summarise(
     )
 
 
-def _grid(n: int) -> tuple[int, int]:
+def panel_grid(n: int) -> tuple[int, int]:
+    """Rows and columns (at most 4) of a grid of n per-joint panels."""
     cols = min(4, n)
     return math.ceil(n / cols), cols
 
@@ -111,7 +112,7 @@ def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> lis
     import matplotlib.pyplot as plt
 
     n = result.q.shape[1]
-    rows, cols = _grid(n)
+    rows, cols = panel_grid(n)
     out = []
 
     fig, axes = plt.subplots(

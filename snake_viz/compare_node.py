@@ -1,0 +1,287 @@
+"""compare_node: the MFM prediction against the robot, live; a report on demand and at exit.
+
+Subscribes ``/sim/joint_states`` (the prediction) and ``/measured/joint_states`` (the robot)
+and keeps both series by header stamp. The maths is :mod:`snake_viz.compare`: the
+measurement is interpolated onto the simulated stamps, error = measured - simulated [rad].
+
+Publishes:
+    ``/compare/error`` (sensor_msgs/JointState) at ``error_rate``, stamped with the latest
+        aligned stamp, one entry per joint: ``position`` = the error now [rad],
+        ``velocity`` = its RMS over the last ``window`` seconds [rad], ``effort`` = its
+        maximum |error| over the window [rad]. (The fields are reused for three error
+        statistics; none is a velocity or an effort.)
+    ``/compare/markers`` (visualization_msgs/MarkerArray) at ``marker_rate``: LINE_STRIP
+        traces of the head and of the centre of mass of both robots (from ``link_poses``) over
+        the last ``trace_length`` seconds, in ``sim/base_link`` and ``measured/base_link``,
+        each point coloured by the RMS joint error at that time (green 0 -> red at
+        ``error_scale``); namespaces ``sim/head``, ``sim/com``, ``measured/head``,
+        ``measured/com``; the measured traces are drawn wider and translucent.
+
+Service ``~/report`` (std_srvs/Trigger) writes the report folder now
+(``<report_dir>/<report_name>/``, by default ``compare-<start time>``; rewritten by each
+request, from the whole history); the node writes it on shutdown too
+(``report_on_shutdown``) and logs the per-joint RMS. All parameters are read at start-up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt_module
+import math
+import sys
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+from builtin_interfaces.msg import Time as TimeMsg
+from geometry_msgs.msg import Point
+from rclpy.node import Node
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from snake_bringup.paths import robot_config
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.nodes.common import (
+    THROTTLE_S,
+    ParameterValueError,
+    declare_bool,
+    declare_float,
+    declare_int,
+    declare_string,
+    run,
+)
+
+from .compare import (
+    DEFAULT_LAG_SPAN_S,
+    MEASURED_TOPIC,
+    SIM_TOPIC,
+    Aligned,
+    CompareError,
+    Report,
+    ReportSummary,
+    SampleBuffer,
+    align,
+    compare,
+    error_stats,
+    trace_points,
+)
+
+#: Subscription depth: 5 s of 100 Hz joint states.
+QUEUE_DEPTH = 500
+#: (namespace prefix, frame, line width [m], alpha) of the two robots' traces.
+ROBOTS = (("sim", "sim/base_link", 0.004, 1.0), ("measured", "measured/base_link", 0.008, 0.5))
+
+
+class CompareNode(Node):
+    """Live comparison of prediction and measurement (see module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__("compare_node")
+        config = declare_string(
+            self, "robot_config", "robot", "robot YAML file, or a name in config/", read_only=True
+        )
+
+        def static(name: str, default: float, low: float, high: float, text: str) -> float:
+            return declare_float(self, name, default, low, high, text, read_only=True)
+
+        self.window = static("window", 2.0, 0.1, 600.0, "sliding window of /compare/error [s]")
+        error_rate = static("error_rate", 20.0, 0.5, 200.0, "/compare/error rate [Hz]")
+        marker_rate = static("marker_rate", 5.0, 0.1, 50.0, "/compare/markers rate [Hz]")
+        trace_length = static("trace_length", 20.0, 1.0, 600.0, "traces cover this long [s]")
+        self.error_scale = static(
+            "error_scale", 0.1, 1e-4, math.pi, "RMS joint error drawn fully red [rad]"
+        )
+        self.max_lag = static("max_lag", 0.5, 0.01, 5.0, "largest lag searched (report) [s]")
+        self.max_gap = static(
+            "max_gap", 0.25, 0.001, 10.0, "longest measured gap interpolated over [s]"
+        )
+        max_samples = declare_int(
+            self, "max_samples", 360_000, 1000, 100_000_000, "history kept per series [samples]"
+        )
+        report_dir = declare_string(
+            self, "report_dir", "runs", "parent folder of the report folder", read_only=True
+        )
+        report_name = declare_string(
+            self,
+            "report_name",
+            "",
+            "report folder name (empty: compare-<start time>)",
+            read_only=True,
+        )
+        self.report_on_shutdown = declare_bool(
+            self, "report_on_shutdown", True, "write the report when the node stops"
+        )
+        name = report_name or f"compare-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+        if Path(name).name != name or name in (".", ".."):
+            raise ParameterValueError(f"report_name must be a plain folder name, got {name!r}")
+        self.folder = Path(report_dir) / name
+
+        self.config_path = robot_config(config)
+        self.model = SnakeModel.from_yaml(self.config_path)
+        names = self.model.joint_names
+        self.sim = SampleBuffer(names, max_samples)
+        self.measured = SampleBuffer(names, max_samples)
+        self.rejected = 0
+        self.last: tuple[float, np.ndarray, np.ndarray, float] | None = None
+        self.traced_stamp = -math.inf
+        points = max(2, int(trace_length * marker_rate))
+        # per marker tick: (sim head, sim CM, measured head, measured CM) [m], shape (4, 3)
+        self.trace: deque[np.ndarray] = deque(maxlen=points)
+        self.trace_rms: deque[float] = deque(maxlen=points)
+
+        self.pub_error = self.create_publisher(JointState, "/compare/error", 10)
+        self.pub_markers = self.create_publisher(MarkerArray, "/compare/markers", 10)
+        # deep queues: writing a report blocks the executor for a second or two
+        self.create_subscription(JointState, SIM_TOPIC, self.on_sim, QUEUE_DEPTH)
+        self.create_subscription(JointState, MEASURED_TOPIC, self.on_measured, QUEUE_DEPTH)
+        self.create_service(Trigger, "~/report", self.on_report)
+        self.create_timer(1.0 / error_rate, self.on_error_timer)
+        self.create_timer(1.0 / marker_rate, self.on_marker_timer)
+        self.get_logger().info(
+            f"comparing {SIM_TOPIC} and {MEASURED_TOPIC} for {len(names)} joints of "
+            f"{self.model.name}; report: {self.folder}/"
+        )
+
+    def destroy_node(self) -> None:
+        """Write the report (``report_on_shutdown``), then destroy."""
+        if hasattr(self, "sim") and self.report_on_shutdown:
+            ok, message = self.write_report()
+            log = self.get_logger()
+            (log.info if ok else log.warning)(f"report on shutdown: {message}")
+        super().destroy_node()
+
+    # ------------------------------------------------------------------ topics
+    def _store(self, buffer: SampleBuffer, msg: JointState, topic: str) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        problem = None
+        if stamp <= 0.0:
+            problem = "no header stamp"
+        elif len(msg.name) != len(msg.position):
+            problem = f"{len(msg.name)} names but {len(msg.position)} positions"
+        elif buffer.append(stamp, list(msg.name), list(msg.position)) == 0:
+            problem = f"no known joint in {list(msg.name)[:4]}"
+        if problem is not None:
+            self.rejected += 1
+            self.get_logger().warning(
+                f"ignored a message on {topic}: {problem}", throttle_duration_sec=THROTTLE_S
+            )
+
+    def on_sim(self, msg: JointState) -> None:
+        self._store(self.sim, msg, SIM_TOPIC)
+
+    def on_measured(self, msg: JointState) -> None:
+        self._store(self.measured, msg, MEASURED_TOPIC)
+
+    # ------------------------------------------------------------------ timers
+    def recent(self) -> Aligned:
+        """The last ``window`` seconds (and a margin), aligned."""
+        start = min(self.sim.latest_stamp(), self.measured.latest_stamp()) - self.window
+        sim = self.sim.series(since=start - self.max_gap)
+        measured = self.measured.series(since=start - 2.0 * self.max_gap)
+        return align(sim, measured, self.max_gap)
+
+    def on_error_timer(self) -> None:
+        if not len(self.sim) or not len(self.measured):
+            return
+        aligned = self.recent()
+        valid = np.flatnonzero(np.all(np.isfinite(aligned.error), axis=1))
+        if not valid.size:
+            return
+        stats = error_stats(aligned, self.window)
+        i = int(valid[-1])
+        stamp = float(aligned.t[i])
+        err = aligned.error[i]
+        self.last = (stamp, aligned.sim[i], aligned.measured[i], float(np.sqrt(np.mean(err**2))))
+        msg = JointState()
+        msg.header.stamp = Time(nanoseconds=round(stamp * 1e9)).to_msg()
+        msg.name = list(aligned.names)
+        msg.position = [float(x) for x in stats.now]
+        msg.velocity = [float(x) for x in stats.window_rms]
+        msg.effort = [float(x) for x in stats.window_max]
+        self.pub_error.publish(msg)
+
+    def on_marker_timer(self) -> None:
+        if self.last is None:
+            return
+        stamp, q_sim, q_measured, rms = self.last
+        if stamp > self.traced_stamp:
+            self.traced_stamp = stamp
+            head_s, com_s = trace_points(self.model, q_sim)
+            head_m, com_m = trace_points(self.model, q_measured)
+            self.trace.append(np.array([head_s, com_s, head_m, com_m]))
+            self.trace_rms.append(rms)
+        if len(self.trace) < 2:
+            return
+        colours = [self._colour(x) for x in self.trace_rms]
+        trace = np.array(self.trace)
+        array = MarkerArray()
+        for r, (robot, frame, width, alpha) in enumerate(ROBOTS):
+            for w, what in enumerate(("head", "com")):
+                marker = Marker()
+                marker.header.frame_id = frame
+                marker.header.stamp = TimeMsg()  # zero: the latest transform
+                marker.ns = f"{robot}/{what}"
+                marker.id = 0
+                marker.type = Marker.LINE_STRIP
+                marker.action = Marker.ADD
+                marker.pose.orientation.w = 1.0
+                marker.scale.x = width
+                column = 2 * r + w
+                marker.points = [
+                    Point(x=float(x), y=float(y), z=float(z)) for x, y, z in trace[:, column]
+                ]
+                marker.colors = [ColorRGBA(r=c.r, g=c.g, b=c.b, a=alpha) for c in colours]
+                array.markers.append(marker)
+        self.pub_markers.publish(array)
+
+    def _colour(self, rms: float) -> ColorRGBA:
+        x = min(1.0, max(0.0, rms / self.error_scale)) if math.isfinite(rms) else 1.0
+        return ColorRGBA(r=float(x), g=float(1.0 - x), b=0.0, a=1.0)
+
+    # ------------------------------------------------------------------ report
+    def write_report(self) -> tuple[bool, str]:
+        """Write the report folder from the whole history; (success, one-line message)."""
+        if not len(self.sim) or not len(self.measured):
+            return False, (
+                f"nothing to compare yet ({len(self.sim)} simulated, {len(self.measured)} "
+                f"measured samples): no report written"
+            )
+        try:
+            comparison = compare(
+                self.sim.series(), self.measured.series(), self.window, self.max_lag, self.max_gap
+            )
+            config = {
+                "source": "compare_node",
+                "topics": {"sim": SIM_TOPIC, "measured": MEASURED_TOPIC},
+                "robot_config": str(self.config_path),
+                "robot": self.model.name,
+                "max_lag_s": self.max_lag,
+                "lag_span_s": DEFAULT_LAG_SPAN_S,
+                "max_gap_s": self.max_gap,
+                "dropped_samples": {"sim": self.sim.dropped, "measured": self.measured.dropped},
+                "rejected_messages": self.rejected,
+                "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
+            }
+            summary = Report(self.folder, self.model).write(comparison, config)
+        except (CompareError, OSError) as exc:
+            return False, f"no report: {exc}"
+        return True, _describe(summary)
+
+    def on_report(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.write_report()
+        return response
+
+
+def _describe(summary: ReportSummary) -> str:
+    rms = ", ".join(
+        f"{name} {math.degrees(x):.2f}" if math.isfinite(x) else f"{name} n/a"
+        for name, x in zip(summary.names, summary.rms, strict=True)
+    )
+    return f"wrote {len(summary.files)} files to {summary.folder}/; RMS error [deg]: {rms}"
+
+
+def main() -> None:
+    """Entry point of the ``compare_node`` executable."""
+    sys.exit(run(CompareNode, "compare_node", errors=(CompareError,)))

@@ -1,0 +1,311 @@
+"""Comparison maths and report (snake_viz.compare), no ROS.
+
+References: injected lags and errors of synthetic series (the lag to a quarter of a sample,
+RMS / max against the direct formulas on the injected errors to 1e-12), hand geometry of a
+straight and a once-bent snake for the traces, PNG signatures and decoding for the plots, a
+bag written with rosbags' own Writer (MCAP) for ``compare_bag``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from snake_bringup.paths import robot_config
+from snake_dynamics import SnakeModel
+from snake_viz.compare import (
+    CompareError,
+    JointSeries,
+    Report,
+    SampleBuffer,
+    align,
+    compare,
+    compare_bag,
+    error_stats,
+    estimate_lag,
+    trace_points,
+)
+from snake_viz.compare_cli import register
+
+NAMES = ("joint_1", "joint_2", "joint_3", "joint_4")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def signal(t: np.ndarray) -> np.ndarray:
+    """Smooth, non-periodic within +-0.5 s, different per joint [rad], shape (N, 4)."""
+    t = t[:, None]
+    f1, f2 = np.array([0.45, 0.7, 0.9, 0.55]), np.array([0.13, 0.21, 0.17, 0.31])
+    return 0.5 * np.sin(2 * np.pi * f1 * t + [0, 1, 2, 3]) + 0.3 * np.sin(2 * np.pi * f2 * t)
+
+
+def lagged_pair(
+    rng: np.random.Generator, lags: np.ndarray, duration: float = 12.0
+) -> tuple[JointSeries, JointSeries]:
+    """Simulation at 100 Hz; measurement at ~50 Hz with +-3 ms stamp jitter, late by ``lags``,
+    received in shuffled order."""
+    ts = np.arange(0.0, duration, 0.01) + 1000.0
+    tm = np.arange(0.0, duration, 0.02) + 1000.0 + rng.uniform(-0.003, 0.003, int(duration / 0.02))
+    qm = np.stack([signal(tm - lag)[:, k] for k, lag in enumerate(lags)], axis=1)
+    order = rng.permutation(tm.size)
+    return (
+        JointSeries.from_samples(NAMES, ts, signal(ts)),
+        JointSeries.from_samples(NAMES, tm[order], qm[order]),
+    )
+
+
+def test_lag_is_recovered_to_a_quarter_of_a_sample(rng: np.random.Generator) -> None:
+    lags = np.array([0.027, 0.0335, 0.0, -0.012])  # includes a measurement ahead of the sim
+    sim, measured = lagged_pair(rng, lags)
+    estimate = estimate_lag(sim, measured, max_lag=0.3)
+    dt = 0.01
+    assert np.all(np.abs(estimate - lags) < 0.25 * dt), (estimate, lags)
+
+
+def test_lag_of_a_joint_that_does_not_move_is_undefined(rng: np.random.Generator) -> None:
+    t = np.arange(0.0, 5.0, 0.01)
+    q = signal(t)
+    q[:, 2] = 0.1
+    sim = JointSeries.from_samples(NAMES, t, q)
+    lag = estimate_lag(sim, sim)
+    assert math.isnan(lag[2]) and np.allclose(lag[[0, 1, 3]], 0.0, atol=1e-9)
+
+
+def test_rms_and_max_equal_the_direct_formulas(rng: np.random.Generator) -> None:
+    """Measured on the simulated stamps (some missing): interpolation is exact there, so the
+    statistics must equal those of the injected errors."""
+    t = np.arange(0.0, 6.0, 0.01)
+    q = signal(t)
+    injected = rng.normal(scale=0.02, size=q.shape)
+    keep = np.sort(rng.choice(t.size, size=t.size * 3 // 4, replace=False))
+    keep[0], keep[-1] = 0, t.size - 1
+    order = rng.permutation(keep.size)
+    sim = JointSeries.from_samples(NAMES, t, q)
+    measured = JointSeries.from_samples(NAMES, t[keep][order], (q + injected)[keep][order])
+    # between kept stamps the interpolated error is not the injected one: compare on kept stamps
+    sim_kept = JointSeries.from_samples(NAMES, t[keep], q[keep])
+    stats = error_stats(align(sim_kept, measured, max_gap=1.0), window=1.5)
+    e = injected[keep]
+    np.testing.assert_allclose(stats.run_rms, np.sqrt(np.mean(e**2, axis=0)), rtol=1e-12)
+    np.testing.assert_allclose(stats.run_max, np.max(np.abs(e), axis=0), rtol=1e-12)
+    recent = t[keep] >= t[-1] - 1.5
+    np.testing.assert_allclose(
+        stats.window_rms, np.sqrt(np.mean(e[recent] ** 2, axis=0)), rtol=1e-12
+    )
+    np.testing.assert_allclose(stats.window_max, np.max(np.abs(e[recent]), axis=0), rtol=1e-12)
+    np.testing.assert_allclose(stats.now, e[-1], rtol=1e-12)
+    assert list(stats.samples) == [keep.size] * 4
+    # on all simulated stamps the full run is aligned too
+    assert len(align(sim, measured, max_gap=1.0)) == t.size
+
+
+def test_alignment_is_by_stamp_not_arrival(rng: np.random.Generator) -> None:
+    """A ramp plus an offset, measured at jittered stamps arriving out of order: linear
+    interpolation is exact for a ramp, so the error is the offset everywhere."""
+    slope, offset = np.array([0.3, -0.2, 0.1, 0.05]), np.array([0.01, -0.02, 0.0, 0.04])
+    ts = np.arange(0.0, 4.0, 0.01)
+    tm = np.arange(0.0, 4.02, 0.02) + rng.uniform(-0.004, 0.004, 201)
+    order = rng.permutation(tm.size)
+    sim = JointSeries.from_samples(NAMES, ts, ts[:, None] * slope)
+    measured = JointSeries.from_samples(NAMES, tm[order], (tm[:, None] * slope + offset)[order])
+    aligned = align(sim, measured)
+    assert np.all(np.diff(measured.t) > 0)
+    assert aligned.t[0] >= measured.t[0] and aligned.t[-1] <= measured.t[-1]
+    np.testing.assert_allclose(
+        aligned.error, np.broadcast_to(offset, aligned.error.shape), atol=1e-12
+    )
+    # pairing in arrival order (what alignment must not do) would be far off
+    naive = (tm[order][:, None] * slope + offset)[: ts.size] - ts[: tm.size, None] * slope
+    assert np.max(np.abs(naive - offset)) > 0.1
+
+
+def test_duplicate_stamps_keep_the_last_received() -> None:
+    series = JointSeries.from_samples(["a"], [1.0, 2.0, 1.0, 3.0], [[1.0], [2.0], [9.0], [3.0]])
+    assert series.t.tolist() == [1.0, 2.0, 3.0] and series.q[:, 0].tolist() == [9.0, 2.0, 3.0]
+
+
+def test_a_measurement_gap_is_not_bridged() -> None:
+    ts = np.arange(0.0, 3.0, 0.01)
+    tm = np.concatenate([np.arange(0.0, 1.0, 0.02), np.arange(1.6, 3.0, 0.02)])
+    sim = JointSeries.from_samples(NAMES, ts, np.zeros((ts.size, 4)))
+    measured = JointSeries.from_samples(NAMES, tm, np.full((tm.size, 4), 0.1))
+    aligned = align(sim, measured, max_gap=0.25)
+    hole = (aligned.t > tm[49] + 1e-9) & (aligned.t < 1.6 - 1e-9)
+    assert np.all(np.isnan(aligned.error[hole])) and np.all(aligned.error[~hole] == 0.1)
+    stats = error_stats(aligned)
+    assert list(stats.samples) == [int((~hole).sum())] * 4
+    np.testing.assert_allclose(stats.run_rms, 0.1, rtol=1e-12)
+
+
+def test_sample_buffer_maps_names_and_bounds_history() -> None:
+    buf = SampleBuffer(["joint_1", "joint_2"], max_samples=8)
+    assert buf.append(0.0, ["joint_2", "joint_1", "other"], [2.0, 1.0, 5.0]) == 2
+    assert buf.append(1.0, ["nope"], [0.0]) == 0
+    assert buf.append(2.0, ["joint_2"], [4.0]) == 1
+    series = buf.series()
+    assert series.q[0].tolist() == [1.0, 2.0] and np.isnan(series.q[1, 0])
+    for k in range(20):
+        buf.append(3.0 + k, ["joint_1", "joint_2"], [k, k])
+    assert len(buf) <= 8 and buf.dropped > 0 and buf.latest_stamp() == 22.0
+
+
+def test_no_overlap_is_a_one_line_error() -> None:
+    a = JointSeries.from_samples(NAMES, [0.0, 1.0], np.zeros((2, 4)))
+    b = JointSeries.from_samples(NAMES, [5.0, 6.0], np.zeros((2, 4)))
+    with pytest.raises(CompareError, match="do not overlap"):
+        compare(a, b)
+
+
+def test_trace_points_match_hand_geometry() -> None:
+    model = SnakeModel.from_yaml(robot_config("robot"))
+    lengths, masses = model.lengths, model.masses
+    # straight along e2: CM of body b at l_0/2 + sum of the lengths before b + l_b/2
+    ends = np.concatenate([[0.0], np.cumsum(lengths)]) - lengths[0] / 2
+    y = ends[:-1] + lengths / 2
+    head, com = trace_points(model, np.zeros(model.n_joints))
+    np.testing.assert_allclose(head, [0, y[-1], 0], atol=1e-12)
+    np.testing.assert_allclose(com, [0, masses @ y / masses.sum(), 0], atol=1e-12)
+    # joint 1 (axis e1) bent by theta: everything past its pivot turns about x
+    theta, pivot = 0.7, lengths[0] / 2
+    q = np.zeros(model.n_joints)
+    q[0] = theta
+    rot = np.array(
+        [[1, 0, 0], [0, math.cos(theta), -math.sin(theta)], [0, math.sin(theta), math.cos(theta)]]
+    )
+    centres = np.array([[0.0, yb, 0.0] for yb in y])
+    centres[1:] = [pivot * np.array([0, 1, 0]) + rot @ (c - [0, pivot, 0]) for c in centres[1:]]
+    head, com = trace_points(model, q)
+    np.testing.assert_allclose(head, centres[-1], atol=1e-12)
+    np.testing.assert_allclose(com, masses @ centres / masses.sum(), atol=1e-12)
+
+
+def _check_report(folder: Path, names: tuple[str, ...], rows: int) -> None:
+    for png in ("joint_angles.png", "joint_errors.png", "traces.png"):
+        data = (folder / png).read_bytes()
+        assert data.startswith(PNG_SIGNATURE), png
+        import matplotlib.image
+
+        image = matplotlib.image.imread(folder / png)
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+        assert float(np.std(image)) > 0.01, f"{png} is blank"
+    lines = (folder / "aligned.csv").read_text().splitlines()
+    assert len(lines) == rows + 1 and lines[0].startswith("t_s,joint_1_sim_rad")
+    table = (folder / "summary.md").read_text()
+    assert all(f"| {name} |" in table for name in names)
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    assert config["joints"] == list(names) and config["aligned_samples"] == rows
+
+
+def test_report_writes_every_file(tmp_path: Path, rng: np.random.Generator) -> None:
+    model = SnakeModel.uniform(4, mass=0.1, length=0.08, radius=0.02)
+    lags = np.array([0.02, 0.03, 0.04, 0.0])
+    sim, measured = lagged_pair(rng, lags, duration=4.0)
+    comparison = compare(sim, measured)
+    summary = Report(tmp_path / "report", model).write(comparison, {"source": "test"})
+    _check_report(tmp_path / "report", NAMES, len(comparison.aligned))
+    assert {p.name for p in summary.files} >= {"aligned.csv", "summary.md", "summary.json"}
+    data = json.loads((tmp_path / "report" / "summary.json").read_text())
+    np.testing.assert_allclose(data["rms_rad"], comparison.stats.run_rms, rtol=1e-12)
+    np.testing.assert_allclose(data["lag_s"], lags, atol=0.0025)
+
+
+# --------------------------------------------------------------------------- bags
+def write_bag(path: Path, rng: np.random.Generator, lag: float, offset: float) -> None:
+    """8 joints (the robot config's names): sim at 100 Hz; measurement at 50 Hz, late by
+    ``lag`` on joints 1-7, and joint 8 held still at ``offset`` from a still simulation.
+    Bag time = arrival time (with jitter and out-of-order arrival); header = MCU stamp."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    joint_state = store.types["sensor_msgs/msg/JointState"]
+    header_type = store.types["std_msgs/msg/Header"]
+    time_type = store.types["builtin_interfaces/msg/Time"]
+    names = [f"joint_{k}" for k in range(1, 9)]
+
+    def angles(t: float) -> np.ndarray:
+        q = np.concatenate([signal(np.array([t]))[0], signal(np.array([t + 3.0]))[0, :3], [0.2]])
+        return q
+
+    def message(stamp: float, q: np.ndarray) -> bytes:
+        sec = math.floor(stamp)
+        header = header_type(
+            stamp=time_type(sec=sec, nanosec=round((stamp - sec) * 1e9)), frame_id=""
+        )
+        msg = joint_state(
+            header=header, name=names, position=q, velocity=np.zeros(0), effort=np.zeros(0)
+        )
+        return bytes(store.serialize_cdr(msg, joint_state.__msgtype__))
+
+    t0 = 1_700_000_000.0
+    events: list[tuple[float, str, bytes]] = []
+    for t in np.arange(0.0, 8.0, 0.01):
+        events.append((t0 + t + 0.001, "/sim/joint_states", message(t0 + t, angles(t))))
+    for t in np.arange(0.0, 8.0, 0.02):
+        q = angles(t - lag)
+        q[7] = 0.2 + offset
+        arrival = t0 + t + rng.uniform(0.0, 0.03)  # out-of-order arrival
+        events.append((arrival, "/measured/joint_states", message(t0 + t, q)))
+    events.sort(key=lambda e: e[0])
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns = {
+            topic: writer.add_connection(topic, joint_state.__msgtype__, typestore=store)
+            for topic in ("/sim/joint_states", "/measured/joint_states", "/other")
+        }
+        for arrival, topic, raw in events:
+            writer.write(conns[topic], round(arrival * 1e9), raw)
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bags") / "run"
+    write_bag(path, np.random.default_rng(7), lag=0.03, offset=0.05)
+    return path
+
+
+def test_compare_bag_recovers_lag_and_error(bag: Path, tmp_path: Path) -> None:
+    summary = compare_bag(bag, tmp_path / "report", "robot")
+    names = tuple(f"joint_{k}" for k in range(1, 9))
+    assert summary.names == names
+    np.testing.assert_allclose(summary.lag[:7], 0.03, atol=0.0025)
+    assert summary.rms[7] == pytest.approx(0.05, rel=1e-9)
+    assert summary.max[7] == pytest.approx(0.05, rel=1e-9)
+    assert math.isnan(summary.lag[7])  # a joint that does not move has no lag
+    _check_report(tmp_path / "report", names, int(min(summary.samples)))
+
+
+def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="snake")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "r"), "--no-plots"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert f"report: {tmp_path / 'r'}/" in out
+    row = next(line for line in out.splitlines() if line.startswith("joint_8"))
+    assert row.split()[1] == f"{math.degrees(0.05):.3f}"
+    assert (tmp_path / "r" / "summary.md").is_file() and not (
+        tmp_path / "r" / "traces.png"
+    ).exists()
+
+
+def test_bag_errors_are_one_line(bag: Path, tmp_path: Path) -> None:
+    with pytest.raises(CompareError, match="no such bag"):
+        compare_bag(tmp_path / "missing", tmp_path / "out")
+    with pytest.raises(CompareError, match=r"no topic /nope \(it has /measured/joint_states"):
+        compare_bag(bag, tmp_path / "out", topics=("/sim/joint_states", "/nope"))
+    with pytest.raises(CompareError, match="robot config"):
+        compare_bag(bag, tmp_path / "out", "no_such_robot")
+    with pytest.raises(CompareError, match="no messages on /other name the joints"):
+        compare_bag(bag, tmp_path / "out", topics=("/sim/joint_states", "/other"))
+
+
+def test_compare_bag_without_a_robot_takes_the_bags_joint_names(bag: Path, tmp_path: Path) -> None:
+    summary = compare_bag(bag, tmp_path / "r", None, plots=False)
+    assert summary.names == tuple(f"joint_{k}" for k in range(1, 9))
+    assert summary.rms[7] == pytest.approx(0.05, rel=1e-9)
+    assert not (tmp_path / "r" / "traces.png").exists()
