@@ -8,10 +8,13 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 # The package is installed non-editable (data_files need it), so reinstall when sources change.
-PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_driver snake_viz snake_bringup launch urdf rviz config -type f -not -path '*/__pycache__/*' 2>/dev/null)
+PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_driver snake_viz snake_bringup launch urdf rviz config -type f -not -path '*/__pycache__/*' -not -path '*/node_modules/*' 2>/dev/null)
+# three.js and urdf-loader for the WebGL view, vendored from npm (installed with the package)
+WEB := snake_viz/web
+WEB_OK := $(WEB)/node_modules/.package-lock.json
 REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-packages.txt
 
-.PHONY: demo test lint typecheck unit bench firmware clean help
+.PHONY: demo test lint typecheck unit bench firmware web clean help
 help:
 	@echo "make demo   run the demo (sets up .venv on first use)"
 	@echo "make test   run the whole test suite: ruff, mypy, pytest"
@@ -23,7 +26,13 @@ $(VENV)/.runtime-ok: $(REQS)
 $(VENV)/.dev-ok: $(VENV)/.runtime-ok requirements-dev.txt
 	tools/bootstrap.sh --dev
 	touch $@
-$(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(PKG_SOURCES)
+$(WEB_OK): $(WEB)/package.json $(WEB)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install npm (the web view needs it)"; exit 1; }
+	npm ci --prefix $(WEB) --no-audit --no-fund
+	touch $@
+web: $(VENV)/.pkg-ok
+
+$(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(WEB_OK) $(PKG_SOURCES)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	@echo "compiling the numba kernels once (cached for every later process)"
 	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.simulator import warm_up; warm_up()"
@@ -49,5 +58,9 @@ bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py
 	$(BIN)/python bench/realtime.py --output bench/results/realtime.json
 
+firmware:
+	$(MAKE) -C firmware
+
 clean:
-	rm -rf build install log $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf build install log $(VENV) .mypy_cache .pytest_cache .ruff_cache $(WEB)/node_modules
+	$(MAKE) -C firmware clean

@@ -20,6 +20,23 @@ setup(
     packages=find_packages(
         include=["snake_dynamics*", "snake_driver*", "snake_viz*", "snake_bringup*"]
     ),
+    # the WebGL view's page and its vendored three.js / urdf-loader (make web installs them)
+    package_data={
+        "snake_viz": [
+            "web/index.html",
+            "web/*.js",
+            "web/package.json",
+            "web/package-lock.json",
+            "web/node_modules/three/LICENSE",
+            "web/node_modules/three/build/three.module.js",
+            "web/node_modules/three/build/three.core.js",
+            "web/node_modules/three/examples/jsm/controls/OrbitControls.js",
+            "web/node_modules/three/examples/jsm/loaders/*.js",
+            "web/node_modules/three/examples/jsm/loaders/collada/*.js",
+            "web/node_modules/urdf-loader/package.json",
+            "web/node_modules/urdf-loader/src/*.js",
+        ]
+    },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -40,6 +57,7 @@ setup(
             "snake = snake_bringup.cli:main",
             "driver_node = snake_driver.driver_node:main",
             "compare_node = snake_viz.compare_node:main",
+            "web_viewer_node = snake_viz.web_viewer:main",
             "gait_node = snake_dynamics.nodes.gait_node:main",
             "dynamics_node = snake_dynamics.nodes.dynamics_node:main",
         ],

@@ -32,6 +32,7 @@ from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
 from snake_viz.compare import CompareError
 from snake_viz.compare_cli import register as register_compare
+from snake_viz.web_cli import register as register_view
 
 from .emulator import Emulator, EmulatorError
 from .graph import GraphError, NodeSpec, hardware_graph, simulation_graph
@@ -567,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_emulate)
 
     register_compare(sub)
+    register_view(sub)
     return parser
 
 

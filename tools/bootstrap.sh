@@ -30,6 +30,17 @@ if ((${#missing[@]})); then
   fi
 fi
 
+# npm vendors three.js and urdf-loader for the WebGL view; Node.js may come from elsewhere
+# than Debian (its npm is then not a Debian package), so look for the command itself.
+if ! command -v npm >/dev/null; then
+  if [[ $(id -u) == 0 ]]; then
+    say "installing npm (Debian) for the WebGL view's three.js and urdf-loader"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+  else
+    say "npm is missing: sudo apt-get install npm (the WebGL view needs it)"
+  fi
+fi
+
 # --- Python virtual environment -------------------------------------------------------
 if [[ ! -x $venv/bin/python ]]; then
   if [[ -n ${ROS_DISTRO:-} ]]; then

@@ -1,0 +1,212 @@
+// WebGL view of the snake: the prediction (/sim) solid, the robot (/measured) as a ghost,
+// both from the URDF served at /robot.urdf; per-joint error and traces of both heads.
+// Joint states arrive over the WebSocket /ws as {topic, stamp, name, position} (radians).
+import * as THREE from 'three';
+import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
+import URDFLoader from 'urdf-loader';
+
+const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states' };
+const TRACE_POINTS = 600; // per head, about 20 s at 30 Hz
+const TRACE_STEP = 5e-4; // [m] a head that moved less adds no point (a still scene stays still)
+const GHOST = { color: 0x7fc8ff, opacity: 0.4 };
+const TRACE_COLOURS = { sim: 0xffa040, measured: 0x7fc8ff };
+
+// What the page has done, for people and for the browser test.
+const viewer = {
+  robots: 0, meshes: 0, joints: 0, frames: 0, connected: false,
+  messages: { sim: 0, measured: 0 },
+  stamps: { sim: 0, measured: 0 }, // of the newest message [s]
+  unknownJoints: 0,
+  errorDeg: {}, // joint name -> sim - measured [deg]
+  show(role, visible) { parts[role].forEach((o) => { o.visible = visible; }); },
+};
+window.snakeViewer = viewer;
+const parts = { sim: [], measured: [] };
+
+const status = document.getElementById('status');
+const container = document.getElementById('view');
+
+// ---------------------------------------------------------------- scene
+const renderer = new THREE.WebGLRenderer({ antialias: true });
+renderer.setPixelRatio(window.devicePixelRatio);
+container.appendChild(renderer.domElement);
+const scene = new THREE.Scene();
+scene.background = new THREE.Color(0x1e2227);
+scene.add(new THREE.HemisphereLight(0xffffff, 0x404850, 2.0));
+const sun = new THREE.DirectionalLight(0xffffff, 1.5);
+sun.position.set(1, 2, 1.5);
+scene.add(sun);
+scene.add(new THREE.GridHelper(2, 20, 0x556070, 0x343a44));
+
+const world = new THREE.Group(); // ROS: z up; three.js: y up
+world.rotation.x = -Math.PI / 2;
+scene.add(world);
+
+const camera = new THREE.PerspectiveCamera(45, 1, 0.01, 50);
+const controls = new OrbitControls(camera, renderer.domElement);
+
+function resize() {
+  const { clientWidth: w, clientHeight: h } = container;
+  renderer.setSize(w, h, false);
+  camera.aspect = w / Math.max(h, 1);
+  camera.updateProjectionMatrix();
+}
+new ResizeObserver(resize).observe(container);
+
+// ---------------------------------------------------------------- robots and traces
+function makeTrace(colour) {
+  const geometry = new THREE.BufferGeometry();
+  geometry.setAttribute('position', new THREE.BufferAttribute(new Float32Array(TRACE_POINTS * 3), 3));
+  geometry.setDrawRange(0, 0);
+  const line = new THREE.Line(geometry, new THREE.LineBasicMaterial({ color: colour }));
+  line.frustumCulled = false;
+  scene.add(line);
+  return { line, count: 0, last: null };
+}
+
+function addPoint(trace, p) {
+  if (trace.last && trace.last.distanceTo(p) < TRACE_STEP) return;
+  const attr = trace.line.geometry.attributes.position;
+  if (trace.count === TRACE_POINTS) attr.array.copyWithin(0, 3); else trace.count += 1;
+  attr.setXYZ(trace.count - 1, p.x, p.y, p.z);
+  attr.needsUpdate = true;
+  trace.line.geometry.setDrawRange(0, trace.count);
+  trace.last = p.clone();
+}
+
+function movingJoints(robot) {
+  return Object.values(robot.joints)
+    .filter((j) => j.jointType !== 'fixed')
+    .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }));
+}
+
+// The head's tip in the last link's frame: twice the visual's (centre of mass) offset.
+function headOf(robot) {
+  const joints = movingJoints(robot);
+  const link = joints[joints.length - 1].children.find((c) => c.isURDFLink);
+  const visual = link.children.find((c) => c.isURDFVisual);
+  const tip = visual ? visual.position.clone().multiplyScalar(2) : new THREE.Vector3();
+  return () => link.localToWorld(tip.clone());
+}
+
+function makeGhost(robot) {
+  const material = new THREE.MeshStandardMaterial({
+    color: GHOST.color, transparent: true, opacity: GHOST.opacity, depthWrite: false,
+  });
+  robot.traverse((o) => { if (o.isMesh) o.material = material; });
+}
+
+const robots = {};
+const latest = { sim: null, measured: null }; // name -> position [rad]
+let dirty = false;
+
+async function loadRobots() {
+  const response = await fetch('/robot.urdf');
+  if (!response.ok) throw new Error(`/robot.urdf: HTTP ${response.status}`);
+  const text = await response.text();
+  const loader = new URDFLoader();
+  for (const role of ['sim', 'measured']) {
+    const robot = loader.parse(text);
+    if (role === 'measured') makeGhost(robot);
+    world.add(robot);
+    robot.traverse((o) => { if (o.isMesh) viewer.meshes += 1; });
+    const trace = makeTrace(TRACE_COLOURS[role]);
+    robots[role] = { robot, head: headOf(robot), trace };
+    parts[role].push(robot, trace.line);
+    viewer.robots += 1;
+  }
+  const joints = movingJoints(robots.sim.robot);
+  viewer.joints = joints.length;
+  buildTable(joints.map((j) => j.name));
+  frame(robots.sim.robot);
+}
+
+// Look at the whole snake from above and to the side.
+function frame(robot) {
+  world.updateMatrixWorld(true);
+  const box = new THREE.Box3().setFromObject(robot);
+  const centre = box.getCenter(new THREE.Vector3());
+  const size = box.getSize(new THREE.Vector3()).length();
+  controls.target.copy(centre);
+  camera.position.copy(centre).add(new THREE.Vector3(0.55, 0.65, 0.5).multiplyScalar(size));
+  controls.update();
+}
+
+// ---------------------------------------------------------------- error readout
+const rows = {};
+function buildTable(names) {
+  const body = document.getElementById('errors');
+  for (const name of names) {
+    const tr = document.createElement('tr');
+    tr.innerHTML = `<td>${name}</td><td>–</td><td>–</td><td>–</td>`;
+    body.appendChild(tr);
+    rows[name] = tr.children;
+  }
+}
+
+const deg = (rad) => (rad * 180) / Math.PI;
+function updateTable() {
+  for (const [name, cells] of Object.entries(rows)) {
+    const s = latest.sim?.[name];
+    const m = latest.measured?.[name];
+    cells[1].textContent = s === undefined ? '–' : deg(s).toFixed(1);
+    cells[2].textContent = m === undefined ? '–' : deg(m).toFixed(1);
+    if (s === undefined || m === undefined) continue;
+    const error = deg(s - m);
+    viewer.errorDeg[name] = error;
+    cells[3].textContent = error.toFixed(2);
+    const size = Math.abs(error);
+    cells[3].style.color = size < 2 ? '#8d8' : size < 5 ? '#dd6' : '#f66';
+  }
+}
+
+// ---------------------------------------------------------------- stream
+function apply(message) {
+  const role = message.topic === TOPICS.sim ? 'sim' : message.topic === TOPICS.measured ? 'measured' : null;
+  if (!role || !robots[role]) return;
+  const positions = {};
+  message.name.forEach((name, i) => {
+    positions[name] = message.position[i];
+    if (!robots[role].robot.setJointValue(name, message.position[i])) {
+      if (!(name in robots[role].robot.joints)) viewer.unknownJoints += 1;
+    }
+  });
+  latest[role] = { ...latest[role], ...positions };
+  viewer.messages[role] += 1;
+  viewer.stamps[role] = message.stamp;
+  dirty = true;
+}
+
+function connect() {
+  const socket = new WebSocket(`ws://${location.host}/ws`);
+  socket.onopen = () => { viewer.connected = true; status.textContent = 'connected'; };
+  socket.onmessage = (event) => apply(JSON.parse(event.data));
+  socket.onclose = () => {
+    viewer.connected = false;
+    status.textContent = 'disconnected: retrying…';
+    setTimeout(connect, 1000);
+  };
+}
+
+// ---------------------------------------------------------------- loop
+function render() {
+  if (dirty) {
+    dirty = false;
+    world.updateMatrixWorld(true);
+    for (const role of ['sim', 'measured']) {
+      if (latest[role]) addPoint(robots[role].trace, robots[role].head());
+    }
+    updateTable();
+    status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured messages`;
+  }
+  renderer.render(scene, camera);
+  viewer.frames += 1;
+  requestAnimationFrame(render);
+}
+
+loadRobots()
+  .then(() => { resize(); connect(); requestAnimationFrame(render); })
+  .catch((error) => {
+    status.textContent = `cannot draw the robot: ${error.message}`;
+    console.error('snake viewer:', error);
+  });

@@ -1,0 +1,281 @@
+"""web_viewer_node: the WebGL view of both robots, served on 127.0.0.1.
+
+One port serves everything: the static page (``web/index.html``, ``web/viewer.js``), the
+vendored three.js and urdf-loader modules (``web/node_modules``, installed by ``make web``),
+the robot's URDF (``/robot.urdf``, generated from the robot config) and a WebSocket
+(``/ws``) that streams ``/sim/joint_states`` and ``/measured/joint_states`` as JSON text
+messages ``{"topic", "stamp", "name", "position"}`` (stamp in seconds, angles in radians;
+``topic`` is the role's canonical name, also under remapping). Each topic is throttled to
+``rate``: the latest message is sent, older ones in the same period are dropped, and a
+client that cannot keep up is skipped rather than buffered. A new client first gets the
+latest message of each topic.
+
+The server runs in an asyncio loop on its own thread; the ROS callbacks only store the
+latest message per topic under a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import email.utils
+import http
+import json
+import math
+import mimetypes
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from snake_bringup.paths import robot_config
+from snake_dynamics import SnakeModel
+from snake_dynamics.nodes.common import declare_float, declare_int, declare_string, run
+from snake_dynamics.urdf import to_urdf
+
+#: The page and its module; the vendored packages live in ``node_modules`` below it.
+WEB_DIR = Path(__file__).resolve().with_name("web")
+#: URL prefix -> folder for the vendored ES modules (only ``.js`` files are served).
+VENDOR = {"three": "three", "urdf-loader": "urdf-loader"}
+#: Files that must exist for the page to work (checked at start-up).
+REQUIRED = (
+    "index.html",
+    "viewer.js",
+    "node_modules/three/build/three.module.js",
+    "node_modules/urdf-loader/src/URDFLoader.js",
+)
+#: The streamed topics: canonical name (also the JSON ``topic`` field).
+TOPICS = ("/sim/joint_states", "/measured/joint_states")
+HOST = "127.0.0.1"
+INSTALL_HINT = "run `make web` (or `npm ci --prefix snake_viz/web`)"
+
+
+class WebAssetsError(RuntimeError):
+    """The page's files or its vendored JavaScript packages are missing."""
+
+
+def check_assets(root: Path = WEB_DIR) -> Path:
+    """Return ``root`` if it holds the page and the vendored modules.
+
+    Raises:
+        WebAssetsError: naming the first missing file and the command that installs it.
+    """
+    for name in REQUIRED:
+        if not (root / name).is_file():
+            raise WebAssetsError(
+                f"{root / name} is missing (three.js, urdf-loader for the web view): "
+                + INSTALL_HINT
+            )
+    return root
+
+
+def state_message(topic: str, msg: JointState) -> str | None:
+    """The JSON text sent for one JointState, or None if it cannot be drawn.
+
+    Args:
+        topic: canonical topic name.
+        msg: the message; its positions [rad] must be finite and match the names.
+    """
+    names, positions = list(msg.name), [float(x) for x in msg.position]
+    if len(names) != len(positions) or not all(math.isfinite(x) for x in positions):
+        return None
+    stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    return json.dumps({"topic": topic, "stamp": stamp, "name": names, "position": positions})
+
+
+@dataclass
+class Asset:
+    """A file's bytes and content type, read once."""
+
+    body: bytes
+    content_type: str
+
+
+class WebServer:
+    """HTTP files and the joint-state WebSocket on one port, in an asyncio loop thread."""
+
+    def __init__(self, root: Path, urdf: str, port: int, rate: float) -> None:
+        self.root = root
+        self.period = 1.0 / rate
+        self.assets: dict[str, Asset] = {
+            "/robot.urdf": Asset(urdf.encode(), "application/xml; charset=utf-8")
+        }
+        self.lock = threading.Lock()
+        self.pending: dict[str, str] = {}  # topic -> newest unsent message
+        self.latest: dict[str, str] = {}  # topic -> newest message (for new clients)
+        self.clients: set[ServerConnection] = set()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="web_viewer", daemon=True)
+        self.thread.start()
+        self.server: Server | None = None
+        self.sender: asyncio.Task[None] | None = None
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._start(port), self.loop)
+            self.port: int = future.result(timeout=10.0)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        """The page's address."""
+        return f"http://{HOST}:{self.port}/"
+
+    def publish(self, topic: str, text: str) -> None:
+        """Queue ``text`` as the newest message of ``topic`` (any thread)."""
+        with self.lock:
+            self.pending[topic] = text
+            self.latest[topic] = text
+
+    def close(self) -> None:
+        """Close the connections and the server, then stop the loop thread."""
+        if self.loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self._stop(), self.loop)
+            with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+                future.result(timeout=5.0)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5.0)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+    # ------------------------------------------------------------------ loop thread
+    async def _start(self, port: int) -> int:
+        self.server = await serve(
+            self._client, HOST, port, process_request=self._http, server_header=None
+        )
+        self.sender = asyncio.create_task(self._send_loop())
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _stop(self) -> None:
+        if self.sender is not None:
+            self.sender.cancel()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _send_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.period)
+            with self.lock:
+                pending, self.pending = self.pending, {}
+            for text in pending.values():
+                broadcast(self.clients, text)
+
+    async def _client(self, connection: ServerConnection) -> None:
+        with self.lock:
+            latest = list(self.latest.values())
+        for text in latest:
+            await connection.send(text)
+        self.clients.add(connection)
+        try:
+            await connection.wait_closed()
+        finally:
+            self.clients.discard(connection)
+
+    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        """Serve a file, or return None to let ``/ws`` become a WebSocket."""
+        path = request.path.split("?", 1)[0]
+        if path == "/ws":
+            return None
+        asset = self._asset(path)
+        if asset is None:
+            return connection.respond(http.HTTPStatus.NOT_FOUND, f"not found: {path}\n")
+        headers = Headers(
+            [
+                ("Date", email.utils.formatdate(usegmt=True)),
+                ("Connection", "close"),
+                ("Content-Length", str(len(asset.body))),
+                ("Content-Type", asset.content_type),
+                ("Cache-Control", "no-cache"),
+            ]
+        )
+        return Response(200, "OK", headers, asset.body)
+
+    def _asset(self, path: str) -> Asset | None:
+        """The file at ``path``: the page, or a vendored ``.js`` module; None otherwise."""
+        if path in self.assets:
+            return self.assets[path]
+        if path in ("/", "/index.html"):
+            file = self.root / "index.html"
+        elif path == "/viewer.js":
+            file = self.root / "viewer.js"
+        else:
+            parts = path.split("/")  # "", "vendor", package, rest...
+            if len(parts) < 4 or parts[1] != "vendor" or parts[2] not in VENDOR:
+                return None
+            base = (self.root / "node_modules" / VENDOR[parts[2]]).resolve()
+            file = base.joinpath(*parts[3:]).resolve()
+            if not file.is_relative_to(base) or file.suffix != ".js":
+                return None
+        if not file.is_file():
+            return None
+        kind = "text/javascript" if file.suffix == ".js" else mimetypes.guess_type(file.name)[0]
+        asset = Asset(file.read_bytes(), f"{kind or 'application/octet-stream'}; charset=utf-8")
+        self.assets[path] = asset
+        return asset
+
+
+class WebViewerNode(Node):
+    """The web view's bridge (see module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("web_viewer_node", **kwargs)
+        config = declare_string(self, "robot_config", "robot", "robot YAML file or config name")
+        port = declare_int(
+            self, "port", 8765, 0, 65535, "http/WebSocket port on 127.0.0.1; 0: free"
+        )
+        rate = declare_float(self, "rate", 30.0, 1.0, 200.0, "messages per second per topic [Hz]")
+        root = check_assets()
+        model = SnakeModel.from_yaml(robot_config(config))
+        self.server = WebServer(root, to_urdf(model), port, rate)
+        self.dropped = 0
+        qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)  # any publisher
+        for topic in TOPICS:
+            self.create_subscription(
+                JointState, topic, lambda msg, t=topic: self.on_state(t, msg), qos
+            )
+        self.get_logger().info(
+            f"web view of {model.name} ({model.n_joints} joints): {self.url} "
+            f"(streaming {', '.join(TOPICS)} at {rate:g} Hz)"
+        )
+
+    @property
+    def url(self) -> str:
+        """The page's address."""
+        return self.server.url
+
+    def on_state(self, topic: str, msg: JointState) -> None:
+        """Forward a drawable message; warn (throttled) about the others."""
+        text = state_message(topic, msg)
+        if text is None:
+            self.dropped += 1
+            self.get_logger().warning(
+                f"dropped {topic}: names and positions differ in length or are not finite",
+                throttle_duration_sec=2.0,
+            )
+            return
+        self.server.publish(topic, text)
+
+    def destroy_node(self) -> None:
+        """Close the server, then destroy the node."""
+        if hasattr(self, "server"):
+            self.server.close()
+        super().destroy_node()
+
+
+def main() -> None:
+    """Entry point of the ``web_viewer_node`` executable."""
+    sys.exit(run(WebViewerNode, "web_viewer_node", errors=(WebAssetsError,)))
+
+
+if __name__ == "__main__":
+    main()

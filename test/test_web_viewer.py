@@ -1,0 +1,417 @@
+"""The WebGL view in headless Chromium, driven over the DevTools protocol.
+
+web_viewer_node runs as a real process on a private ROS_DOMAIN_ID; this process publishes
+both joint-state topics (a travelling wave, measured = sim - OFFSET) and drives the page.
+References trusted: the known offset (the readout must show sim - measured = OFFSET in
+degrees), pixels of the canvas (a still scene renders the same twice, a moving one does not;
+each robot alone changes pixels against an empty scene), the browser's own console.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+Image = pytest.importorskip("PIL.Image")
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from websockets.sync.client import ClientConnection, connect  # noqa: E402
+
+from snake_viz.web_viewer import WebAssetsError, WebServer, check_assets  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DOMAIN = 210 + os.getpid() % 20  # private; other suites use 60..209
+JOINTS = [f"joint_{k}" for k in range(1, 9)]  # config/robot.yaml
+OFFSET = 0.05  # measured = sim - OFFSET [rad]
+CHROMIUM = next(
+    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+)
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--use-angle=swiftshader",  # software WebGL
+    "--enable-unsafe-swiftshader",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1000,700",
+    "--remote-debugging-port=0",
+]
+
+try:
+    check_assets()
+    MISSING = ""
+except WebAssetsError as exc:
+    MISSING = str(exc)
+
+
+def skip_without_browser() -> None:
+    """The browser tests need Chromium and the vendored modules (not the server tests)."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium (apt install chromium)")
+    if MISSING:
+        pytest.skip(MISSING)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``condition`` until truthy (returned) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+class Gait:
+    """Publishes /sim/joint_states (a travelling wave) and /measured/joint_states at 50 Hz.
+
+    While ``moving`` is clear, time stands still: the same angles keep being published.
+    """
+
+    def __init__(self) -> None:
+        self.context = Context()
+        rclpy.init(
+            context=self.context, domain_id=DOMAIN, signal_handler_options=SignalHandlerOptions.NO
+        )
+        self.node = Node("test_web_gait", context=self.context)
+        self.sim = self.node.create_publisher(JointState, "/sim/joint_states", 10)
+        self.measured = self.node.create_publisher(JointState, "/measured/joint_states", 10)
+        self.moving = threading.Event()
+        self.t = 0.0
+        self.node.create_timer(0.02, self.tick)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def tick(self) -> None:
+        if self.moving.is_set():
+            self.t += 0.02
+        q = [0.6 * math.sin(2 * math.pi * 0.5 * self.t - 0.9 * k) for k in range(len(JOINTS))]
+        stamp = self.node.get_clock().now().to_msg()
+        for pub, values in ((self.sim, q), (self.measured, [x - OFFSET for x in q])):
+            msg = JointState(name=JOINTS, position=values)
+            msg.header.stamp = stamp
+            pub.publish(msg)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.thread.join(timeout=5)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+class Page:
+    """One Chromium tab over the DevTools protocol; collects console errors as they come."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.next_id = 0
+        self.errors: list[str] = []
+        for domain in ("Runtime", "Log", "Page"):
+            self.call(f"{domain}.enable")
+
+    def _event(self, message: dict[str, Any]) -> None:
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
+            args = [str(a.get("value", a.get("description", ""))) for a in params["args"]]
+            self.errors.append("console: " + " ".join(args))
+        elif method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            text = details.get("exception", {}).get("description", details.get("text"))
+            self.errors.append(f"exception: {text}")
+        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+            entry = params["entry"]
+            self.errors.append(f"log: {entry['text']} {entry.get('url', '')}")
+
+    def call(self, method: str, timeout: float = 15.0, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while True:
+            message = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.01)))
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return dict(message.get("result", {}))
+            self._event(message)
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def next_frames(self) -> None:
+        """Wait until the page has rendered two more frames."""
+        self.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+    def canvas(self) -> np.ndarray:
+        """The canvas's pixels now, RGB, shape (h, w, 3)."""
+        rect = self.evaluate(
+            "(() => { const r = document.querySelector('#view canvas').getBoundingClientRect();"
+            " return {x: r.x, y: r.y, width: r.width, height: r.height, scale: 1}; })()"
+        )
+        shot = self.call("Page.captureScreenshot", format="png", clip=rect)
+        image = Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")
+        return np.asarray(image, dtype=np.int16)
+
+
+def settle(page: Page, gait: Gait) -> None:
+    """Stop the gait and wait until the page has drawn a message sent after the stop."""
+    gait.moving.clear()
+    stop = gait.node.get_clock().now().nanoseconds * 1e-9
+    wait_for(
+        lambda: min(page.evaluate("Object.values(window.snakeViewer.stamps)")) > stop,
+        5.0,
+        "messages sent after the gait stopped",
+    )
+    page.next_frames()
+
+
+def changed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mask of the pixels that differ by more than a little (antialiasing noise)."""
+    return np.asarray(np.abs(a - b).max(axis=2) > 8)
+
+
+@pytest.fixture(scope="module")
+def gait() -> Iterator[Gait]:
+    g = Gait()
+    yield g
+    g.close()
+
+
+@pytest.fixture(scope="module")
+def viewer_url(gait: Gait, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    skip_without_browser()
+    tmp = tmp_path_factory.mktemp("web")
+    log = tmp / "web_viewer.log"
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(DOMAIN),
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "ROS_LOG_DIR": str(tmp / "ros_log"),
+        "AMENT_PREFIX_PATH": sys.prefix,
+        "PYTHONPATH": str(ROOT),
+    }
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "snake_viz.web_viewer", "--ros-args", "-p", "port:=0"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def url() -> str | None:
+            assert proc.poll() is None, f"web_viewer_node exited: {log.read_text()}"
+            words = log.read_text().split()
+            return next((w for w in words if w.startswith("http://127.0.0.1:")), None)
+
+        yield str(wait_for(url, 20.0, "the viewer's URL in its log"))
+    finally:
+        proc.terminate()
+        try:
+            assert proc.wait(timeout=10) == 0, log.read_text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def page(viewer_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    assert CHROMIUM is not None
+    profile = tmp_path_factory.mktemp("chromium")
+    with (profile / "chromium.log").open("w") as sink:
+        browser = subprocess.Popen(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        wait_for(lambda: port_file.is_file() and port_file.read_text().strip(), 20.0, "Chromium")
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as response:
+            targets = json.load(response)
+        ws_url = next(t for t in targets if t["type"] == "page")["webSocketDebuggerUrl"]
+        with connect(ws_url, max_size=None, open_timeout=10) as ws:
+            tab = Page(ws)
+            tab.call("Page.navigate", url=viewer_url)
+            ready = (
+                "(() => { const v = window.snakeViewer; return !!v && v.robots === 2"
+                " && v.messages.sim > 0 && v.messages.measured > 0; })()"
+            )
+            wait_for(lambda: tab.evaluate(ready), 20.0, "both robots and messages")
+            yield tab
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+            browser.wait(timeout=5)
+
+
+# ------------------------------------------------------------------ the server alone
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[WebServer]:
+    root = tmp_path / "web"
+    for name in ("index.html", "viewer.js", "node_modules/three/build/three.module.js"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"// {name}")
+    (root / "node_modules/three/package.json").write_text("{}")
+    (tmp_path / "secret.js").write_text("secret")
+    s = WebServer(root, "<robot/>", 0, rate=10.0)
+    yield s
+    s.close()
+    assert not s.thread.is_alive()
+
+
+def get(server: WebServer, path: str) -> tuple[int, str, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        conn.request("GET", path)  # sent as is: no client-side normalisation of ".."
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read()
+    finally:
+        conn.close()
+
+
+def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServer) -> None:
+    assert get(server, "/")[::2] == (200, b"// index.html")
+    assert get(server, "/robot.urdf") == (200, "application/xml; charset=utf-8", b"<robot/>")
+    status, kind, body = get(server, "/vendor/three/build/three.module.js")
+    assert (status, kind.split(";")[0], body) == (
+        200,
+        "text/javascript",
+        b"// node_modules/three/build/three.module.js",
+    )
+    for path in (
+        "/vendor/three/package.json",  # not a module
+        "/vendor/three/../../../secret.js",  # outside the package
+        "/vendor/other/x.js",  # not vendored
+        "/node_modules/three/build/three.module.js",
+        "/nothing",
+    ):
+        assert get(server, path)[0] == 404, path
+
+
+def test_websocket_sends_the_latest_message_at_most_at_the_rate(server: WebServer) -> None:
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    with connect(url, open_timeout=5) as ws:
+        time.sleep(0.2)  # registered as a client
+        published = 0
+        start = time.monotonic()
+        while time.monotonic() - start < 1.0:  # 200 Hz for 1 s into a 10 Hz stream
+            published += 1
+            server.publish("/sim/joint_states", json.dumps({"n": published}))
+            time.sleep(0.005)
+        received: list[int] = []
+        with contextlib.suppress(TimeoutError):
+            while True:
+                received.append(json.loads(ws.recv(timeout=0.5))["n"])
+    assert published > 100
+    assert 5 <= len(received) <= 12, received  # 10 Hz over ~1 s, one period of slack
+    assert received == sorted(received)
+    assert received[-1] == published  # the newest is never dropped
+    with connect(url, open_timeout=5) as late:  # a new client starts from the newest
+        assert json.loads(late.recv(timeout=2))["n"] == published
+
+
+# ------------------------------------------------------------------ the page in Chromium
+def test_both_robots_are_built_from_the_urdf(page: Page) -> None:
+    state = page.evaluate("window.snakeViewer")
+    assert state["robots"] == 2
+    assert state["joints"] == len(JOINTS)
+    assert state["meshes"] == 2 * (len(JOINTS) + 1)  # one cylinder per link, twice
+    assert state["unknownJoints"] == 0
+    assert state["connected"]
+
+
+def test_screenshots_differ_while_the_gait_runs_and_not_when_it_stops(
+    page: Page, gait: Gait
+) -> None:
+    gait.moving.set()
+    time.sleep(0.3)
+    first = page.canvas()
+    time.sleep(1.0)
+    second = page.canvas()
+    if os.environ.get("SNAKE_WEB_SCREENSHOT"):  # for a person: what the test sees
+        shot = page.call("Page.captureScreenshot", format="png")
+        Path(os.environ["SNAKE_WEB_SCREENSHOT"]).write_bytes(base64.b64decode(shot["data"]))
+    moved = changed(first, second).mean()
+    assert moved > 0.002, f"only {moved:.4%} of the canvas changed in 1 s of gait"
+
+    settle(page, gait)  # the same angles keep coming: only motion may change pixels
+    still = page.canvas()
+    time.sleep(0.5)
+    assert changed(still, page.canvas()).mean() == 0.0
+
+
+def test_each_robot_draws_and_the_measured_one_is_a_ghost(page: Page, gait: Gait) -> None:
+    settle(page, gait)
+    shots = {}
+    for name, sim, measured in (
+        ("none", False, False),
+        ("sim", True, False),
+        ("measured", False, True),
+    ):
+        page.evaluate(f"snakeViewer.show('sim', {str(sim).lower()})")
+        page.evaluate(f"snakeViewer.show('measured', {str(measured).lower()})")
+        page.next_frames()
+        shots[name] = page.canvas()
+    page.evaluate("snakeViewer.show('sim', true); snakeViewer.show('measured', true)")
+    for role in ("sim", "measured"):
+        drawn = changed(shots[role], shots["none"])
+        assert drawn.mean() > 0.005, f"the {role} robot covers {drawn.mean():.3%} of the canvas"
+    ghost = shots["measured"][changed(shots["measured"], shots["none"])]
+    red, _, blue = ghost.mean(axis=0)
+    assert blue > red + 20, f"the ghost should be tinted blue, mean RGB {ghost.mean(axis=0)}"
+
+
+def test_error_readout_is_sim_minus_measured_in_degrees(page: Page, gait: Gait) -> None:
+    settle(page, gait)
+    errors = page.evaluate("window.snakeViewer.errorDeg")
+    assert sorted(errors) == sorted(JOINTS)
+    for name in JOINTS:
+        assert errors[name] == pytest.approx(math.degrees(OFFSET), abs=1e-9), name
+    cells = page.evaluate(
+        "[...document.querySelectorAll('#errors tr')].map(r => r.children[3].textContent)"
+    )
+    assert cells == [f"{math.degrees(OFFSET):.2f}"] * len(JOINTS)
+
+
+def test_no_console_errors(page: Page) -> None:
+    page.next_frames()
+    assert page.errors == []
