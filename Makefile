@@ -39,7 +39,7 @@ $(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(WEB_OK) $(PKG_SOURCES)
 	touch $@
 
 demo: $(VENV)/.pkg-ok
-	$(BIN)/snake sim --duration 10
+	$(BIN)/snake demo
 
 lint: $(VENV)/.dev-ok
 	$(BIN)/ruff check .

@@ -58,6 +58,8 @@ setup(
             "driver_node = snake_driver.driver_node:main",
             "compare_node = snake_viz.compare_node:main",
             "web_viewer_node = snake_viz.web_viewer:main",
+            "recorder_node = snake_viz.recorder:main",
+            "replay_node = snake_viz.replayer:main",
             "gait_node = snake_dynamics.nodes.gait_node:main",
             "dynamics_node = snake_dynamics.nodes.dynamics_node:main",
         ],

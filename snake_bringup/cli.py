@@ -30,12 +30,14 @@ from snake_driver.transport import TRANSPORTS
 from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
-from snake_viz.compare import CompareError
+from snake_viz.bag import BagError
+from snake_viz.bag_cli import register as register_bag_commands
+from snake_viz.compare import CompareError, compare_bag
 from snake_viz.compare_cli import register as register_compare
 from snake_viz.web_cli import register as register_view
 
 from .emulator import Emulator, EmulatorError
-from .graph import GraphError, NodeSpec, hardware_graph, simulation_graph
+from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
 from .paths import PACKAGE, robot_config
 from .progress import ProgressBar
 
@@ -155,22 +157,29 @@ def cmd_urdf(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The demo: a short offline simulation of the 8-joint robot with plots."""
-    demo = argparse.Namespace(
-        robot="robot",
-        gait="serpenoid",
-        duration=args.duration,
-        dt=0.001,
-        set=[],
-        servo_stiffness=0.0,
-        servo_damping=0.0,
-        method="fast",
-        output=args.output,
-        no_plots=False,
-        quiet=False,
-    )
-    code = cmd_simulate(demo)
-    print("open the plots (joint_angles.png, torques.png, energy.png) in the folder above")
+    """The demo: the real firmware in simavr driven by the gait, the MFM prediction beside it,
+    the comparison and the recorder; then the report, the bag and the per-joint RMS error."""
+    out = args.output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    bag = out / "bag"
+    with Emulator() as emulator:
+        print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}")
+        graph = demo_graph(emulator.endpoint, out, gait=args.gait or "")
+        run = argparse.Namespace(
+            output=out / "logs", duration=args.duration, quiet=True, dry_run=False
+        )
+        code = run_graph(graph, "demo", run)
+    if code not in (0, 130):
+        return code
+    report = compare_bag(bag, out / "report", robot_config="robot")
+    print()
+    print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
+    print(report.table())
+    print()
+    print(f"comparison report: {report.folder}/ (live report of compare_node: {out / 'compare'}/)")
+    print(f"bag:               {bag}/")
+    print(f"replay it:         snake replay {bag} --loop    (then: snake view)")
+    print(f"compare offline:   snake compare {bag}")
+    print("web view, live:    snake view   (beside snake hardware --emulate --dynamics)")
     return code
 
 
@@ -531,11 +540,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", type=Path, help="file to write")
     p.set_defaults(func=cmd_urdf)
 
-    p = sub.add_parser("demo", help="run the demo")
-    p.add_argument(
-        "--duration", type=_positive, default=5.0, help="simulated time [s] (default: 5)"
+    p = sub.add_parser(
+        "demo", help="the emulated robot, MFM prediction, comparison and recording, ~20 s"
     )
-    p.add_argument("--output", "-o", type=Path, help="output folder")
+    p.add_argument("--duration", type=_positive, default=20.0, help="run time [s] (default: 20)")
+    p.add_argument("--gait", choices=sorted(GAITS), help="gait (default: config/gaits.yaml's)")
+    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -569,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_compare(sub)
     register_view(sub)
+    register_bag_commands(sub)
     return parser
 
 
@@ -578,7 +589,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (SnakeDynamicsError, UsageError, EmulatorError, GraphError, CompareError) as exc:
+    except (
+        SnakeDynamicsError,
+        UsageError,
+        EmulatorError,
+        GraphError,
+        CompareError,
+        BagError,
+    ) as exc:
         print(f"snake: error: {exc}", file=sys.stderr)
     except OSError as exc:
         print(f"snake: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)

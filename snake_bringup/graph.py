@@ -19,6 +19,7 @@ from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.urdf import to_urdf
 
+from .emulator import Endpoint
 from .paths import PACKAGE, robot_config, share_dir
 
 #: A parameter source: a YAML parameter file, or a dict of name -> value.
@@ -252,3 +253,95 @@ def hardware_graph(
     if dynamics:
         nodes += [_dynamics_node(robot_params), *_robot_description(SIM_NAMESPACE, urdf, common)]
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
+
+
+#: The arguments of ``replay.launch.py`` (``snake replay`` has the bag, rate and loop).
+REPLAY_ARGUMENTS = (
+    LaunchArgument("bag", "", "bag folder to play (required)"),
+    LaunchArgument("rate", "1.0", "playback speed factor"),
+    LaunchArgument("loop", "false", "start over at the end", ("true", "false")),
+    LaunchArgument("robot_config", "robot", "robot YAML file, or a name in config/"),
+    LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
+)
+
+
+def replay_graph(
+    bag: str,
+    rate: float | str = 1.0,
+    *,
+    loop: bool = False,
+    robot: str = "robot",
+    rviz: bool = True,
+) -> tuple[NodeSpec, ...]:
+    """A recorded run: replay_node (the bag's topics and /clock) -> the sim/ and measured/
+    robot_state_publishers -> RViz, every node but the player on ``use_sim_time``.
+
+    Args:
+        bag: the bag folder (rosbag2, MCAP or sqlite3).
+        rate: playback speed factor (> 0).
+        loop: start over at the end.
+        robot: robot YAML file or config name (the URDF the robot descriptions show).
+        rviz: include RViz.
+
+    Returns:
+        The nodes, in start order.
+
+    Raises:
+        GraphError: no bag, or a rate that is not a number > 0.
+        ModelError: the robot config cannot be loaded.
+    """
+    if not bag:
+        raise GraphError("bag is required: the bag folder to replay (bag:=runs/bag-...)")
+    try:
+        speed = float(rate)
+    except ValueError:
+        raise GraphError(f"rate must be a number > 0, got {rate!r}") from None
+    if not speed > 0 or speed == float("inf"):
+        raise GraphError(f"rate must be a finite number > 0, got {rate!r}")
+    _, urdf = _robot(robot, "")
+    common: dict[str, Any] = {"use_sim_time": True}
+    player = NodeSpec(
+        PACKAGE,
+        "replay_node",
+        "replay_node",
+        parameters=({"bag": str(Path(bag).resolve()), "rate": speed, "loop": loop},),
+    )
+    nodes = [
+        player,
+        *_robot_description(SIM_NAMESPACE, urdf, common),
+        *_robot_description(MEASURED_NAMESPACE, urdf, common),
+    ]
+    return (*nodes, _rviz(common)) if rviz else tuple(nodes)
+
+
+def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec, ...]:
+    """The demo: the recorder first (it must see the first messages), then the hardware graph
+    on the emulated robot with the MFM prediction beside it, and the comparison node.
+
+    Args:
+        endpoint: where the emulated robot listens (``Emulator.endpoint``).
+        out: the run folder: the bag goes to ``out/bag``, the live report to ``out/compare``.
+        gait: gait name; empty for the one in config/gaits.yaml.
+    """
+    config = robot_config("robot").resolve()
+    recorder = NodeSpec(
+        PACKAGE, "recorder_node", "recorder_node", parameters=({"output": str(out / "bag")},)
+    )
+    compare = NodeSpec(
+        PACKAGE,
+        "compare_node",
+        "compare_node",
+        parameters=(
+            {"robot_config": str(config), "report_dir": str(out), "report_name": "compare"},
+        ),
+    )
+    robot = hardware_graph(
+        str(config),
+        endpoint.transport,
+        endpoint.port,
+        endpoint.host,
+        gait,
+        dynamics=True,
+        rviz=False,
+    )
+    return (recorder, *robot, compare)
