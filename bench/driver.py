@@ -29,15 +29,12 @@ import dataclasses
 import json
 import platform
 import random
-import re
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import TracebackType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
@@ -48,8 +45,6 @@ from snake_driver.link import DriverLink, Measurement
 from snake_driver.transport import SerialTransport, make_transport
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRMWARE = ROOT / "firmware"
-RUNNER = FIRMWARE / "build" / "tools" / "simavr_runner"
 F_CPU_HZ = 16e6
 LOOP_PIN = "K0"
 TELEMETRY_FRAME_BYTES = 94  # 5 header + 87 payload (16 channels) + 2 CRC
@@ -148,63 +143,12 @@ def round_trips(servos: ServoMap, kind: str, samples: int) -> dict[str, object]:
     }
 
 
-def build_elf(baud: int, key_hex: str | None = None) -> Path:
-    """``make -C firmware avr runner BAUD=... [AUTH_KEY=...]``; the ELF it reports."""
-    args = ["make", "--no-print-directory", "-C", str(FIRMWARE), "avr", "runner", f"BAUD={baud}"]
-    args += [f"AUTH_KEY={key_hex}"] if key_hex else []
-    out = subprocess.run(args, capture_output=True, text=True, timeout=600, check=True).stdout
-    match = re.search(r"^ELF (\S+)$", out, re.MULTILINE)
-    if match is None:
-        raise RuntimeError(f"make did not report an ELF:\n{out}")
-    return FIRMWARE / match[1]
-
-
-class LoopTimedRunner:
-    """simavr_runner --realtime --loop-pin K0 on an ELF; ``loop`` holds its LOOP line after exit.
-
-    Args:
-        elf: the firmware.
-        seconds: emulated-time bound [s].
-    """
-
-    def __init__(self, elf: Path, seconds: float) -> None:
-        self.args = [str(RUNNER), "--realtime", "--seconds", f"{seconds:g}"]
-        self.args += ["--loop-pin", LOOP_PIN, str(elf)]
-        self.proc: subprocess.Popen[str] | None = None
-        self.pty = ""
-        self.loop: dict[str, float] = {}
-        self.started = 0.0
-
-    def __enter__(self) -> LoopTimedRunner:
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        for _ in range(20):  # loader lines, then PTY
-            line = self.proc.stdout.readline().strip()
-            if line.startswith("PTY ") or not line:
-                break
-        if not line.startswith("PTY "):
-            self.proc.kill()
-            raise RuntimeError(f"simavr_runner did not report a pty: {line!r}")
-        self.pty = line.split(" ", 1)[1]
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            out, _ = self.proc.communicate(timeout=WAIT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate(timeout=WAIT_S)
-        match = re.search(r"^LOOP (.*)$", out, re.MULTILINE)
-        if match is not None:
-            self.loop = {k: float(v) for k, v in (kv.split("=") for kv in match[1].split())}
+def runner_loop_line(output: Iterable[str]) -> dict[str, float]:
+    """The ``LOOP key=value ...`` summary simavr_runner --loop-pin prints when it stops."""
+    for line in output:
+        if line.startswith("LOOP "):
+            return {k: float(v) for k, v in (kv.split("=") for kv in line[5:].split())}
+    raise RuntimeError("simavr_runner printed no LOOP line")
 
 
 def loop_summary(loop: dict[str, float], connect_at_s: float) -> dict[str, float]:
@@ -231,9 +175,17 @@ def telemetry_rate(
     )
     key = bytes.fromhex(key_hex) if key_hex else None
     frame_bytes = TELEMETRY_FRAME_BYTES + (8 if key else 0)
-    with LoopTimedRunner(build_elf(baud, key_hex), seconds + 4 * WAIT_S) as runner:
-        link = DriverLink(SerialTransport(runner.pty, baud), fast, time.monotonic, key=key)
-        connect_at_s = time.monotonic() - runner.started
+    emulator = Emulator(
+        seconds=seconds + 4 * WAIT_S,
+        key_hex=key_hex,
+        baud=baud,
+        runner_args=("--loop-pin", LOOP_PIN),
+    )
+    with emulator:
+        link = DriverLink(
+            SerialTransport(emulator.endpoint.port, baud), fast, time.monotonic, key=key
+        )
+        connect_at_s = time.monotonic() - emulator.started
         connect(link)
         window: list[Measurement] = []
         gaps0 = link.decoder.stats.seq_gaps
@@ -264,7 +216,7 @@ def telemetry_rate(
         "host_bad_crc": link.decoder.stats.bad_crc,
         "mcu_rx_dropped": counters.rx_dropped,
         "mcu_bad_crc": counters.bad_crc,
-        "main_loop": loop_summary(runner.loop, connect_at_s),
+        "main_loop": loop_summary(runner_loop_line(emulator.output), connect_at_s),
     }
 
 

@@ -17,12 +17,16 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
 from .paths import share_dir
+
+#: The firmware's default USART0 speed [baud].
+DEFAULT_BAUD = 115200
 
 
 class EmulatorError(RuntimeError):
@@ -66,8 +70,9 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return int(sock.getsockname()[1])
 
 
-def build_firmware(key_hex: str | None = None) -> tuple[Path, Path]:
-    """Build (if out of date) the AVR ELF and the simavr runner; return their paths.
+def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tuple[Path, Path]:
+    """Build (if out of date) the AVR ELF (USART0 at ``baud``) and the simavr runner; return
+    their paths.
 
     Raises:
         EmulatorError: missing toolchain, or the build failed (with make's last lines).
@@ -79,9 +84,8 @@ def build_firmware(key_hex: str | None = None) -> tuple[Path, Path]:
             "libsimavr-dev (or run `make demo`, which installs them)"
         )
     fw = firmware_dir()
-    args = ["make", "--no-print-directory", "-C", str(fw), "avr", "runner"] + (
-        [f"AUTH_KEY={key_hex}"] if key_hex else []
-    )
+    args = ["make", "--no-print-directory", "-C", str(fw), "avr", "runner", f"BAUD={baud}"]
+    args += [f"AUTH_KEY={key_hex}"] if key_hex else []
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
@@ -101,6 +105,9 @@ class Emulator:
         seconds: stop after this much emulated time (None: run until stopped).
         key_hex: 32 hex digits to run the authenticated firmware build.
         vcd: write pin traces of the servo channels to this VCD file.
+        baud: the firmware's UART speed [baud] (a build option).
+        runner_args: further simavr_runner options (e.g. ``--loop-pin K0``); what the runner
+            prints stays in :attr:`output`.
     """
 
     def __init__(
@@ -110,6 +117,8 @@ class Emulator:
         seconds: float | None = None,
         key_hex: str | None = None,
         vcd: Path | None = None,
+        baud: int = DEFAULT_BAUD,
+        runner_args: Sequence[str] = (),
     ) -> None:
         if bridge not in (None, "tcp", "udp"):
             raise EmulatorError(f"bridge must be tcp or udp, got {bridge!r}")
@@ -118,6 +127,10 @@ class Emulator:
         self.seconds = seconds
         self.key_hex = key_hex
         self.vcd = vcd
+        self.baud = baud
+        self.runner_args = tuple(runner_args)
+        self.started = 0.0  # time.monotonic() when simavr started [s]
+        self._drainer: threading.Thread | None = None
         self.runner: subprocess.Popen[str] | None = None
         self.socat: subprocess.Popen[bytes] | None = None
         self.pty: str | None = None
@@ -134,12 +147,13 @@ class Emulator:
 
     def start(self) -> Endpoint:
         """Build if needed, start simavr (and socat); return the endpoint."""
-        elf, runner = build_firmware(self.key_hex)
-        args = [str(runner), "--realtime"]
+        elf, runner = build_firmware(self.key_hex, self.baud)
+        args = [str(runner), "--realtime", *self.runner_args]
         if self.seconds is not None:
             args += ["--seconds", f"{self.seconds:g}"]
         if self.vcd is not None:
             args += ["--vcd", str(self.vcd)]
+        self.started = time.monotonic()
         self.runner = subprocess.Popen([*args, str(elf)], stdout=subprocess.PIPE, text=True)
         assert self.runner.stdout is not None
         seen = []
@@ -153,7 +167,10 @@ class Emulator:
             raise EmulatorError(f"simavr runner did not report its pty: {seen[-3:]}")
         self.pty = line.split(" ", 1)[1]
         # keep reading the runner's output so a full pipe can never stall the emulation
-        threading.Thread(target=self._drain, args=(self.runner.stdout,), daemon=True).start()
+        self._drainer = threading.Thread(
+            target=self._drain, args=(self.runner.stdout,), daemon=True
+        )
+        self._drainer.start()
         if self.bridge is not None:
             self._start_bridge()
         return self.endpoint
@@ -206,6 +223,8 @@ class Emulator:
                 proc.kill()
                 proc.wait(timeout=3.0)
         self.socat = None
+        if self._drainer is not None:  # the runner's last lines (a summary on exit)
+            self._drainer.join(timeout=3.0)
 
     def __enter__(self) -> Emulator:
         self.start()
