@@ -341,7 +341,12 @@ def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(graph: Gr
     logs = [graph.out.parent / "clocked_dynamics.log", graph.out.parent / "clocked_gait.log"]
     nodes = []
     for exe, extra, log in zip(
-        ("dynamics_node", "gait_node"), (["-p", "mode:=torque"], []), logs, strict=True
+        # max_lag 10 s: on a loaded machine this test's /clock may run ahead of the node, and
+        # skipping simulated time (the node's real-time behaviour) would break the comparison
+        ("dynamics_node", "gait_node"),
+        (["-p", "mode:=torque", "-p", "max_lag:=10.0"], []),
+        logs,
+        strict=True,
     ):
         with log.open("w") as sink:
             nodes.append(
@@ -395,6 +400,7 @@ def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(graph: Gr
         codes = [_interrupt(node, 20.0) for node in nodes]
     assert codes == [0, 0], [log.read_text() for log in logs]
     assert all("Traceback" not in log.read_text() for log in logs)
+    assert "0.000 s skipped" in logs[0].read_text()  # the final status line
 
 
 def test_ctrl_c_stops_every_child_cleanly(graph: Graph) -> None:
