@@ -36,6 +36,7 @@ from snake_viz.compare import CompareError, compare_bag
 from snake_viz.compare_cli import register as register_compare
 from snake_viz.web_cli import register as register_view
 
+from .arguments import non_negative, positive
 from .emulator import Emulator, EmulatorError
 from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
 from .paths import PACKAGE, robot_config
@@ -44,26 +45,6 @@ from .progress import ProgressBar
 
 class UsageError(Exception):
     """A command-line mistake, reported in one line."""
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (np.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (np.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
 
 
 def _gait_params(pairs: Sequence[str]) -> dict[str, float]:
@@ -473,7 +454,7 @@ def _graph_options(p: argparse.ArgumentParser, label: str) -> None:
         "--gait", choices=sorted(GAITS), help="gait (default: the one in config/gaits.yaml)"
     )
     p.add_argument(
-        "--duration", type=_positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
+        "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
     )
     p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
     p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
@@ -498,9 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--gait", default="serpenoid", choices=sorted(GAITS), help="gait (default: serpenoid)"
     )
     p.add_argument(
-        "--duration", type=_positive, default=10.0, help="simulated time [s] (default: 10)"
+        "--duration", type=positive, default=10.0, help="simulated time [s] (default: 10)"
     )
-    p.add_argument("--dt", type=_positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
     p.add_argument(
         "--set",
         action="append",
@@ -510,14 +491,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--servo-stiffness",
-        type=_non_negative,
+        type=non_negative,
         default=0.0,
         metavar="KP",
         help="servo feedback k_p [N m/rad] around the gait (default 0: pure feed-forward)",
     )
     p.add_argument(
         "--servo-damping",
-        type=_non_negative,
+        type=non_negative,
         default=0.0,
         metavar="KD",
         help="servo feedback k_d [N m s/rad] (default 0)",
@@ -543,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "demo", help="the emulated robot, MFM prediction, comparison and recording, ~20 s"
     )
-    p.add_argument("--duration", type=_positive, default=20.0, help="run time [s] (default: 20)")
+    p.add_argument("--duration", type=positive, default=20.0, help="run time [s] (default: 20)")
     p.add_argument("--gait", choices=sorted(GAITS), help="gait (default: config/gaits.yaml's)")
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
     p.set_defaults(func=cmd_demo)
@@ -572,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("emulate", help="run the robot's firmware in simavr; print the port")
     p.add_argument("--bridge", choices=["tcp", "udp"], help="also serve it on 127.0.0.1 (Wi-Fi)")
     p.add_argument("--bridge-port", type=int, default=0, help="the bridge's port (default: free)")
-    p.add_argument("--seconds", type=_positive, help="stop after this much emulated time [s]")
+    p.add_argument("--seconds", type=positive, help="stop after this much emulated time [s]")
     p.add_argument("--key", metavar="HEX32", help="run the authenticated build with this key")
     p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
     p.set_defaults(func=cmd_emulate)

@@ -8,31 +8,12 @@ descriptions beside a replay, use ``ros2 launch mfm_snake replay.launch.py bag:=
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import Any
 
+from snake_bringup.arguments import non_negative, positive
+
 from .bag import DEFAULT_TOPICS, BagError, open_reader
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
 
 
 def _summary(bag: Path) -> str:
@@ -98,11 +79,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--output", "-o", type=Path, help="bag folder to create (default: runs/bag-...)")
     p.add_argument(
-        "--duration", type=_positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
+        "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
     )
     p.add_argument(
         "--flush-period",
-        type=_positive,
+        type=positive,
         default=1.0,
         metavar="S",
         help="flush to disk every S seconds: what a crash can lose (default: 1)",
@@ -114,12 +95,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("bag", type=Path, metavar="BAG", help="bag folder (MCAP or sqlite3)")
     p.add_argument(
-        "--rate", type=_positive, default=1.0, metavar="R", help="speed factor (default: 1)"
+        "--rate", type=positive, default=1.0, metavar="R", help="speed factor (default: 1)"
     )
     p.add_argument("--loop", action="store_true", help="start over at the end, until Ctrl-C")
     p.add_argument(
         "--delay",
-        type=_non_negative,
+        type=non_negative,
         default=1.0,
         metavar="S",
         help="wait S seconds for subscribers before playing (default: 1)",

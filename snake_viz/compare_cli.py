@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt_module
-import math
 from pathlib import Path
 from typing import Any
+
+from snake_bringup.arguments import positive
 
 from .compare import (
     DEFAULT_MAX_LAG_S,
@@ -20,16 +21,6 @@ from .compare import (
     CompareError,
     compare_bag,
 )
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -53,14 +44,14 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--window",
-        type=_positive,
+        type=positive,
         default=DEFAULT_WINDOW_S,
         metavar="S",
         help=f"window of the 'window' columns: the last S seconds (default: {DEFAULT_WINDOW_S:g})",
     )
     p.add_argument(
         "--max-lag",
-        type=_positive,
+        type=positive,
         default=DEFAULT_MAX_LAG_S,
         metavar="S",
         help=f"largest lag searched [s] (default: {DEFAULT_MAX_LAG_S:g})",
