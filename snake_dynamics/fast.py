@@ -388,6 +388,17 @@ def servo_torque(
     return u[:n] + stiffness * (u[n : 2 * n] - q) + damping * (u[2 * n :] - qd)
 
 
+@compiled
+def servo_torques(
+    stiffness: FloatArray, damping: FloatArray, us: FloatArray, qs: FloatArray, qds: FloatArray
+) -> FloatArray:
+    """:func:`servo_torque` at every sample: inputs (N, 3n), states (N, n) -> torques (N, n)."""
+    out = np.empty(qs.shape)
+    for i in range(qs.shape[0]):
+        out[i] = servo_torque(stiffness, damping, us[i], qs[i], qds[i])
+    return out
+
+
 #: (model arrays, k_p, k_d) for :func:`servo_accel_kernel`.
 ServoParams = tuple[Params, FloatArray, FloatArray]
 

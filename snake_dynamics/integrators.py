@@ -293,9 +293,7 @@ def simulate(
             progress(last / steps)
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
     # the applied torque (the servo law's, or tau_ff alone when k_p = k_d = 0) at every sample
-    applied = np.array(
-        [fast.servo_torque(kp, kd, *row) for row in zip(inputs[::2], qs, qds, strict=True)]
-    )
+    applied = fast.servo_torques(kp, kd, np.ascontiguousarray(inputs[::2]), qs, qds)
     energies = fast.energies(model, qs, qds)
     return SimulationResult(
         t=t,
