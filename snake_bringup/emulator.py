@@ -70,6 +70,22 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return int(sock.getsockname()[1])
 
 
+def tcp_listening(port: int) -> bool:
+    """True when a socket listens on 127.0.0.1:``port`` (read from /proc/net/tcp).
+
+    A probe connection would not do: socat's ``fork`` gives every connection a child that
+    opens the pty, and a probe's child keeps reading it for a while after the probe closes,
+    stealing bytes from the real client.
+    """
+    wanted = f"0100007F:{port:04X}"
+    try:
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    # columns: sl local_address rem_address st ...; st 0A is LISTEN
+    return any(row.split()[1] == wanted and row.split()[3] == "0A" for row in rows)
+
+
 def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tuple[Path, Path]:
     """Build (if out of date) the AVR ELF (USART0 at ``baud``) and the simavr runner; return
     their paths.
@@ -197,14 +213,12 @@ class Emulator:
         )
         if self.bridge == "tcp":  # wait until it listens
             deadline = time.monotonic() + 5.0
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", self.bridge_port), timeout=0.2).close()
-                    return
-                except OSError:
-                    time.sleep(0.05)
-            self.stop()
-            raise EmulatorError(f"socat did not listen on tcp {self.bridge_port}")
+            while not tcp_listening(self.bridge_port):
+                if time.monotonic() > deadline or self.socat.poll() is not None:
+                    self.stop()
+                    raise EmulatorError(f"socat did not listen on tcp {self.bridge_port}")
+                time.sleep(0.05)
+            return
         time.sleep(0.2)  # UDP: nothing to probe without consuming the first datagram
 
     def running(self) -> bool:
