@@ -42,20 +42,23 @@ def compiled(fn: _F) -> _F:
 # --------------------------------------------------------------------------- kernels
 @compiled
 def _body_frames(
-    axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    q: FloatArray,
+    rot: FloatArray,
+    pos: FloatArray,
+    twist: FloatArray,
+    inert: FloatArray,
+) -> None:
     """One pass tail to head: R_b, r_b (eqs. 17, 46-48), joint twists S_k and M-blocks I_b.
 
-    Returns:
-        rot (n+1, 3, 3), pos (n+1, 3), twists S_k = [z_k; p_k x z_k] (n, 6) with
-        p_k = r_{k-1} + R_{k-1} l_{k-1} and z_k = R_{k-1} a_k, and the body M-blocks of
-        eq. (66) about the inertial origin, angular first, (n, 6, 6).
+    Writes (every entry) rot (n+1, 3, 3), pos (n+1, 3), the twists S_k = [z_k; p_k x z_k]
+    (n, 6) with p_k = r_{k-1} + R_{k-1} l_{k-1} and z_k = R_{k-1} a_k, and the body
+    M-blocks of eq. (66) about the inertial origin, angular first, (n, 6, 6).
     """
     n = q.shape[0]
-    rot = np.empty((n + 1, 3, 3))
-    pos = np.empty((n + 1, 3))
-    twist = np.empty((n, 6))
-    inert = np.zeros((n, 6, 6))
     # parent rotation R_{k-1} (row-major scalars) and CM position r_{k-1}
     p00, p01, p02, p10, p11, p12, p20, p21, p22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     x0 = x1 = x2 = 0.0
@@ -129,7 +132,20 @@ def _body_frames(
         blk[1, 5] = blk[5, 1] = -mx0
         blk[2, 3] = blk[3, 2] = -mx1
         blk[2, 4] = blk[4, 2] = mx0
+        blk[0, 3] = blk[3, 0] = blk[1, 4] = blk[4, 1] = blk[2, 5] = blk[5, 2] = 0.0
+        blk[3, 4] = blk[4, 3] = blk[3, 5] = blk[5, 3] = blk[4, 5] = blk[5, 4] = 0.0
         p00, p01, p02, p10, p11, p12, p20, p21, p22 = r00, r01, r02, r10, r11, r12, r20, r21, r22
+
+
+@compiled
+def _frames(
+    axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_body_frames` into new arrays: rot, pos, twists, M-blocks."""
+    n = q.shape[0]
+    rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
+    twist, inert = np.empty((n, 6)), np.empty((n, 6, 6))
+    _body_frames(axes, offsets, masses, inertias, q, rot, pos, twist, inert)
     return rot, pos, twist, inert
 
 
@@ -170,11 +186,15 @@ def _force_cross_inertia(v: FloatArray, inertia: FloatArray, out: FloatArray) ->
 
 @compiled
 def _external_forces(
-    masses: FloatArray, gravity: FloatArray, rot: FloatArray, pos: FloatArray, wrenches: FloatArray
-) -> FloatArray:
-    """Q of eq. (79) without joint torques, as spatial forces about the inertial origin."""
+    masses: FloatArray,
+    gravity: FloatArray,
+    rot: FloatArray,
+    pos: FloatArray,
+    wrenches: FloatArray,
+    out: FloatArray,
+) -> None:
+    """out = Q of eq. (79) without joint torques, spatial forces about the inertial origin."""
     n = wrenches.shape[0]
-    out = np.empty((n, 6))
     for b in range(1, n + 1):
         for i in range(3):
             out[b - 1, 3 + i] = masses[b] * gravity[i] + wrenches[b - 1, i]
@@ -187,20 +207,15 @@ def _external_forces(
         out[b - 1, 0] += r[1] * f[2] - r[2] * f[1]
         out[b - 1, 1] += r[2] * f[0] - r[0] * f[2]
         out[b - 1, 2] += r[0] * f[1] - r[1] * f[0]
-    return out
 
 
 @compiled
-def _velocities(s: FloatArray, qd: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Body twists v_b = sum_{k<=b} S_k qd_k and velocity-product accelerations v_b x S_b qd_b."""
-    n = qd.shape[0]
-    v = np.empty((n, 6))
-    c = np.empty((n, 6))
-    for k in range(n):
+def _velocities(s: FloatArray, qd: FloatArray, v: FloatArray, c: FloatArray) -> None:
+    """v = body twists v_b = sum_{k<=b} S_k qd_k, c = velocity products v_b x S_b qd_b (n, 6)."""
+    for k in range(qd.shape[0]):
         for i in range(6):
             v[k, i] = (v[k - 1, i] if k > 0 else 0.0) + s[k, i] * qd[k]
         _motion_cross(v[k], s[k], qd[k], c[k])
-    return v, c
 
 
 @compiled
@@ -223,9 +238,10 @@ def _rnea(
 ) -> FloatArray:
     """tau = M* qdd + N* qd - F*(tau=0): recursive Newton-Euler on the MFM frames."""
     n = q.shape[0]
-    rot, pos, s, inert = _body_frames(axes, offsets, masses, inertias, q)
-    v, c = _velocities(s, qd)
-    f = _external_forces(masses, gravity, rot, pos, wrenches)
+    rot, pos, s, inert = _frames(axes, offsets, masses, inertias, q)
+    v, c, f = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    _velocities(s, qd, v, c)
+    _external_forces(masses, gravity, rot, pos, wrenches, f)
     acc = np.zeros(6)
     gyro = np.empty(6)
     for k in range(n):
@@ -252,7 +268,7 @@ def _crba(
 ) -> FloatArray:
     """M*_ij = S_iᵀ (sum_{b>=j} I_b) S_j (eq. 82 by composite bodies)."""
     n = q.shape[0]
-    _, _, s, comp = _body_frames(axes, offsets, masses, inertias, q)
+    _, _, s, comp = _frames(axes, offsets, masses, inertias, q)
     for k in range(n - 2, -1, -1):
         comp[k] += comp[k + 1]
     mstar = np.empty((n, n))
@@ -269,6 +285,31 @@ def _crba(
     return mstar
 
 
+#: Scratch arrays of :func:`_aba` for n joints (see :func:`aba_workspace`).
+AbaWorkspace = tuple[
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
+    FloatArray, FloatArray, FloatArray, FloatArray,
+]  # fmt: skip
+
+
+@compiled
+def aba_workspace(n: int) -> AbaWorkspace:
+    """Scratch arrays for :func:`_aba` (allocated once per run, not per call)."""
+    return (
+        np.empty((n + 1, 3, 3)),  # rot
+        np.empty((n + 1, 3)),  # pos
+        np.empty((n, 6)),  # twists S
+        np.empty((n, 6, 6)),  # articulated inertias
+        np.empty((n, 6)),  # v
+        np.empty((n, 6)),  # c
+        np.empty((n, 6)),  # bias forces
+        np.empty((n, 6)),  # U = IA S
+        np.empty(n),  # d = Sᵀ U
+        np.empty(n),  # u = tau - Sᵀ p
+        np.empty(6),  # scratch spatial vector
+    )
+
+
 @compiled
 def _aba(
     axes: FloatArray,
@@ -280,20 +321,19 @@ def _aba(
     qd: FloatArray,
     tau: FloatArray,
     wrenches: FloatArray,
-) -> FloatArray:
-    """q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
+    work: AbaWorkspace,
+    qdd: FloatArray,
+) -> None:
+    """qdd = q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
     n = q.shape[0]
-    rot, pos, s, art = _body_frames(axes, offsets, masses, inertias, q)
-    v, c = _velocities(s, qd)
-    bias = _external_forces(masses, gravity, rot, pos, wrenches)
-    gyro = np.empty(6)
+    rot, pos, s, art, v, c, bias, u_vec, d, u, gyro = work
+    _body_frames(axes, offsets, masses, inertias, q, rot, pos, s, art)
+    _velocities(s, qd, v, c)
+    _external_forces(masses, gravity, rot, pos, wrenches, bias)
     for k in range(n):
         _force_cross_inertia(v[k], art[k], gyro)
         for i in range(6):
             bias[k, i] = gyro[i] - bias[k, i]
-    u_vec = np.empty((n, 6))
-    d = np.empty(n)
-    u = np.empty(n)
     for k in range(n - 1, -1, -1):
         ak, sk, uk, bk, ck = art[k], s[k], u_vec[k], bias[k], c[k]
         for i in range(6):
@@ -325,15 +365,14 @@ def _aba(
                     ap[j, i] += art_ij
                     bp[i] += art_ij * ck[j]
                     bp[j] += art_ij * ci
-    qdd = np.empty(n)
-    acc6 = np.zeros(6)  # the inertial base's spatial acceleration is zero
+    acc6 = gyro  # reused: the spatial acceleration, zero at the inertial base
+    acc6[:] = 0.0
     for k in range(n):
         for i in range(6):
             acc6[i] += c[k, i]
         qdd[k] = (u[k] - _dot6(u_vec[k], acc6)) / d[k]
         for i in range(6):
             acc6[i] += s[k, i] * qdd[k]
-    return qdd
 
 
 @compiled
@@ -347,10 +386,13 @@ def _energies(
     qds: FloatArray,
 ) -> FloatArray:
     """Per sample: kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J]."""
+    n = qs.shape[1]
     out = np.zeros((qs.shape[0], 2))
+    rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
+    s, inert, v, c = np.empty((n, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((n, 6))
     for row in range(qs.shape[0]):
-        _, pos, s, inert = _body_frames(axes, offsets, masses, inertias, qs[row])
-        v, _ = _velocities(s, qds[row])
+        _body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
+        _velocities(s, qds[row], v, c)
         for k in range(qs.shape[1]):
             for i in range(6):
                 for j in range(6):
@@ -365,10 +407,48 @@ Params = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, Float
 
 
 @compiled
-def accel_kernel(params: Params, q: FloatArray, qd: FloatArray, tau: FloatArray) -> FloatArray:
-    """q_ddot = accel(params, q, q_dot, tau) for :func:`integrators.rk4_step` (eq. 84)."""
-    axes, offsets, masses, inertias, gravity, no_wrench = params
-    return _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench)
+def _forward_dynamics(
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    gravity: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    tau: FloatArray,
+    wrenches: FloatArray,
+) -> FloatArray:
+    """q_ddot of eq. (84) (:func:`_aba` into new arrays)."""
+    qdd = np.empty(q.shape[0])
+    _aba(
+        axes,
+        offsets,
+        masses,
+        inertias,
+        gravity,
+        q,
+        qd,
+        tau,
+        wrenches,
+        aba_workspace(q.shape[0]),
+        qdd,
+    )
+    return qdd
+
+
+@compiled
+def _servo_torque_into(
+    stiffness: FloatArray,
+    damping: FloatArray,
+    u: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    out: FloatArray,
+) -> None:
+    """out = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot), u = [tau_ff; q_ref; q_dot_ref]."""
+    n = q.shape[0]
+    for k in range(n):
+        out[k] = u[k] + stiffness[k] * (u[n + k] - q[k]) + damping[k] * (u[2 * n + k] - qd[k])
 
 
 @compiled
@@ -384,8 +464,9 @@ def servo_torque(
         q: joint angles [rad], shape (n,).
         qd: joint rates [rad/s], shape (n,).
     """
-    n = q.shape[0]
-    return u[:n] + stiffness * (u[n : 2 * n] - q) + damping * (u[2 * n :] - qd)
+    out = np.empty(q.shape[0])
+    _servo_torque_into(stiffness, damping, u, q, qd, out)
+    return out
 
 
 @compiled
@@ -395,7 +476,7 @@ def servo_torques(
     """:func:`servo_torque` at every sample: inputs (N, 3n), states (N, n) -> torques (N, n)."""
     out = np.empty(qs.shape)
     for i in range(qs.shape[0]):
-        out[i] = servo_torque(stiffness, damping, us[i], qs[i], qds[i])
+        _servo_torque_into(stiffness, damping, us[i], qs[i], qds[i], out[i])
     return out
 
 
@@ -404,12 +485,30 @@ ServoParams = tuple[Params, FloatArray, FloatArray]
 
 
 @compiled
+def _servo_accel(
+    params: ServoParams,
+    q: FloatArray,
+    qd: FloatArray,
+    u: FloatArray,
+    work: AbaWorkspace,
+    tau: FloatArray,
+    qdd: FloatArray,
+) -> None:
+    """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u; ``tau``: scratch (n,)."""
+    (axes, offsets, masses, inertias, gravity, no_wrench), stiffness, damping = params
+    _servo_torque_into(stiffness, damping, u, q, qd, tau)
+    _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work, qdd)
+
+
+@compiled
 def servo_accel_kernel(
     params: ServoParams, q: FloatArray, qd: FloatArray, u: FloatArray
 ) -> FloatArray:
     """q_ddot (eq. 84) under :func:`servo_torque` with input u = [tau_ff; q_ref; q_dot_ref]."""
-    model, stiffness, damping = params
-    return accel_kernel(model, q, qd, servo_torque(stiffness, damping, u, q, qd))
+    n = q.shape[0]
+    qdd = np.empty(n)
+    _servo_accel(params, q, qd, u, aba_workspace(n), np.empty(n), qdd)
+    return qdd
 
 
 @compiled
@@ -427,7 +526,8 @@ def rk4_servo_steps(
 
     The compiled twin of :func:`integrators.rk4_step` with this module's accel; the two are
     tested against each other. Step i uses the inputs [tau_ff; q_ref; q_dot_ref] at the
-    stage times t_i, t_i + dt/2, t_i + dt (rows 2i, 2i+1, 2i+2 of ``inputs``).
+    stage times t_i, t_i + dt/2, t_i + dt (rows 2i, 2i+1, 2i+2 of ``inputs``). Every
+    scratch array is allocated once, before the first step.
 
     Args:
         params: model arrays and gains.
@@ -441,20 +541,31 @@ def rk4_servo_steps(
 
     Compiled with fastmath: NaN and inf are not detected here; the caller checks the rows.
     """
+    n = q.shape[0]
+    work, tau = aba_workspace(n), np.empty(n)
+    a1, a2, a3, a4 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    v2, v3, v4, q_stage = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    q, qd = q.copy(), qd.copy()
+    half, sixth = 0.5 * dt, dt / 6.0
     for i in range(qs.shape[0]):
         u0, u_half, u1 = inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2]
-        a1 = servo_accel_kernel(params, q, qd, u0)
-        v2 = qd + 0.5 * dt * a1
-        a2 = servo_accel_kernel(params, q + 0.5 * dt * qd, v2, u_half)
-        v3 = qd + 0.5 * dt * a2
-        a3 = servo_accel_kernel(params, q + 0.5 * dt * v2, v3, u_half)
-        v4 = qd + dt * a3
-        a4 = servo_accel_kernel(params, q + dt * v3, v4, u1)
-        q = q + (dt / 6.0) * (qd + 2.0 * v2 + 2.0 * v3 + v4)
-        qd = qd + (dt / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-        qs[i] = q
-        qds[i] = qd
-        qdds[i] = a1
+        _servo_accel(params, q, qd, u0, work, tau, a1)
+        for k in range(n):
+            v2[k] = qd[k] + half * a1[k]
+            q_stage[k] = q[k] + half * qd[k]
+        _servo_accel(params, q_stage, v2, u_half, work, tau, a2)
+        for k in range(n):
+            v3[k] = qd[k] + half * a2[k]
+            q_stage[k] = q[k] + half * v2[k]
+        _servo_accel(params, q_stage, v3, u_half, work, tau, a3)
+        for k in range(n):
+            v4[k] = qd[k] + dt * a3[k]
+            q_stage[k] = q[k] + dt * v3[k]
+        _servo_accel(params, q_stage, v4, u1, work, tau, a4)
+        for k in range(n):
+            q[k] += sixth * (qd[k] + 2.0 * v2[k] + 2.0 * v3[k] + v4[k])
+            qd[k] += sixth * (a1[k] + 2.0 * a2[k] + 2.0 * a3[k] + a4[k])
+            qs[i, k], qds[i, k], qdds[i, k] = q[k], qd[k], a1[k]
 
 
 # --------------------------------------------------------------------------- public API
@@ -491,7 +602,7 @@ class FastModel:
     ) -> FloatArray:
         """q_ddot (eq. 84), unchecked float64 inputs of shape (n,): the hot path."""
         w = self.no_wrench if wrenches is None else wrenches
-        return _aba(
+        return _forward_dynamics(
             self.axes, self.offsets, self.masses, self.inertias, self.gravity, q, qd, tau, w
         )
 

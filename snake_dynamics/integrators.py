@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import fast, kinetics
-from .errors import SimulationError
+from .errors import SimulationError, StateError
 from .kinematics import joint_vector
 from .model import SnakeModel
 
@@ -191,6 +191,23 @@ def _step_count(t_end: float, dt: float) -> int:
     return int(steps)
 
 
+def _samples(model: SnakeModel, values: list[Any], times: list[float], name: str) -> FloatArray:
+    """Per-joint vectors sampled at ``times`` as one (len(times), n) array, validated at once.
+
+    Raises:
+        StateError: the first sample that is not n finite numbers, named ``name(t)``.
+    """
+    try:
+        table = np.asarray(values, dtype=np.float64)
+        if table.shape == (len(times), model.n_joints) and np.isfinite(table).all():
+            return table
+    except (TypeError, ValueError):
+        pass  # ragged or not numbers: the loop below names the first bad sample
+    for value, tj in zip(values, times, strict=True):
+        joint_vector(model, value, f"{name}({tj:.6g})")
+    raise StateError(f"{name} must give {model.n_joints} finite numbers at every stage time")
+
+
 def simulate(
     model: SnakeModel,
     q0: ArrayLike,
@@ -245,13 +262,13 @@ def simulate(
     # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt).
     stage_t = np.arange(2 * steps + 1, dtype=np.float64) * (0.5 * dt)
     inputs = np.zeros((2 * steps + 1, 3 * n))
-    for j, tj in enumerate(stage_t):
-        if tau_fn is not None:
-            inputs[j, :n] = joint_vector(model, tau_fn(float(tj)), f"tau_fn({tj:.6g})")
-        if servo is not None:
-            q_ref, qd_ref, _ = servo.reference(float(tj))
-            inputs[j, n : 2 * n] = joint_vector(model, q_ref, f"reference q({tj:.6g})")
-            inputs[j, 2 * n :] = joint_vector(model, qd_ref, f"reference qd({tj:.6g})")
+    times = stage_t.tolist()
+    if tau_fn is not None:
+        inputs[:, :n] = _samples(model, [tau_fn(tj) for tj in times], times, "tau_fn")
+    if servo is not None:
+        reference = [servo.reference(tj) for tj in times]
+        inputs[:, n : 2 * n] = _samples(model, [r[0] for r in reference], times, "reference q")
+        inputs[:, 2 * n :] = _samples(model, [r[1] for r in reference], times, "reference qd")
     t = stage_t[::2]
     qs, qds, qdds = (np.full((steps + 1, n), np.nan) for _ in range(3))
     qs[0], qds[0] = q, qd

@@ -63,3 +63,21 @@ def test_a_diverging_run_raises_instead_of_returning_nans() -> None:
     model = sd.SnakeModel.from_yaml("config/robot.yaml")
     with np.testing.assert_raises_regex(sd.SimulationError, "left the finite numbers at t = "):
         sd.simulate(model, np.zeros(8), np.zeros(8), lambda t: np.full(8, 1e306), 0.01, 0.001)
+
+
+def test_a_bad_torque_sample_is_named_with_its_stage_time() -> None:
+    model = sd.SnakeModel.from_yaml("config/robot.yaml")
+
+    def nan_at(t: float) -> np.ndarray:
+        return np.full(8, np.nan if abs(t - 0.0015) < 1e-12 else 0.0)
+
+    with np.testing.assert_raises_regex(sd.StateError, r"tau_fn\(0\.0015\) must be finite"):
+        sd.simulate(model, np.zeros(8), np.zeros(8), nan_at, 0.01, 0.001)
+    with np.testing.assert_raises_regex(sd.StateError, r"tau_fn\(0\.003\) must have shape \(8,\)"):
+        sd.simulate(
+            model, np.zeros(8), np.zeros(8), lambda t: np.zeros(7 if t >= 0.003 else 8), 0.01, 0.001
+        )
+    gait = sd.gaits.make_gait("serpenoid", model)
+    servo = sd.Servo(1.0, 0.1, lambda t: (gait(t)[0][:7], gait(t)[1], gait(t)[2]))
+    with np.testing.assert_raises_regex(sd.StateError, r"reference q\(0\) must have shape"):
+        sd.simulate(model, np.zeros(8), np.zeros(8), None, 0.01, 0.001, servo=servo)
