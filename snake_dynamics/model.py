@@ -94,14 +94,28 @@ def alternating_axes(n_joints: int, pattern: str = "xz") -> list[str]:
     return [pattern.lower()[k % len(pattern)] for k in range(n_joints)]
 
 
-def _number(body: Mapping[str, Any], key: str, i: int, default: float | None = None) -> float:
+def _number(
+    body: Mapping[str, Any], key: str, i: int | None, default: float | None = None
+) -> float:
+    """body[key] as a float; the error names the field (``links[2].mass``, or ``key`` alone
+    when ``i`` is None)."""
+    where = key if i is None else f"{_body_label(i)}.{key}"
     if key not in body and default is None:
-        raise ModelError(f"{_body_label(i)}.{key} is missing")
+        raise ModelError(f"{where} is missing")
     value = body.get(key, default)
     try:
         return float(value)
     except (TypeError, ValueError) as exc:
-        raise ModelError(f"{_body_label(i)}.{key} must be a number, got {value!r}") from exc
+        raise ModelError(f"{where} must be a number, got {value!r}") from exc
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
+    """A YAML body or defaults entry as a dict (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ModelError(f"{where} must be a mapping of body keys, got {value!r}")
+    return dict(value)
 
 
 def _array(value: object, where: str) -> FloatArray:
@@ -111,11 +125,19 @@ def _array(value: object, where: str) -> FloatArray:
         raise ModelError(f"{where} must be numbers, got {value!r}") from exc
 
 
+def _limits(value: object, k: int) -> FloatArray:
+    """links[k].limits as [lower, upper] [rad]."""
+    limits = _array(value, f"links[{k}].limits")
+    if limits.shape != (2,):
+        raise ModelError(f"links[{k}].limits must be [lower, upper] in rad, got {value!r}")
+    return limits
+
+
 def _finite_positive(values: FloatArray, name: str, unit: str) -> None:
     for i, v in enumerate(values):
         if not (math.isfinite(v) and v > 0.0):
             raise ModelError(
-                f"{_body_label(i)}.{name} must be a finite number > 0 {unit}, got {v!r}"
+                f"{_body_label(i)}.{name} must be a finite number > 0 {unit}, got {float(v)}"
             )
 
 
@@ -174,13 +196,17 @@ class SnakeModel:
         _finite_positive(masses, "mass", "kg")
         _finite_positive(lengths, "length", "m")
         _finite_positive(radii, "radius", "m")
-        axes = np.array(self.axes, dtype=float)
-        if axes.shape != (n, 3):
+        try:
+            given = list(self.axes)  # rows of an (n, 3) array, or names such as "x"
+        except TypeError:
+            given = []
+        if len(given) != n:
             raise ModelError(
-                f"axes must have one 3-vector per joint, shape ({n}, 3), got {axes.shape}"
+                f"axes must give one axis (x, y, z or a 3-vector) for each of the {n} joints, "
+                f"got {self.axes!r}"
             )
-        axes = np.stack([parse_axis(a, f"links[{k}].axis") for k, a in enumerate(axes)])
-        inertias = np.array(self.inertias, dtype=float)
+        axes = np.stack([parse_axis(a, f"links[{k}].axis") for k, a in enumerate(given)])
+        inertias = _array(self.inertias, "inertias")
         if inertias.size == 0:
             bodies = zip(masses, lengths, radii, strict=True)
             inertias = np.stack([cylinder_inertia(*b) for b in bodies])
@@ -188,10 +214,10 @@ class SnakeModel:
             raise ModelError(f"inertias must have shape ({n + 1}, 3, 3), got {inertias.shape}")
         for i, j in enumerate(inertias):
             _check_inertia(j, i)
-        gravity = np.array(self.gravity, dtype=float).reshape(-1)
+        gravity = _array(self.gravity, "gravity").reshape(-1)
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ModelError(f"gravity must be a finite 3-vector [m/s^2], got {self.gravity!r}")
-        limits = np.array(self.joint_limits, dtype=float)
+        limits = _array(self.joint_limits, "joint_limits")
         if limits.size == 0:
             limits = np.tile([-math.pi, math.pi], (n, 1))
         if limits.shape != (n, 2):
@@ -250,6 +276,13 @@ class SnakeModel:
         """
         if isinstance(n_joints, bool) or not isinstance(n_joints, int) or n_joints < 1:
             raise ModelError(f"n_joints must be an integer >= 1, got {n_joints!r}")
+        sizes = {"mass": (mass, "kg"), "length": (length, "m"), "radius": (radius, "m")}
+        if tail_length is not None:
+            sizes["tail_length"] = (tail_length, "m")
+        for key, (value, unit) in sizes.items():
+            number = _number({key: value}, key, None)
+            if not (math.isfinite(number) and number > 0.0):
+                raise ModelError(f"{key} must be a finite number > 0 {unit}, got {value!r}")
         lengths = np.full(n_joints + 1, float(length))
         lengths[0] = float(length if tail_length is None else tail_length)
         return cls(
@@ -300,9 +333,11 @@ class SnakeModel:
         links = spec.get("links")
         if not isinstance(links, Sequence) or isinstance(links, str) or not links:
             raise ModelError("model.links must be a non-empty list of bodies")
-        defaults = dict(spec.get("link_defaults") or {})
-        tail = dict(spec.get("tail") or {})
-        bodies = [tail] + [{**defaults, **dict(link)} for link in links]
+        defaults = _mapping(spec.get("link_defaults"), "model.link_defaults")
+        tail = _mapping(spec.get("tail"), "model.tail")
+        bodies = [tail] + [
+            {**defaults, **_mapping(link, f"links[{k}]")} for k, link in enumerate(links)
+        ]
         pattern = alternating_axes(len(links), str(spec.get("axes", "xz")))
         masses, lengths, radii, inertias = [], [], [], []
         for i, body in enumerate(bodies):
@@ -332,10 +367,7 @@ class SnakeModel:
             inertias=np.stack(inertias),
             gravity=_array(spec.get("gravity", (0.0, 0.0, 0.0)), "model.gravity"),
             joint_limits=np.stack(
-                [
-                    _array(b.get("limits", (-math.pi, math.pi)), f"links[{k}].limits")
-                    for k, b in enumerate(bodies[1:])
-                ]
+                [_limits(b.get("limits", (-math.pi, math.pi)), k) for k, b in enumerate(bodies[1:])]
             ),
             name=str(spec.get("name", name)),
         )
@@ -375,8 +407,3 @@ class SnakeModel:
             m[s + 3 : s + 6, s + 3 : s + 6] = self.inertias[b]
         m.setflags(write=False)
         return m
-
-    @property
-    def total_mass(self) -> float:
-        """Mass of the moving bodies [kg]."""
-        return float(np.sum(self.masses[1:]))

@@ -56,7 +56,11 @@ def base() -> dict[str, object]:
         ({"masses": [1.0, 1.0, math.nan]}, r"links\[1\].mass"),
         ({"lengths": [0.0, 0.1, 0.1]}, r"tail.length must be a finite number > 0 m"),
         ({"lengths": [0.1, 0.1]}, r"lengths needs 3 entries"),
-        ({"axes": [[1, 0, 0]]}, r"axes must have one 3-vector per joint"),
+        ({"axes": [[1, 0, 0]]}, r"axes must give one axis .* for each of the 2 joints"),
+        ({"axes": 5}, r"axes must give one axis"),
+        ({"masses": [1.0, -1.0, 1.0]}, r"got -1.0$"),
+        ({"inertias": "heavy"}, r"inertias must be numbers"),
+        ({"gravity": ["down", 0, 0]}, r"gravity must be numbers"),
         ({"axes": [[0, 0, 0], [0, 0, 1]]}, r"links\[0\].axis"),
         (
             {"inertias": np.stack([np.eye(3), np.eye(3), -np.eye(3)])},
@@ -77,6 +81,26 @@ def base() -> dict[str, object]:
 def test_invalid_models_raise_model_errors_naming_the_field(change, message) -> None:
     with pytest.raises(sd.ModelError, match=message):
         sd.SnakeModel(**{**base(), **change})  # type: ignore[arg-type]
+
+
+def test_axes_by_name() -> None:
+    named = sd.SnakeModel(**{**base(), "axes": ["x", "z"]})  # type: ignore[arg-type]
+    np.testing.assert_array_equal(named.axes, sd.SnakeModel(**base()).axes)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((3, -1.0, 0.1, 0.02), r"^mass must be a finite number > 0 kg, got -1.0"),
+        ((3, 0.1, "long", 0.02), r"^length must be a number, got 'long'"),
+        ((3, 0.1, 0.1, math.inf), r"^radius must be a finite number > 0 m"),
+    ],
+)
+def test_uniform_errors_name_the_argument(args, message) -> None:
+    with pytest.raises(sd.ModelError, match=message):
+        sd.SnakeModel.uniform(*args)
+    with pytest.raises(sd.ModelError, match=r"^tail_length must be a finite number > 0 m"):
+        sd.SnakeModel.uniform(3, 0.1, 0.1, 0.02, tail_length=0.0)
 
 
 def test_unknown_axis_name() -> None:
@@ -110,6 +134,13 @@ def test_unknown_axis_name() -> None:
         (
             "model: {tail: {mass: 1, length: 0.1}, links: [{mass: 1, length: 0.1}], gravty: 0}",
             r"unknown keys \['gravty'\]",
+        ),
+        ("model: {tail: {mass: 1, length: 0.1}, links: [5]}", r"links\[0\] must be a mapping"),
+        ("model: {tail: [1, 0.1], links: [{}]}", r"model.tail must be a mapping"),
+        ("model: {tail: {}, link_defaults: 3, links: [{}]}", r"model.link_defaults must be"),
+        (
+            "model: {tail: {mass: 1, length: 0.1}, links: [{mass: 1, length: 0.1, limits: [1]}]}",
+            r"links\[0\].limits must be \[lower, upper\] in rad",
         ),
     ],
 )
