@@ -29,6 +29,7 @@ from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.context import Context  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
@@ -48,7 +49,7 @@ DYN_CONFIG = yaml.safe_load((ROOT / "config" / "dynamics_node.yaml").read_text()
 ]
 RAMP = GAIT_CONFIG["ramp_time"]
 TRANSITION = GAIT_CONFIG["transition_time"]
-BAD_COMMANDS = 12  # sent by test_bad_commands..., counted by the node (checked at Ctrl-C)
+BAD_COMMANDS = 15  # sent by test_bad_commands..., counted by the node (checked at Ctrl-C)
 
 
 @dataclass
@@ -296,11 +297,13 @@ def test_bad_commands_are_rejected_and_the_states_stay_finite(graph: Graph) -> N
         (names, [0.0] * n, [math.inf] * n),  # inf
         ([*names[:-1], "joint_99"], [0.0] * n, [0.0] * n),  # unknown name
         (names, [0.0] * (n - 1), [0.0] * n),  # wrong length
+        (names, [1.0] * n, [0.0] * n),  # valid, but stamped a minute ahead (below)
     ]
     c0, s0 = len(graph.commands), len(graph.states)
     for i in range(BAD_COMMANDS):
         msg = JointState()
-        msg.header.stamp = graph.node.get_clock().now().to_msg()
+        ahead = Duration(seconds=60 if i % len(bad) == len(bad) - 1 else 0)
+        msg.header.stamp = (graph.node.get_clock().now() + ahead).to_msg()
         msg.name, msg.position, msg.velocity = bad[i % len(bad)]
         pub.publish(msg)
         graph.spin(0.05)
@@ -311,6 +314,10 @@ def test_bad_commands_are_rejected_and_the_states_stay_finite(graph: Graph) -> N
     assert len(states) > 0.5 * DYN_CONFIG["publish_rate"] * 1.6  # still publishing
     assert all(np.all(np.isfinite(s.q)) and np.all(np.isfinite(s.effort)) for s in states)
     assert max(float(np.max(np.abs(s.q))) for s in states) < math.pi  # and still sensible
+    # and still following the gait: a command from the future did not shadow the real ones
+    latest = states[-1]
+    command = min(graph.commands, key=lambda c: abs(c.stamp - latest.stamp))
+    assert np.max(np.abs(latest.q - command.q)) < 0.05, (latest, command)
 
 
 def test_stop_ramps_to_rest_start_resumes_and_reset_answers(graph: Graph) -> None:

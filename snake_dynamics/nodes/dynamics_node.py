@@ -64,7 +64,14 @@ class DynamicsNode(Node):
         self._delay = static(
             "delay", 0.02, 0.0, 1.0, "simulate this far behind the clock to interpolate [s]"
         )
-        timeout = static("command_timeout", 0.5, 0.01, 10.0, "commands older than this: hold [s]")
+        timeout = static(
+            "command_timeout",
+            0.5,
+            0.01,
+            10.0,
+            "commands older than this: hold; stamped further ahead of the clock: reject [s]",
+        )
+        self._command_timeout = timeout
         max_lag = static("max_lag", 0.1, 0.01, 10.0, "skip simulated time beyond this lag [s]")
         self._status_period = static("status_period", 10.0, 0.0, 3600.0, "status log [s], 0: off")
         if rate > sim_rate:
@@ -140,6 +147,16 @@ class DynamicsNode(Node):
         stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
         epoch_ns = self._epoch_ns if self._epoch_ns is not None else stamp_ns  # set by _now()
         t = (stamp_ns - epoch_ns) * 1e-9 if stamp_ns > 0 else now
+        if t > now + self._command_timeout:
+            # accepted, it would make every later (real) command look older than it
+            self._stats["rejected"] += 1
+            self.get_logger().warning(
+                f"rejected a message on {self._sub.topic_name} stamped {t - now:.3f} s in the "
+                f"future (more than command_timeout {self._command_timeout:g} s): check the "
+                "publisher's clock and use_sim_time",
+                throttle_duration_sec=THROTTLE_S,
+            )
+            return
         if self._mode == "torque":
             self._torques.push(t, values)
         elif not self._reference.push(t, values, rates):
