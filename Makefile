@@ -57,6 +57,7 @@ test: lint typecheck unit
 bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py
 	$(BIN)/python bench/realtime.py --output bench/results/realtime.json
+	$(BIN)/python bench/driver.py
 
 firmware:
 	$(MAKE) -C firmware

@@ -1,7 +1,7 @@
 """Benchmark of the hardware path with the real ATmega2560 firmware in simavr; prints JSON.
 
-* Round trip over the emulated UART (pty), over the emulator's socat TCP bridge, and over
-  a socat bridge with TCP_NODELAY (``tcp_nodelay``), real-time paced:
+* Round trip over the emulated UART (pty) and over the emulator's socat TCP bridge (with
+  TCP_NODELAY, as ``snake emulate`` starts it), real-time paced:
   ``ping_pong_ms``, host time from sending PING to decoding its PONG; and
   ``target_to_telemetry_ms``, host time from sending a target change until the first
   telemetry whose commanded pulse width shows it (so it includes waiting for the next
@@ -24,21 +24,19 @@ Usage: python bench/driver.py [--quick] [--output bench/results/driver.json]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
-from snake_bringup.emulator import Emulator, free_port
+from snake_bringup.emulator import Emulator
 from snake_bringup.paths import robot_config
 from snake_driver.calibration import ServoMap, load_servo_map
 from snake_driver.link import DriverLink, Measurement
@@ -49,7 +47,7 @@ F_CPU_HZ = 16e6
 LOOP_PIN = "K0"
 TELEMETRY_FRAME_BYTES = 94  # 5 header + 87 payload (16 channels) + 2 CRC
 AUTH_KEY_HEX = "000102030405060708090a0b0c0d0e0f"
-ENDPOINTS = ("pty", "tcp", "tcp_nodelay")
+ENDPOINTS = ("pty", "tcp")
 WAIT_S = 5.0  # bound on every wait for the emulator [s]
 
 
@@ -86,31 +84,13 @@ def connect(link: DriverLink) -> None:
         raise TimeoutError(f"the emulated firmware does not answer over {link.transport}")
 
 
-@contextlib.contextmanager
-def emulated_endpoint(kind: str) -> Iterator[tuple[str, str]]:
-    """The emulator reached as ``kind``: "pty", "tcp" (its own socat bridge) or
-    "tcp_nodelay" (a socat bridge with TCP_NODELAY, started here on its pty)."""
-    with Emulator(bridge="tcp" if kind == "tcp" else None) as emulator:
-        endpoint = emulator.endpoint
-        if kind != "tcp_nodelay":
-            yield endpoint.transport, endpoint.port
-            return
-        port = free_port()
-        listen = f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,nodelay"
-        socat = subprocess.Popen(["socat", listen, f"FILE:{emulator.pty},raw,echo=0"])
-        try:
-            yield "tcp", str(port)  # DriverLink retries until socat listens
-        finally:
-            socat.terminate()
-            socat.wait(timeout=WAIT_S)
-
-
 def round_trips(servos: ServoMap, kind: str, samples: int) -> dict[str, object]:
     """PING->PONG and target->telemetry times [ms] over one kind of emulated endpoint."""
     rng = random.Random(1)
     joint = servos.joint_names[0]
     calibration = servos.by_joint()[joint]
-    with emulated_endpoint(kind) as (transport, port):
+    with Emulator(bridge="tcp" if kind == "tcp" else None) as emulator:
+        transport, port = emulator.endpoint.transport, emulator.endpoint.port
         link = DriverLink(make_transport(transport, port), servos, time.monotonic)
         connect(link)
         pings: list[float] = []
@@ -250,9 +230,9 @@ def main() -> None:
                 "target_to_telemetry": "host time from sending SET_TARGETS to the first "
                 "telemetry whose commanded pulse shows it (includes the wait for the next "
                 "report; telemetry period 20 ms)",
-                "tcp": "the emulator's socat bridge as snake_bringup.emulator starts it",
-                "tcp_nodelay": "the same with socat's nodelay option (TCP_NODELAY): without "
-                "it, Nagle holds socat's small writes of telemetry until the host's delayed ACK",
+                "tcp": "the emulator's socat bridge as snake_bringup.emulator starts it "
+                "(nodelay: without it Nagle holds socat's small writes until the host's "
+                "delayed ACK)",
             },
             **round_trip,
         },
