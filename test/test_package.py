@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -38,6 +39,48 @@ def test_package_xml_is_format_3_apache_with_all_run_dependencies() -> None:
     declared = {e.text for e in root.findall("exec_depend")}
     assert declared >= RUN_DEPENDS, RUN_DEPENDS - declared
     assert "Apache License" in (ROOT / "LICENSE").read_text()[:200]
+
+
+#: Python modules the package imports -> their rosdep keys (None: no key, installed with pip
+#: as README's workstation section says).
+PYTHON_DEPENDS = {
+    "numpy": "python3-numpy",
+    "scipy": "python3-scipy",
+    "yaml": "python3-yaml",
+    "serial": "python3-serial",
+    "matplotlib": "python3-matplotlib",
+    "numba": "python3-numba",
+    "websockets": "python3-websockets",
+    "ruamel": "python3-ruamel.yaml",
+    "rosbags": None,
+}
+OWN = {"snake_dynamics", "snake_driver", "snake_viz", "snake_bringup"}
+
+
+def imported_modules() -> set[str]:
+    """Top-level modules imported anywhere in the package and its launch files."""
+    found: set[str] = set()
+    for folder in (*OWN, "launch"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    found |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - OWN
+
+
+def test_every_imported_module_is_a_declared_dependency() -> None:
+    root = ET.parse(ROOT / "package.xml").getroot()
+    declared = {e.text for e in root.findall("exec_depend")}
+    imported = imported_modules()
+    assert imported >= {"rclpy", "numpy", "rosbags"}  # the scan sees the package
+    unknown = imported - set(PYTHON_DEPENDS)
+    # ROS packages: the Python module is the package name
+    assert unknown <= declared, sorted(unknown - declared)
+    keys = {PYTHON_DEPENDS[m] for m in imported & set(PYTHON_DEPENDS)}
+    assert keys - {None} <= declared, sorted(keys - {None} - declared)
+    assert "pip install rosbags" in (ROOT / "README.md").read_text()
 
 
 def test_ros2_pkg_create_layout() -> None:
