@@ -203,6 +203,7 @@ class GaitSpec:
     description: str
     params: Mapping[str, tuple[float, float, float, str]]  # name -> (default, low, high, unit)
     build: Callable[[FloatArray, dict[str, float]], Gait]
+    moves: tuple[str, ...] = ("pitch", "yaw")  # the joint roles it needs (joint_roles)
 
 
 def _wave(
@@ -342,6 +343,7 @@ GAITS: dict[str, GaitSpec] = {
         "lateral undulation: travelling sine on the yaw joints",
         {**_WAVE, "offset": (0.0, -0.5, 0.5, "rad")},
         _serpenoid,
+        ("yaw",),
     ),
     "sidewinding": GaitSpec(
         "yaw and pitch waves a quarter period apart",
@@ -366,6 +368,7 @@ GAITS: dict[str, GaitSpec] = {
         "concertina: alternating folds that travel along the body",
         {**_WAVE, "amplitude": (0.8, 0.0, 1.5, "rad")},
         _accordion,
+        ("yaw",),
     ),
     "cobra": GaitSpec(
         "serpenoid with the head raised by the front pitch joints",
@@ -391,7 +394,8 @@ def make_gait(name: str, axes: SnakeModel | ArrayLike, **params: Any) -> Gait:
         **params: gait parameters (see :func:`gait_parameters`); missing ones default.
 
     Raises:
-        GaitError: unknown gait or parameter, or a value out of its range.
+        GaitError: unknown gait or parameter, a value out of its range, a joint count that
+            is not whole, or a model without the pitch (e1) / yaw (e3) joints the gait moves.
     """
     spec_params = gait_parameters(name)
     unknown = set(params) - set(spec_params)
@@ -403,8 +407,19 @@ def make_gait(name: str, axes: SnakeModel | ArrayLike, **params: Any) -> Gait:
         key: _finite(f"{name}.{key}", params.get(key, default), low, high, unit)
         for key, (default, low, high, unit) in spec_params.items()
     }
-    axes_array = axes.axes if isinstance(axes, SnakeModel) else np.asarray(axes, dtype=float)
-    return GAITS[name].build(np.asarray(axes_array, dtype=float), values)
+    for key, value in values.items():
+        if spec_params[key][3] == "joints" and value != round(value):
+            raise GaitError(f"{name}.{key} must be a whole number of joints, got {value:g}")
+    axes_array = np.asarray(axes.axes if isinstance(axes, SnakeModel) else axes, dtype=float)
+    roles = dict(zip(("pitch", "yaw"), joint_roles(axes_array), strict=True))
+    missing = [role for role in GAITS[name].moves if roles[role].size == 0]
+    if missing:
+        axis = {"pitch": "e1", "yaw": "e3"}
+        raise GaitError(
+            f"gait {name!r} moves the {' and '.join(f'{r} ({axis[r]})' for r in missing)} "
+            "joints, and this snake has none"
+        )
+    return GAITS[name].build(axes_array, values)
 
 
 def staggered_quintic(

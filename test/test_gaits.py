@@ -99,6 +99,7 @@ def test_quintic_blend_endpoints() -> None:
         ("serpenoid", {"frequency": float("nan")}, "serpenoid.frequency must be in"),
         ("rolling", {"frequency": -1.0}, "rolling.frequency must be in"),
         ("serpenoid", {"amplitude": "big"}, "must be a number"),
+        ("cobra", {"head_joints": 2.5}, "cobra.head_joints must be a whole number of joints"),
     ],
 )
 def test_bad_gait_parameters_are_refused_with_the_field_named(name, params, message) -> None:
@@ -117,3 +118,18 @@ def test_transition_refuses_mismatched_gaits() -> None:
     small = sd.make_gait("serpenoid", sd.SnakeModel.uniform(4, 0.1, 0.1, 0.02))
     with pytest.raises(sd.GaitError, match="cannot blend"):
         Transition(small, sd.make_gait("serpenoid", MODEL), 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("axes", "name", "message"),
+    [
+        ("xy", "serpenoid", r"moves the yaw \(e3\) joints, and this snake has none"),
+        ("xy", "accordion", r"moves the yaw \(e3\)"),
+        ("zy", "sidewinding", r"moves the pitch \(e1\) joints"),
+        ("yy", "spiral", r"moves the pitch \(e1\) and yaw \(e3\) joints"),
+    ],
+)
+def test_a_gait_refuses_a_snake_without_the_joints_it_moves(axes, name, message) -> None:
+    model = sd.SnakeModel.uniform(6, 0.1, 0.08, 0.02, axes=axes)
+    with pytest.raises(sd.GaitError, match=message):
+        sd.make_gait(name, model)
