@@ -16,8 +16,9 @@ partial chunk and no footer; :func:`recover` cuts the partial tail, appends a fo
 fixes ``metadata.yaml``, after which any MCAP or rosbag2 reader opens the bag.
 
 Reading: :func:`open_reader` opens any rosbag2 folder ``rosbags`` reads (MCAP or sqlite3
-storage, metadata versions 1 to 9, e.g. from ``ros2 bag record``), recovering an
-interrupted MCAP bag first.
+storage, metadata versions 1 to 9, e.g. from ``ros2 bag record``), or a single ``.mcap`` or
+``.db3`` file, recovering an interrupted MCAP bag first. ``snake replay``, ``snake compare``
+and the replay node all read through it.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ DEFAULT_TOPICS: Mapping[str, str | None] = {
 FLUSH_PERIOD_S = 1.0
 #: rosbag2 metadata version written (Jazzy and Kilted read it; it carries the type hashes).
 METADATA_VERSION: Literal[9] = 9
-#: Size at which ``rosbags`` closes a chunk on its own [bytes] (fixed in rosbags).
-ROSBAGS_CHUNK_BYTES = 2**20
 
 _MAGIC = b"\x89MCAP0\r\n"
 _OP_HEADER, _OP_FOOTER, _OP_DATA_END = 0x01, 0x02, 0x0F
@@ -284,6 +283,26 @@ def is_interrupted(mcap_file: Path) -> bool:
         return f.read() != _MAGIC
 
 
+def _recover_file(path: Path) -> Recovery | None:
+    """Cut an interrupted MCAP file after its last complete record and close it with a
+    data-end record and a footer (None: it was complete). The message count is left 0.
+
+    Raises:
+        BagError: the file does not even start with an MCAP header.
+    """
+    if not is_interrupted(path):
+        return None
+    data = path.read_bytes()
+    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 9 or data[8] != _OP_HEADER:
+        raise BagError(f"{path} has no MCAP header; nothing can be recovered from it")
+    end = _complete_records_end(data)
+    with path.open("r+b") as f:
+        f.truncate(end)
+        f.seek(end)
+        f.write(_DATA_END + _FOOTER)
+    return Recovery(path, end, len(data) - end, 0)
+
+
 def recover(bag: Path) -> list[Recovery]:
     """Make an interrupted MCAP bag readable in place: drop the partial record at the end of
     each unfinished ``.mcap`` file, append a data-end record and a footer (no summary:
@@ -302,19 +321,7 @@ def recover(bag: Path) -> list[Recovery]:
     files = sorted(bag.glob("*.mcap")) if bag.is_dir() else []
     if not files:
         raise BagError(f"{bag} is not a rosbag2 MCAP bag folder (no .mcap file in it)")
-    done = []
-    for path in files:
-        if not is_interrupted(path):
-            continue
-        data = path.read_bytes()
-        if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 9 or data[8] != _OP_HEADER:
-            raise BagError(f"{path} has no MCAP header; nothing can be recovered from it")
-        end = _complete_records_end(data)
-        with path.open("r+b") as f:
-            f.truncate(end)
-            f.seek(end)
-            f.write(_DATA_END + _FOOTER)
-        done.append(Recovery(path, end, len(data) - end, 0))
+    done = [r for r in map(_recover_file, files) if r is not None]
     if done:
         counts = _rewrite_metadata(bag, files)
         done = [
@@ -404,20 +411,30 @@ def _rihs01_or_empty(msgtype: str) -> str:
 
 @contextmanager
 def open_reader(bag: Path) -> Iterator[Reader]:
-    """Open a rosbag2 bag folder for reading (MCAP or sqlite3 storage, from this package's
-    recorder or ``ros2 bag record``), recovering an interrupted MCAP bag first.
+    """Open a rosbag2 bag for reading: a bag folder (MCAP or sqlite3 storage, from this
+    package's recorder or ``ros2 bag record``) or a single ``.mcap`` or ``.db3`` file.
+    An interrupted MCAP bag is recovered first (:func:`recover`; a lone ``.mcap`` file
+    outside a bag folder is only cut and closed).
 
     Raises:
         BagError: not a readable bag.
     """
     bag = Path(bag)
-    if not bag.is_dir():
-        hint = " (give the bag folder, not the .mcap file in it)" if bag.is_file() else ""
-        raise BagError(f"{bag} is not a bag folder{hint}")
-    if any(is_interrupted(p) for p in bag.glob("*.mcap")):
-        recover(bag)
-    if not (bag / "metadata.yaml").is_file():
-        raise BagError(f"{bag} has no metadata.yaml; not a rosbag2 bag (ros2 bag reindex it)")
+    if bag.is_file():
+        if bag.suffix not in (".mcap", ".db3"):
+            raise BagError(f"{bag} is neither a bag folder nor an .mcap or .db3 file")
+        if bag.suffix == ".mcap" and is_interrupted(bag):
+            if (bag.parent / "metadata.yaml").is_file():
+                recover(bag.parent)
+            else:
+                _recover_file(bag)
+    elif bag.is_dir():
+        if any(is_interrupted(p) for p in bag.glob("*.mcap")):
+            recover(bag)
+        if not (bag / "metadata.yaml").is_file():
+            raise BagError(f"{bag} has no metadata.yaml; not a rosbag2 bag (ros2 bag reindex it)")
+    else:
+        raise BagError(f"{bag}: no such bag (give a bag folder, or an .mcap or .db3 file)")
     reader = Reader(bag)
     try:
         reader.open()

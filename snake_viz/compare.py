@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from snake_dynamics.kinematics import link_poses
 from snake_dynamics.model import SnakeModel
 
-from .offline import panel_grid
+from .offline import Curve, joint_panels, pyplot
 
 FloatArray = NDArray[np.float64]
 
@@ -604,55 +604,37 @@ class Report:
         return path
 
     def _plots(self, al: Aligned) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        n = len(al.names)
-        rows, cols = panel_grid(n)
         t = al.t - al.t[0] if len(al) else al.t
-        out = []
-        for name, title, curves in (
-            ("joint_angles.png", "Joint angles: MFM simulation vs measurement", "angles"),
-            ("joint_errors.png", "Error: measured - simulated", "errors"),
-        ):
-            fig, axes = plt.subplots(
-                rows, cols, figsize=(3.2 * cols, 2.2 * rows), sharex=True, squeeze=False
-            )
-            for k in range(rows * cols):
-                ax = axes[k // cols][k % cols]
-                if k >= n:
-                    ax.axis("off")
-                    continue
-                if curves == "angles":
-                    ax.plot(t, np.degrees(al.sim[:, k]), lw=1.2, label="MFM simulated")
-                    ax.plot(t, np.degrees(al.measured[:, k]), "k--", lw=1.0, label="measured")
-                else:
-                    ax.plot(t, np.degrees(al.error[:, k]), "C3", lw=1.0)
-                ax.set_title(al.names[k], fontsize=9)
-                ax.set_ylabel("deg", fontsize=8)
-                ax.tick_params(labelsize=7)
-            if curves == "angles":
-                axes[0][0].legend(fontsize=7)
-            for ax in axes[-1]:
-                ax.set_xlabel("t [s]", fontsize=8)
-            fig.suptitle(title)
-            fig.tight_layout()
-            out.append(self.folder / name)
-            fig.savefig(out[-1], dpi=110)
-            plt.close(fig)
-        if self.model is not None and self.model.n_joints == n:
-            out.append(self._traces_plot(al, plt))
+        out = [
+            joint_panels(
+                self.folder / "joint_angles.png",
+                t,
+                al.names,
+                (
+                    Curve(al.sim, "C0-", "MFM simulated", 1.2),
+                    Curve(al.measured, "k--", "measured"),
+                ),
+                "Joint angles: MFM simulation vs measurement",
+            ),
+            joint_panels(
+                self.folder / "joint_errors.png",
+                t,
+                al.names,
+                (Curve(al.error, "C3-"),),
+                "Error: measured - simulated",
+            ),
+        ]
+        if self.model is not None and self.model.n_joints == len(al.names):
+            out.append(self._traces_plot(al, self.model))
         return out
 
-    def _traces_plot(self, al: Aligned, plt: Any) -> Path:
-        assert self.model is not None
+    def _traces_plot(self, al: Aligned, model: SnakeModel) -> Path:
+        plt = pyplot()
         step = max(1, len(al) // 1000)  # link_poses per sample: keep it to ~1000 points
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
         views = ((0, 1, "top view (x-y)", "x", "y"), (1, 2, "side view (y-z)", "y", "z"))
         for robot, q, style in (("sim", al.sim, "-"), ("measured", al.measured, "--")):
-            head, com = traces(self.model, q[::step])
+            head, com = traces(model, q[::step])
             for points, what, colour in ((head, "head", "C0"), (com, "CM", "C1")):
                 for ax, (a, b, *_rest) in zip(axes, views, strict=True):
                     ax.plot(
@@ -699,29 +681,28 @@ def read_bag(
     names: Sequence[str] | None = None,
     topics: tuple[str, str] = (SIM_TOPIC, MEASURED_TOPIC),
 ) -> tuple[JointSeries, JointSeries]:
-    """The two JointState series of a rosbag2 bag (MCAP or SQLite, folder or file), by
-    header stamp.
+    """The two JointState series of a rosbag2 bag, by header stamp.
+
+    The bag is read through :func:`snake_viz.bag.open_reader`, as ``snake replay`` reads
+    it: an interrupted recording is recovered first.
 
     Args:
-        bag_path: the bag folder (with metadata.yaml) or a single ``.mcap``/``.db3`` file.
+        bag_path: the bag folder (MCAP or sqlite3) or a single ``.mcap``/``.db3`` file.
         names: joint names (None: those of the first simulated message).
         topics: (simulated, measured) topic names.
 
     Raises:
         CompareError: no such bag, unreadable bag, missing topic or wrong message type.
     """
-    from rosbags.rosbag2 import Reader
     from rosbags.rosbag2.errors import ReaderError
     from rosbags.serde import SerdeError
-    from rosbags.typesys import Stores, get_typestore
+
+    from .bag import BagError, open_reader, typestore
 
     path = Path(bag_path)
-    if not path.exists():
-        raise CompareError(f"{path}: no such bag (give a rosbag2 folder or an .mcap file)")
-    typestore = get_typestore(Stores.ROS2_JAZZY)
     samples: dict[str, list[tuple[float, list[str], list[float]]]] = {t: [] for t in topics}
     try:
-        with Reader(path) as reader:
+        with open_reader(path) as reader:
             present = {c.topic: c.msgtype for c in reader.connections}
             for topic in topics:
                 if topic not in present:
@@ -734,12 +715,14 @@ def read_bag(
                     )
             wanted = [c for c in reader.connections if c.topic in topics]
             for conn, _time, raw in reader.messages(connections=wanted):
-                msg: Any = typestore.deserialize_cdr(raw, conn.msgtype)
+                msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
                 stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
                 samples[conn.topic].append((stamp, list(msg.name), list(msg.position)))
+    except CompareError:
+        raise
+    except BagError as exc:
+        raise CompareError(str(exc)) from None
     except (ReaderError, SerdeError, KeyError, ValueError) as exc:
-        if isinstance(exc, CompareError):
-            raise
         raise CompareError(f"{path}: cannot read the bag: {exc}") from None
     if names is None:
         first = samples[topics[0]]

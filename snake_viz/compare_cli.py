@@ -18,7 +18,6 @@ from .compare import (
     DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
     SIM_TOPIC,
-    CompareError,
     compare_bag,
 )
 
@@ -37,7 +36,7 @@ def register(subparsers: Any) -> None:
             "report: aligned CSV, per-joint plots, error table, lag, configuration."
         ),
     )
-    p.add_argument("bag", type=Path, metavar="BAG", help="rosbag2 folder or .mcap file")
+    p.add_argument("bag", type=Path, metavar="BAG", help="rosbag2 folder, or an .mcap or .db3 file")
     p.add_argument("--output", "-o", type=Path, help="report folder (default: runs/compare-...)")
     p.add_argument(
         "--robot", default="robot", help="robot YAML file or config name (default: robot)"
@@ -67,8 +66,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         CompareError: no such bag, missing topics, no overlap, unknown robot config.
     """
     bag = Path(args.bag)
-    if not bag.exists():
-        raise CompareError(f"{bag}: no such bag (give a rosbag2 folder or an .mcap file)")
     out = args.output or Path("runs") / (
         f"compare-{bag.resolve().name.removesuffix('.mcap')}-"
         f"{dt_module.datetime.now():%Y%m%d-%H%M%S}"

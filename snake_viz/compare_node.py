@@ -55,6 +55,9 @@ from snake_dynamics.nodes.common import (
 
 from .compare import (
     DEFAULT_LAG_SPAN_S,
+    DEFAULT_MAX_GAP_S,
+    DEFAULT_MAX_LAG_S,
+    DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
     SIM_TOPIC,
     Aligned,
@@ -86,16 +89,20 @@ class CompareNode(Node):
         def static(name: str, default: float, low: float, high: float, text: str) -> float:
             return declare_float(self, name, default, low, high, text, read_only=True)
 
-        self.window = static("window", 2.0, 0.1, 600.0, "sliding window of /compare/error [s]")
+        self.window = static(
+            "window", DEFAULT_WINDOW_S, 0.1, 600.0, "sliding window of /compare/error [s]"
+        )
         error_rate = static("error_rate", 20.0, 0.5, 200.0, "/compare/error rate [Hz]")
         marker_rate = static("marker_rate", 5.0, 0.1, 50.0, "/compare/markers rate [Hz]")
         trace_length = static("trace_length", 20.0, 1.0, 600.0, "traces cover this long [s]")
         self.error_scale = static(
             "error_scale", 0.1, 1e-4, math.pi, "RMS joint error drawn fully red [rad]"
         )
-        self.max_lag = static("max_lag", 0.5, 0.01, 5.0, "largest lag searched (report) [s]")
+        self.max_lag = static(
+            "max_lag", DEFAULT_MAX_LAG_S, 0.01, 5.0, "largest lag searched (report) [s]"
+        )
         self.max_gap = static(
-            "max_gap", 0.25, 0.001, 10.0, "longest measured gap interpolated over [s]"
+            "max_gap", DEFAULT_MAX_GAP_S, 0.001, 10.0, "longest measured gap interpolated over [s]"
         )
         max_samples = declare_int(
             self, "max_samples", 360_000, 1000, 100_000_000, "history kept per series [samples]"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,6 +81,74 @@ def panel_grid(n: int) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+class Curve(NamedTuple):
+    """One series of joint angles, drawn in every per-joint panel.
+
+    Attributes:
+        q: angles [rad], shape (N, n); drawn in degrees.
+        fmt: matplotlib format string, e.g. ``"k--"``.
+        label: legend entry (None: not in the legend).
+        width: line width [pt].
+    """
+
+    q: FloatArray
+    fmt: str
+    label: str | None = None
+    width: float = 1.0
+
+
+def joint_panels(
+    path: Path, t: FloatArray, names: Sequence[str], curves: Sequence[Curve], title: str
+) -> Path:
+    """The paper's Figure 4 layout: one panel per joint, the curves over time; a PNG file.
+
+    Args:
+        path: the PNG file to write.
+        t: sample times [s], shape (N,).
+        names: joint names, one per panel (the curves' columns).
+        curves: what each panel shows.
+        title: the figure's title.
+
+    Returns:
+        ``path``.
+    """
+    plt = pyplot()
+    n = len(names)
+    rows, cols = panel_grid(n)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.2 * cols, 2.2 * rows), sharex=True, squeeze=False
+    )
+    for k in range(rows * cols):
+        ax = axes[k // cols][k % cols]
+        if k >= n:
+            ax.axis("off")
+            continue
+        for curve in curves:
+            ax.plot(t, np.degrees(curve.q[:, k]), curve.fmt, lw=curve.width, label=curve.label)
+        ax.set_title(names[k], fontsize=9)
+        ax.set_ylabel("deg", fontsize=8)
+        ax.tick_params(labelsize=7)
+    if any(curve.label for curve in curves):
+        axes[0][0].legend(fontsize=7)
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_run(
     folder: Path,
     result: SimulationResult,
@@ -106,36 +175,17 @@ def write_run(
 
 
 def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     n = result.q.shape[1]
-    rows, cols = panel_grid(n)
-    out = []
-
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(3.2 * cols, 2.2 * rows), sharex=True, squeeze=False
-    )
-    for k in range(rows * cols):
-        ax = axes[k // cols][k % cols]
-        if k >= n:
-            ax.axis("off")
-            continue
-        ax.plot(result.t, np.degrees(commanded[:, k]), "k--", lw=1.0, label="commanded")
-        ax.plot(result.t, np.degrees(result.q[:, k]), lw=1.2, label="MFM simulated")
-        ax.set_title(result.joint_names[k], fontsize=9)
-        ax.set_ylabel("deg", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel("t [s]", fontsize=8)
-    fig.suptitle("Joint angles: commanded vs MFM simulation")
-    fig.tight_layout()
-    out.append(folder / "joint_angles.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
+    out = [
+        joint_panels(
+            folder / "joint_angles.png",
+            result.t,
+            result.joint_names,
+            (Curve(commanded, "k--", "commanded"), Curve(result.q, "C0-", "MFM simulated", 1.2)),
+            "Joint angles: commanded vs MFM simulation",
+        )
+    ]
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for k in range(n):

@@ -417,7 +417,7 @@ def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
 
 def test_bad_bags_and_arguments(tmp_path: Path) -> None:
     """One-line errors naming the fix; the replay graph wires the bag into the player."""
-    with pytest.raises(BagError, match="not a bag folder"), open_reader(tmp_path / "missing"):
+    with pytest.raises(BagError, match="no such bag"), open_reader(tmp_path / "missing"):
         pass
     (tmp_path / "empty").mkdir()
     with pytest.raises(BagError, match=r"no metadata\.yaml"), open_reader(tmp_path / "empty"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,10 @@ import yaml
 
 from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
+from snake_viz.bag import BagRecorder, is_interrupted
 from snake_viz.compare import (
+    MEASURED_TOPIC,
+    SIM_TOPIC,
     CompareError,
     JointSeries,
     Report,
@@ -119,9 +123,10 @@ def test_alignment_is_by_stamp_not_arrival(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(
         aligned.error, np.broadcast_to(offset, aligned.error.shape), atol=1e-12
     )
-    # pairing in arrival order (what alignment must not do) would be far off
-    naive = (tm[order][:, None] * slope + offset)[: ts.size] - ts[: tm.size, None] * slope
-    assert np.max(np.abs(naive - offset)) > 0.1
+    # the series holds the samples in stamp order, whatever order they arrived in
+    by_stamp = np.argsort(tm)
+    np.testing.assert_array_equal(measured.t, tm[by_stamp])
+    np.testing.assert_array_equal(measured.q, (tm[:, None] * slope + offset)[by_stamp])
 
 
 def test_duplicate_stamps_keep_the_last_received() -> None:
@@ -215,11 +220,14 @@ def test_report_writes_every_file(tmp_path: Path, rng: np.random.Generator) -> N
 
 
 # --------------------------------------------------------------------------- bags
-def write_bag(path: Path, rng: np.random.Generator, lag: float, offset: float) -> None:
+def bag_events(rng: np.random.Generator, lag: float, offset: float) -> list[tuple[int, str, bytes]]:
     """8 joints (the robot config's names): sim at 100 Hz; measurement at 50 Hz, late by
     ``lag`` on joints 1-7, and joint 8 held still at ``offset`` from a still simulation.
-    Bag time = arrival time (with jitter and out-of-order arrival); header = MCU stamp."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    Bag time = arrival time (with jitter and out-of-order arrival); header = MCU stamp.
+
+    Returns:
+        (arrival [ns], topic, CDR message) in arrival order.
+    """
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
@@ -245,27 +253,63 @@ def write_bag(path: Path, rng: np.random.Generator, lag: float, offset: float) -
     t0 = 1_700_000_000.0
     events: list[tuple[float, str, bytes]] = []
     for t in np.arange(0.0, 8.0, 0.01):
-        events.append((t0 + t + 0.001, "/sim/joint_states", message(t0 + t, angles(t))))
+        events.append((t0 + t + 0.001, SIM_TOPIC, message(t0 + t, angles(t))))
     for t in np.arange(0.0, 8.0, 0.02):
         q = angles(t - lag)
         q[7] = 0.2 + offset
         arrival = t0 + t + rng.uniform(0.0, 0.03)  # out-of-order arrival
-        events.append((arrival, "/measured/joint_states", message(t0 + t, q)))
+        events.append((arrival, MEASURED_TOPIC, message(t0 + t, q)))
     events.sort(key=lambda e: e[0])
+    return [(round(arrival * 1e9), topic, raw) for arrival, topic, raw in events]
+
+
+def write_bag(path: Path, events: list[tuple[int, str, bytes]]) -> None:
+    """The events in a bag written with rosbags' own Writer (MCAP), and a topic /other."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         conns = {
-            topic: writer.add_connection(topic, joint_state.__msgtype__, typestore=store)
-            for topic in ("/sim/joint_states", "/measured/joint_states", "/other")
+            topic: writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
+            for topic in (SIM_TOPIC, MEASURED_TOPIC, "/other")
         }
         for arrival, topic, raw in events:
-            writer.write(conns[topic], round(arrival * 1e9), raw)
+            writer.write(conns[topic], arrival, raw)
 
 
 @pytest.fixture(scope="module")
-def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def events() -> list[tuple[int, str, bytes]]:
+    return bag_events(np.random.default_rng(7), lag=0.03, offset=0.05)
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory: pytest.TempPathFactory, events: list[tuple[int, str, bytes]]) -> Path:
     path = tmp_path_factory.mktemp("bags") / "run"
-    write_bag(path, np.random.default_rng(7), lag=0.03, offset=0.05)
+    write_bag(path, events)
     return path
+
+
+@pytest.fixture(scope="module")
+def killed_snapshot(
+    tmp_path_factory: pytest.TempPathFactory, events: list[tuple[int, str, bytes]]
+) -> Path:
+    """The same events recorded by the recorder's BagRecorder and left as a SIGKILL after a
+    flush leaves them: a copy of the folder taken after ``flush()`` (chunks and metadata.yaml
+    on disk, no MCAP summary or footer), with the start of a record the kill cut short."""
+    root = tmp_path_factory.mktemp("killed")
+    recorder = BagRecorder(root / "live")
+    recorder.open()
+    for topic in (SIM_TOPIC, MEASURED_TOPIC):
+        recorder.add_topic(topic, "sensor_msgs/msg/JointState")
+    for arrival, topic, raw in events:
+        recorder.write(topic, arrival, raw)
+    recorder.flush()
+    shutil.copytree(root / "live", root / "snapshot")
+    recorder.close()
+    with (root / "snapshot" / "live.mcap").open("ab") as f:  # opcode, length, 5 of 4096 bytes
+        f.write(b"\x06" + (4096).to_bytes(8, "little") + b"\0" * 5)
+    return root / "snapshot"
 
 
 def test_compare_bag_recovers_lag_and_error(bag: Path, tmp_path: Path) -> None:
@@ -309,3 +353,25 @@ def test_compare_bag_without_a_robot_takes_the_bags_joint_names(bag: Path, tmp_p
     assert summary.names == tuple(f"joint_{k}" for k in range(1, 9))
     assert summary.rms[7] == pytest.approx(0.05, rel=1e-9)
     assert not (tmp_path / "r" / "traces.png").exists()
+
+
+def test_compare_bag_reads_a_killed_recording_as_replay_does(
+    bag: Path, killed_snapshot: Path, tmp_path: Path
+) -> None:
+    """A recording cut by SIGKILL after its last flush: recovered in place on the way in
+    (as ``snake replay`` does), then the same report as the complete bag of the same
+    messages; a lone copy of its .mcap file (no bag folder) reads the same."""
+    killed = tmp_path / "killed"
+    shutil.copytree(killed_snapshot, killed)
+    lone = tmp_path / "lone" / "run.mcap"
+    lone.parent.mkdir()
+    shutil.copy(killed / "live.mcap", lone)
+    assert is_interrupted(killed / "live.mcap") and is_interrupted(lone)
+    complete = compare_bag(bag, tmp_path / "complete", "robot", plots=False)
+    for source in (killed, lone):
+        summary = compare_bag(source, tmp_path / source.stem, "robot", plots=False)
+        np.testing.assert_array_equal(summary.rms, complete.rms)
+        np.testing.assert_array_equal(summary.max, complete.max)
+        np.testing.assert_array_equal(summary.lag, complete.lag)
+        assert summary.samples == complete.samples
+    assert not is_interrupted(killed / "live.mcap") and not is_interrupted(lone)
