@@ -374,7 +374,9 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
 def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -> int:
     """Start the graph's nodes, watch them until --duration, Ctrl-C or a required node
-    exits, then stop every child (``--dry-run``: print the commands only)."""
+    exits, then stop every child (``--dry-run``: print the commands only). A required node
+    that exits with status 0 has finished (a replay at the end of its bag): the run ends
+    normally; any other status is an error."""
     out = args.output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     plan: list[tuple[NodeSpec, list[str] | None, str | None]] = []
     files: dict[Path, str] = {}
@@ -405,7 +407,7 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     children: list[Child] = []
-    failed: Child | None = None
+    ended: Child | None = None
     start = time.monotonic()
     try:
         for spec, cmd, reason in plan:
@@ -422,11 +424,11 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
         while not stop_reason:
             if args.duration is not None and time.monotonic() - start >= args.duration:
                 break
-            failed = next(
+            ended = next(
                 (c for c in children if not c.spec.optional and c.process.poll() is not None),
                 None,
             )
-            if failed is not None:
+            if ended is not None:
                 break
             time.sleep(0.1)
     finally:
@@ -436,10 +438,10 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
     for child in children:
         print(f"{child.spec.full_name}: exit status {child.process.returncode}")
     print(f"ran {time.monotonic() - start:.1f} s; logs in {out}/")
-    if failed is not None:
+    if ended is not None and ended.process.returncode != 0:
         raise UsageError(
-            f"{failed.spec.full_name} exited with status {failed.process.returncode}; "
-            f"the end of {failed.log}:\n{_tail(failed.log)}"
+            f"{ended.spec.full_name} exited with status {ended.process.returncode}; "
+            f"the end of {ended.log}:\n{_tail(ended.log)}"
         )
     return 130 if stop_reason else 0
 

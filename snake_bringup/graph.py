@@ -8,8 +8,8 @@ remappings, arguments). ``ros2 launch`` turns each into a ``launch_ros.actions.N
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.urdf import to_urdf
+from snake_viz.bag import REPLAY_RATES
 
 from .emulator import Endpoint
 from .paths import PACKAGE, robot_config, share_dir
@@ -131,6 +132,12 @@ def _dynamics_node(robot_params: Mapping[str, Any]) -> NodeSpec:
     )
 
 
+def _compare_node(robot_params: Mapping[str, Any]) -> NodeSpec:
+    """compare_node: /sim/joint_states against /measured/joint_states (/compare/error,
+    /compare/markers for RViz, a report when it stops)."""
+    return NodeSpec(PACKAGE, "compare_node", "compare_node", parameters=(robot_params,))
+
+
 def _robot_description(
     namespace: str, urdf: str, common: Mapping[str, Any]
 ) -> tuple[NodeSpec, ...]:
@@ -217,7 +224,8 @@ def hardware_graph(
     use_sim_time: bool = False,
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
-    measured robot's description, and (``dynamics``) the MFM prediction beside it.
+    measured robot's description, and (``dynamics``) the MFM prediction beside it with
+    compare_node comparing the two.
 
     Args:
         robot: robot YAML file or config name (model and servo calibration).
@@ -225,7 +233,8 @@ def hardware_graph(
         port: serial device, or the Wi-Fi bridge's port number.
         host: the Wi-Fi bridge's address (udp, tcp).
         gait: gait name; empty for the one in config/gaits.yaml.
-        dynamics: also run dynamics_node on the same commands (``/sim/joint_states``).
+        dynamics: also run dynamics_node on the same commands (``/sim/joint_states``),
+            its robot description, and compare_node.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
 
@@ -251,14 +260,20 @@ def hardware_graph(
         *_robot_description(MEASURED_NAMESPACE, urdf, common),
     ]
     if dynamics:
-        nodes += [_dynamics_node(robot_params), *_robot_description(SIM_NAMESPACE, urdf, common)]
+        nodes += [
+            _dynamics_node(robot_params),
+            *_robot_description(SIM_NAMESPACE, urdf, common),
+            _compare_node(robot_params),
+        ]
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
 
 
-#: The arguments of ``replay.launch.py`` (``snake replay`` has the bag, rate and loop).
+#: The arguments of ``replay.launch.py`` (``snake replay`` has an option for each).
 REPLAY_ARGUMENTS = (
     LaunchArgument("bag", "", "bag folder to play (required)"),
-    LaunchArgument("rate", "1.0", "playback speed factor"),
+    LaunchArgument(
+        "rate", "1.0", f"playback speed factor ({REPLAY_RATES[0]:g} to {REPLAY_RATES[1]:g})"
+    ),
     LaunchArgument("loop", "false", "start over at the end", ("true", "false")),
     LaunchArgument("robot_config", "robot", "robot YAML file, or a name in config/"),
     LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
@@ -272,39 +287,58 @@ def replay_graph(
     loop: bool = False,
     robot: str = "robot",
     rviz: bool = True,
+    topics: Sequence[str] = (),
+    delay: float | None = None,
+    wait_for_subscribers: int | None = None,
 ) -> tuple[NodeSpec, ...]:
     """A recorded run: replay_node (the bag's topics and /clock) -> the sim/ and measured/
     robot_state_publishers -> RViz, every node but the player on ``use_sim_time``.
 
     Args:
         bag: the bag folder (rosbag2, MCAP or sqlite3).
-        rate: playback speed factor (> 0).
+        rate: playback speed factor, within :data:`snake_viz.bag.REPLAY_RATES`.
         loop: start over at the end.
         robot: robot YAML file or config name (the URDF the robot descriptions show).
         rviz: include RViz.
+        topics: play only these topics (empty: all).
+        delay: replay_node's wait before playing [s] (None: its default).
+        wait_for_subscribers: subscriptions each topic waits for (None: its default).
 
     Returns:
         The nodes, in start order.
 
     Raises:
-        GraphError: no bag, or a rate that is not a number > 0.
+        GraphError: no bag, or a rate that is not a number within REPLAY_RATES.
         ModelError: the robot config cannot be loaded.
     """
     if not bag:
         raise GraphError("bag is required: the bag folder to replay (bag:=runs/bag-...)")
+    low, high = REPLAY_RATES
     try:
         speed = float(rate)
     except ValueError:
-        raise GraphError(f"rate must be a number > 0, got {rate!r}") from None
-    if not speed > 0 or speed == float("inf"):
-        raise GraphError(f"rate must be a finite number > 0, got {rate!r}")
+        speed = float("nan")  # refused with the range below
+    if not low <= speed <= high:
+        raise GraphError(f"rate must be a number from {low:g} to {high:g}, got {rate!r}")
     _, urdf = _robot(robot, "")
     common: dict[str, Any] = {"use_sim_time": True}
+    options = {
+        "topics": list(topics) or None,
+        "delay": delay,
+        "wait_for_subscribers": wait_for_subscribers,
+    }
     player = NodeSpec(
         PACKAGE,
         "replay_node",
         "replay_node",
-        parameters=({"bag": str(Path(bag).resolve()), "rate": speed, "loop": loop},),
+        parameters=(
+            {
+                "bag": str(Path(bag).resolve()),
+                "rate": speed,
+                "loop": loop,
+                **{k: v for k, v in options.items() if v is not None},
+            },
+        ),
     )
     nodes = [
         player,
@@ -316,7 +350,8 @@ def replay_graph(
 
 def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
-    on the emulated robot with the MFM prediction beside it, and the comparison node.
+    on the emulated robot with the MFM prediction and the comparison node beside it, the
+    comparison's report going to ``out/compare``.
 
     Args:
         endpoint: where the emulated robot listens (``Emulator.endpoint``).
@@ -327,14 +362,7 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
     recorder = NodeSpec(
         PACKAGE, "recorder_node", "recorder_node", parameters=({"output": str(out / "bag")},)
     )
-    compare = NodeSpec(
-        PACKAGE,
-        "compare_node",
-        "compare_node",
-        parameters=(
-            {"robot_config": str(config), "report_dir": str(out), "report_name": "compare"},
-        ),
-    )
+    report = {"report_dir": str(out), "report_name": "compare"}
     robot = hardware_graph(
         str(config),
         endpoint.transport,
@@ -344,4 +372,12 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
         dynamics=True,
         rviz=False,
     )
-    return (recorder, *robot, compare)
+    return (
+        recorder,
+        *(
+            replace(spec, parameters=(*spec.parameters, report))
+            if spec.executable == "compare_node"
+            else spec
+            for spec in robot
+        ),
+    )

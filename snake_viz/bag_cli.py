@@ -1,8 +1,10 @@
 """``snake record`` and ``snake replay``: the recorder and replay nodes from the command line.
 
-Both run their node in the ``snake`` process itself (a recording ends at ``--duration`` or
-Ctrl-C with the bag closed; a replay ends with the bag). For RViz and the robot
-descriptions beside a replay, use ``ros2 launch mfm_snake replay.launch.py bag:=BAG``.
+``snake record`` runs the recorder node in the ``snake`` process itself (a recording ends at
+``--duration`` or Ctrl-C with the bag closed). ``snake replay`` runs
+:func:`snake_bringup.graph.replay_graph`, the nodes ``replay.launch.py`` starts (the player,
+both robot descriptions and RViz where they are installed), as ``snake sim`` runs its graph;
+it ends with the bag (or Ctrl-C with ``--loop``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from snake_bringup.arguments import non_negative, positive
 
-from .bag import DEFAULT_TOPICS, BagError, open_reader
+from .bag import DEFAULT_TOPICS, REPLAY_RATES, BagError, open_reader
 
 
 def _summary(bag: Path) -> str:
@@ -45,27 +47,33 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Publish a bag's topics with their original timing (scaled by --rate) and /clock."""
-    from .replayer import replay
+    """Run the replay graph: the bag's topics with their original timing (scaled by
+    --rate) and /clock, the robot descriptions and RViz on the bag's time.
 
-    if not 0.01 <= args.rate <= 100.0:
-        raise BagError(f"--rate must be between 0.01 and 100, got {args.rate:g}")
-    if not 0 <= args.wait_for_subscribers <= 1000:
-        raise BagError(f"--wait-for-subscribers must be 0..1000, got {args.wait_for_subscribers}")
-    print(f"replaying {_summary(args.bag)}", flush=True)
-    overrides: dict[str, Any] = {
-        "bag": str(args.bag.resolve()),
-        "rate": args.rate,
-        "loop": args.loop,
-        "delay": args.delay,
-        "wait_for_subscribers": args.wait_for_subscribers,
-    }
-    if args.topics:
-        overrides["topics"] = list(args.topics)
-    status = replay(**overrides)
-    if status == 1:
-        raise BagError(f"cannot replay {args.bag} (see the log line above)")
-    return status
+    Raises:
+        BagError: the bag cannot be read.
+        snake_bringup.graph.GraphError: a rate outside REPLAY_RATES.
+        snake_bringup.cli.UsageError: a node could not start or failed.
+    """
+    from snake_bringup.cli import run_graph
+    from snake_bringup.graph import replay_graph
+
+    graph = replay_graph(
+        str(args.bag),
+        args.rate,
+        loop=args.loop,
+        robot=args.robot,
+        rviz=not args.no_rviz,
+        topics=args.topics or (),
+        delay=args.delay,
+        wait_for_subscribers=args.wait_for_subscribers,
+    )
+    if not args.dry_run:
+        print(f"replaying {_summary(args.bag)}", flush=True)
+    run = argparse.Namespace(
+        output=args.output, duration=None, quiet=args.quiet, dry_run=args.dry_run
+    )
+    return run_graph(graph, f"replay-{args.bag.resolve().name}", run)
 
 
 def register(subparsers: Any) -> None:
@@ -95,7 +103,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("bag", type=Path, metavar="BAG", help="bag folder (MCAP or sqlite3)")
     p.add_argument(
-        "--rate", type=positive, default=1.0, metavar="R", help="speed factor (default: 1)"
+        "--rate",
+        type=positive,
+        default=1.0,
+        metavar="R",
+        help=f"speed factor, {REPLAY_RATES[0]:g} to {REPLAY_RATES[1]:g} (default: 1)",
     )
     p.add_argument("--loop", action="store_true", help="start over at the end, until Ctrl-C")
     p.add_argument(
@@ -113,4 +125,11 @@ def register(subparsers: Any) -> None:
         help="first wait (at most 30 s) until every topic has N subscribers (default: 0)",
     )
     p.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+    p.add_argument("--output", "-o", type=Path, help="log folder (default: runs/replay-...)")
+    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
+    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
     p.set_defaults(func=cmd_replay)

@@ -18,7 +18,8 @@ reliable subscribers have acknowledged everything (at most 0.5 s).
 
 Parameters:
     bag (string): the bag folder (required).
-    rate (double): playback speed factor (2.0: twice as fast).
+    rate (double): playback speed factor (2.0: twice as fast), within
+        :data:`snake_viz.bag.REPLAY_RATES`.
     loop (bool): play again from the start at the end.
     delay (double): wait before the first message [s].
     clock_rate (double): /clock messages per wall-clock second between messages [Hz]; 0
@@ -55,7 +56,7 @@ from snake_dynamics.nodes.common import (
     declare_string,
 )
 
-from .bag import BagError, message_class, open_reader
+from .bag import REPLAY_RATES, BagError, message_class, open_reader
 
 #: Queue depth of the replay publishers.
 QUEUE_DEPTH = 100
@@ -84,21 +85,15 @@ def publisher_qos(connection: Connection) -> QoSProfile:
 class ReplayNode(Node):
     """Publishes a bag; see the module docstring for parameters and timing.
 
-    Args:
-        overrides: parameter values that replace the defaults (``snake replay`` uses them).
-
     Raises:
         BagError: the bag cannot be read.
         ParameterValueError: no bag given.
     """
 
-    def __init__(self, **overrides: Any) -> None:
-        super().__init__(
-            "replay_node",
-            parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
-        )
+    def __init__(self) -> None:
+        super().__init__("replay_node")
         bag = declare_string(self, "bag", "", "bag folder to play", read_only=True)
-        self.rate = declare_float(self, "rate", 1.0, 0.01, 100.0, "playback speed factor")
+        self.rate = declare_float(self, "rate", 1.0, *REPLAY_RATES, "playback speed factor")
         self.loop = declare_bool(self, "loop", False, "start over at the end")
         self.delay = declare_float(self, "delay", 1.0, 0.0, 60.0, "wait before playing [s]")
         self.clock_rate = declare_float(self, "clock_rate", 100.0, 0.0, 1000.0, "/clock [Hz]")
@@ -211,11 +206,8 @@ class ReplayNode(Node):
         self.get_logger().info(f"published {counts}")
 
 
-def replay(**overrides: Any) -> int:
+def replay() -> int:
     """Run a :class:`ReplayNode` until the bag is done or Ctrl-C / SIGTERM.
-
-    Args:
-        overrides: parameter values (bag, rate, loop, delay, clock_rate, topics).
 
     Returns:
         The exit status: 0 (played to the end), 130 (stopped by Ctrl-C or SIGTERM), or 1
@@ -228,7 +220,7 @@ def replay(**overrides: Any) -> int:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
-        node = ReplayNode(**overrides)
+        node = ReplayNode()
         node.run(stop)
     except (BagError, ParameterException, ParameterValueError, OSError) as exc:
         rclpy.logging.get_logger("replay_node").fatal(f"cannot start: {exc}")

@@ -1,6 +1,7 @@
 """Record and replay on real rclpy: ``snake record`` (the recorder node in a subprocess)
-writes what this process publishes into a rosbag2 MCAP bag, ``snake replay`` plays it back
-to this process; a recorder killed with SIGKILL leaves a bag readable to its last flush.
+writes what this process publishes into a rosbag2 MCAP bag, ``snake replay`` (the replay
+graph, its player a child process) plays it back to this process; a recorder killed with
+SIGKILL leaves a bag readable to its last flush.
 
 References: the messages this process publishes (counts and contents), the type hashes and
 QoS that rclpy's graph reports for its own publishers, an independent MCAP reader (the
@@ -37,8 +38,9 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from snake_bringup.cli import main as snake_main  # noqa: E402
 from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
-from snake_viz.bag import BagError, open_reader, recover, typestore  # noqa: E402
+from snake_viz.bag import REPLAY_RATES, BagError, open_reader, recover, typestore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = 210 + os.getpid() % 20  # private; other suites use 60..89, 100..149, 150..209
@@ -294,7 +296,7 @@ def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> di
     ]
     try:
         wait = ["--delay", str(SETTLE_S), "--wait-for-subscribers", "1"]
-        cmd = ["-c", CLI, "replay", str(bag), *wait]
+        cmd = ["-c", CLI, "replay", str(bag), *wait, "-o", str(ros.tmp / "replay_logs")]
         player = ros.start([*cmd, *extra], "replay.log")
         try:
             ros.spin_until(lambda: player.poll() is not None, 40.0, "the replay to finish")
@@ -393,7 +395,8 @@ def test_recorder_killed_leaves_bag_readable_to_last_flush(ros: Ros) -> None:
 
 def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
     """A bag in the other layout ``ros2 bag record`` writes (sqlite3 storage, metadata v8,
-    written here with rosbags' own serialiser) replays with its timing."""
+    written here with rosbags' own serialiser) replays with its timing; ``--topics`` plays
+    only the topics it names."""
     bag = ros.tmp / "sqlite_bag"
     store = typestore()
     joint_state = store.types["sensor_msgs/msg/JointState"]
@@ -402,13 +405,19 @@ def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
     t0 = 1_700_000_000_000_000_000
     with Writer(bag, version=8, storage_plugin=StoragePlugin.SQLITE3) as writer:
         msgtype = joint_state.__msgtype__
-        conn = writer.add_connection("/measured/joint_states", msgtype, typestore=store)
+        conns = [
+            writer.add_connection(topic, msgtype, typestore=store)
+            for topic in ("/measured/joint_states", "/sim/joint_states")
+        ]
         for i in range(40):  # 20 Hz for 2 s
             msg = joint_state(
                 header(stamp(0, 0), ""), ["a"], np.array([float(i)]), np.array([]), np.array([])
             )
-            writer.write(conn, t0 + i * 50_000_000, store.serialize_cdr(msg, msgtype))
-    got = _replay(ros, bag, {"/measured/joint_states": JointState}, ["--rate", "4"])
+            for conn in conns:
+                writer.write(conn, t0 + i * 50_000_000, store.serialize_cdr(msg, msgtype))
+    topics = {"/measured/joint_states": JointState, "/sim/joint_states": JointState}
+    got = _replay(ros, bag, topics, ["--rate", "4", "--topics", "/measured/joint_states"])
+    assert got["/sim/joint_states"] == []
     msgs = got["/measured/joint_states"]
     assert [m.position[0] for _, m in msgs] == [float(i) for i in range(40)]
     span = msgs[-1][0] - msgs[0][0]
@@ -432,6 +441,58 @@ def test_bad_bags_and_arguments(tmp_path: Path) -> None:
     assert player.executable == "replay_node"
     assert player.parameters == ({"bag": str(tmp_path / "b"), "rate": 2.0, "loop": True},)
     assert all(dict(spec.parameters[0]).get("use_sim_time") is True for spec in others)
+
+
+def test_replay_rate_limits_are_one_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The graph (hence replay.launch.py and ``snake replay``) takes the rates replay_node
+    declares, REPLAY_RATES, and refuses the others in one line."""
+    low, high = REPLAY_RATES
+    for rate in (low, high, str(high)):
+        params = replay_graph(str(tmp_path), rate, rviz=False)[0].parameters[0]
+        assert isinstance(params, dict) and params["rate"] == float(rate)
+    for bad in (low / 2, high * 1.01, "inf", "nan", "fast"):
+        with pytest.raises(GraphError, match=f"rate must be a number from {low:g} to {high:g}"):
+            replay_graph(str(tmp_path), bad)
+    assert snake_main(["replay", str(tmp_path), "--rate", f"{high * 2:g}", "--dry-run"]) == 2
+    assert "rate must be a number from" in capsys.readouterr().err
+
+
+def test_snake_replay_runs_the_replay_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``snake replay --dry-run`` prints the commands of replay_graph's nodes, with the
+    options in the player's parameters (what replay.launch.py starts, too)."""
+    bag, out = tmp_path / "bag", tmp_path / "logs"
+    args = ["--rate", "2", "--loop", "--topics", "/chatter", "--no-rviz", "--dry-run", "-o"]
+    assert snake_main(["replay", str(bag), *args, str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    graph = replay_graph(
+        str(bag),
+        2.0,
+        loop=True,
+        rviz=False,
+        topics=["/chatter"],
+        delay=1.0,
+        wait_for_subscribers=0,
+    )
+    assert graph[0].parameters[0] == {
+        "bag": str(bag),
+        "rate": 2.0,
+        "loop": True,
+        "topics": ["/chatter"],
+        "delay": 1.0,
+        "wait_for_subscribers": 0,
+    }
+    assert len(lines) == len(graph)
+    for spec, line in zip(graph, lines, strict=True):
+        if line.startswith("#"):
+            assert spec.optional and spec.full_name in line and "skipped" in line
+        else:
+            assert f"__node:={spec.name}" in line and f"--params-file {out}/params" in line
+    assert "__node:=replay_node" in lines[0]
+    assert not out.exists()  # a dry run writes nothing
 
 
 class _Recorder:

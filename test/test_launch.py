@@ -16,14 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
+from snake_bringup.emulator import Endpoint
 from snake_bringup.graph import (
     HARDWARE_ARGUMENTS,
     SIMULATION_ARGUMENTS,
     NodeSpec,
+    demo_graph,
     hardware_graph,
     simulation_graph,
 )
-from snake_bringup.paths import PACKAGE
+from snake_bringup.paths import PACKAGE, robot_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / "launch" / "simulation.launch.py"
@@ -259,6 +261,25 @@ def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
     rsp = graph["/measured/robot_state_publisher"].parameters[0]
     assert isinstance(rsp, dict) and rsp["frame_prefix"] == "measured/"
     assert "/sim/dynamics_node" in graph and "/sim/robot_state_publisher" in graph
-    assert "/sim/dynamics_node" not in {s.full_name for s in hardware_graph(dynamics=False)}
+    # the comparison RViz draws (/compare/markers) runs wherever the prediction does
+    compare = graph["/compare_node"]
+    assert compare.executable == "compare_node" and "compare_node" in console_scripts()
+    assert compare.parameters == (graph["/sim/dynamics_node"].parameters[-1],)
+    without = {s.executable for s in hardware_graph(dynamics=False)}
+    assert not without & {"dynamics_node", "compare_node"}
     with pytest.raises(ValueError, match="transport must be one of"):
         hardware_graph(transport="carrier-pigeon")
+
+
+def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folder(
+    tmp_path: Path,
+) -> None:
+    endpoint = Endpoint("tcp", "5760")
+    demo = demo_graph(endpoint, tmp_path, "cobra")
+    robot = hardware_graph(
+        str(robot_config("robot").resolve()), "tcp", "5760", gait="cobra", dynamics=True, rviz=False
+    )
+    assert demo[0].executable == "recorder_node"
+    assert [s.full_name for s in demo[1:]] == [s.full_name for s in robot]
+    (compare,) = [s for s in demo if s.executable == "compare_node"]
+    assert compare.parameters[-1] == {"report_dir": str(tmp_path), "report_name": "compare"}
