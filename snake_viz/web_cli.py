@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-#: The default port of ``snake view`` (and of the node's ``port`` parameter).
+#: The default port of ``snake view`` and of web_viewer_node's ``port`` parameter (defined
+#: here, where no ROS is imported, and imported by the node).
 DEFAULT_PORT = 8765
 
 

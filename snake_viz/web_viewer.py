@@ -42,6 +42,8 @@ from snake_dynamics import SnakeModel
 from snake_dynamics.nodes.common import declare_float, declare_int, declare_string, run
 from snake_dynamics.urdf import to_urdf
 
+from .web_cli import DEFAULT_PORT
+
 #: The page and its module; the vendored packages live in ``node_modules`` below it.
 WEB_DIR = Path(__file__).resolve().with_name("web")
 #: URL prefix -> folder for the vendored ES modules (only ``.js`` files are served).
@@ -231,13 +233,12 @@ class WebViewerNode(Node):
         super().__init__("web_viewer_node", **kwargs)
         config = declare_string(self, "robot_config", "robot", "robot YAML file or config name")
         port = declare_int(
-            self, "port", 8765, 0, 65535, "http/WebSocket port on 127.0.0.1; 0: free"
+            self, "port", DEFAULT_PORT, 0, 65535, "http/WebSocket port on 127.0.0.1; 0: free"
         )
         rate = declare_float(self, "rate", 30.0, 1.0, 200.0, "messages per second per topic [Hz]")
         root = check_assets()
         model = SnakeModel.from_yaml(robot_config(config))
         self.server = WebServer(root, to_urdf(model), port, rate)
-        self.dropped = 0
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)  # any publisher
         for topic in TOPICS:
             self.create_subscription(
@@ -257,7 +258,6 @@ class WebViewerNode(Node):
         """Forward a drawable message; warn (throttled) about the others."""
         text = state_message(topic, msg)
         if text is None:
-            self.dropped += 1
             self.get_logger().warning(
                 f"dropped {topic}: names and positions differ in length or are not finite",
                 throttle_duration_sec=2.0,

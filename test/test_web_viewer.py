@@ -2,9 +2,11 @@
 
 web_viewer_node runs as a real process on a private ROS_DOMAIN_ID; this process publishes
 both joint-state topics (a travelling wave, measured = sim - OFFSET) and drives the page.
-References trusted: the known offset (the readout must show sim - measured = OFFSET in
-degrees), pixels of the canvas (a still scene renders the same twice, a moving one does not;
-each robot alone changes pixels against an empty scene), the browser's own console.
+References trusted: the known offset (the readout must show measured - simulated = -OFFSET
+in degrees, the sign of compare_node), the centres of mass of snake_dynamics' link_poses
+(the page computes its own from the URDF's inertials), pixels of the canvas (a still scene
+renders the same twice, a moving one does not; each robot alone changes pixels against an
+empty scene), the browser's own console.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
+from snake_bringup.paths import robot_config  # noqa: E402
+from snake_dynamics import SnakeModel  # noqa: E402
+from snake_viz.compare import trace_points  # noqa: E402
 from snake_viz.web_viewer import WebAssetsError, WebServer, check_assets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,10 +115,14 @@ class Gait:
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
 
+    def angles(self) -> list[float]:
+        """The simulated joint angles now [rad]; the measured ones are OFFSET less."""
+        return [0.6 * math.sin(2 * math.pi * 0.5 * self.t - 0.9 * k) for k in range(len(JOINTS))]
+
     def tick(self) -> None:
         if self.moving.is_set():
             self.t += 0.02
-        q = [0.6 * math.sin(2 * math.pi * 0.5 * self.t - 0.9 * k) for k in range(len(JOINTS))]
+        q = self.angles()
         stamp = self.node.get_clock().now().to_msg()
         for pub, values in ((self.sim, q), (self.measured, [x - OFFSET for x in q])):
             msg = JointState(name=JOINTS, position=values)
@@ -400,16 +409,34 @@ def test_each_robot_draws_and_the_measured_one_is_a_ghost(page: Page, gait: Gait
     assert blue > red + 20, f"the ghost should be tinted blue, mean RGB {ghost.mean(axis=0)}"
 
 
-def test_error_readout_is_sim_minus_measured_in_degrees(page: Page, gait: Gait) -> None:
+def test_error_readout_is_measured_minus_simulated_in_degrees(page: Page, gait: Gait) -> None:
+    """The sign of compare_node and /compare/error: measured = sim - OFFSET reads -OFFSET."""
     settle(page, gait)
     errors = page.evaluate("window.snakeViewer.errorDeg")
     assert sorted(errors) == sorted(JOINTS)
     for name in JOINTS:
-        assert errors[name] == pytest.approx(math.degrees(OFFSET), abs=1e-9), name
+        assert errors[name] == pytest.approx(-math.degrees(OFFSET), abs=1e-9), name
     cells = page.evaluate(
         "[...document.querySelectorAll('#errors tr')].map(r => r.children[3].textContent)"
     )
-    assert cells == [f"{math.degrees(OFFSET):.2f}"] * len(JOINTS)
+    assert cells == [f"{-math.degrees(OFFSET):.2f}"] * len(JOINTS)
+    caption = page.evaluate(
+        "document.querySelector('#errors').closest('table').caption.textContent"
+    )
+    assert "measured − simulated" in caption
+
+
+def test_centres_of_mass_match_link_poses(page: Page, gait: Gait) -> None:
+    """Each robot's centre of mass, which the page computes from the URDF's link poses and
+    inertials, is trace_points' (snake_dynamics.link_poses, body frames at the CMs) at the
+    angles sent. Both compose ~10 double-precision transforms of ~0.1 m: 1e-12 m."""
+    settle(page, gait)
+    model = SnakeModel.from_yaml(robot_config("robot"))
+    q = np.array(gait.angles())
+    com = page.evaluate("window.snakeViewer.com")
+    for role, angles in (("sim", q), ("measured", q - OFFSET)):
+        np.testing.assert_allclose(com[role], trace_points(model, angles)[1], rtol=0, atol=1e-12)
+    assert np.linalg.norm(np.subtract(com["sim"], com["measured"])) > 1e-3  # told apart
 
 
 def test_no_console_errors(page: Page) -> None:

@@ -1,15 +1,19 @@
 // WebGL view of the snake: the prediction (/sim) solid, the robot (/measured) as a ghost,
-// both from the URDF served at /robot.urdf; per-joint error and traces of both heads.
+// both from the URDF served at /robot.urdf; per-joint error (measured - simulated, as in
+// compare_node and /compare/error) and traces of both heads and both centres of mass.
 // Joint states arrive over the WebSocket /ws as {topic, stamp, name, position} (radians).
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import URDFLoader from 'urdf-loader';
 
 const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states' };
-const TRACE_POINTS = 600; // per head, about 20 s at 30 Hz
-const TRACE_STEP = 5e-4; // [m] a head that moved less adds no point (a still scene stays still)
+const TRACE_POINTS = 600; // per trace, about 20 s at 30 Hz
+const TRACE_STEP = 5e-4; // [m] a point that moved less adds none (a still scene stays still)
 const GHOST = { color: 0x7fc8ff, opacity: 0.4 };
-const TRACE_COLOURS = { sim: 0xffa040, measured: 0x7fc8ff };
+const TRACE_COLOURS = {
+  sim: { head: 0xffa040, com: 0xffe680 },
+  measured: { head: 0x7fc8ff, com: 0xc8a0ff },
+};
 
 // What the page has done, for people and for the browser test.
 const viewer = {
@@ -17,7 +21,8 @@ const viewer = {
   messages: { sim: 0, measured: 0 },
   stamps: { sim: 0, measured: 0 }, // of the newest message [s]
   unknownJoints: 0,
-  errorDeg: {}, // joint name -> sim - measured [deg]
+  errorDeg: {}, // joint name -> measured - simulated [deg]
+  com: { sim: null, measured: null }, // centre of mass in the robot's base_link [x, y, z] [m]
   show(role, visible) { parts[role].forEach((o) => { o.visible = visible; }); },
 };
 window.snakeViewer = viewer;
@@ -58,8 +63,11 @@ function makeTrace(colour) {
   const geometry = new THREE.BufferGeometry();
   geometry.setAttribute('position', new THREE.BufferAttribute(new Float32Array(TRACE_POINTS * 3), 3));
   geometry.setDrawRange(0, 0);
-  const line = new THREE.Line(geometry, new THREE.LineBasicMaterial({ color: colour }));
+  // drawn over the bodies: a centre of mass lies inside them
+  const material = new THREE.LineBasicMaterial({ color: colour, depthTest: false });
+  const line = new THREE.Line(geometry, material);
   line.frustumCulled = false;
+  line.renderOrder = 1;
   scene.add(line);
   return { line, count: 0, last: null };
 }
@@ -89,6 +97,20 @@ function headOf(robot) {
   return () => link.localToWorld(tip.clone());
 }
 
+// The centre of mass: the links' masses at their <inertial> origins, in world coordinates.
+function comOf(robot) {
+  const links = Object.values(robot.links).filter((l) => l.inertial.mass > 0);
+  const total = links.reduce((sum, l) => sum + l.inertial.mass, 0);
+  return () => {
+    const com = new THREE.Vector3();
+    for (const link of links) {
+      const centre = link.localToWorld(new THREE.Vector3(...link.inertial.origin.xyz));
+      com.addScaledVector(centre, link.inertial.mass / total);
+    }
+    return com;
+  };
+}
+
 function makeGhost(robot) {
   const material = new THREE.MeshStandardMaterial({
     color: GHOST.color, transparent: true, opacity: GHOST.opacity, depthWrite: false,
@@ -110,9 +132,12 @@ async function loadRobots() {
     if (role === 'measured') makeGhost(robot);
     world.add(robot);
     robot.traverse((o) => { if (o.isMesh) viewer.meshes += 1; });
-    const trace = makeTrace(TRACE_COLOURS[role]);
-    robots[role] = { robot, head: headOf(robot), trace };
-    parts[role].push(robot, trace.line);
+    const traces = {
+      head: makeTrace(TRACE_COLOURS[role].head),
+      com: makeTrace(TRACE_COLOURS[role].com),
+    };
+    robots[role] = { robot, points: { head: headOf(robot), com: comOf(robot) }, traces };
+    parts[role].push(robot, traces.head.line, traces.com.line);
     viewer.robots += 1;
   }
   const joints = movingJoints(robots.sim.robot);
@@ -152,7 +177,7 @@ function updateTable() {
     cells[1].textContent = s === undefined ? '–' : deg(s).toFixed(1);
     cells[2].textContent = m === undefined ? '–' : deg(m).toFixed(1);
     if (s === undefined || m === undefined) continue;
-    const error = deg(s - m);
+    const error = deg(m - s);
     viewer.errorDeg[name] = error;
     cells[3].textContent = error.toFixed(2);
     const size = Math.abs(error);
@@ -194,7 +219,12 @@ function render() {
     dirty = false;
     world.updateMatrixWorld(true);
     for (const role of ['sim', 'measured']) {
-      if (latest[role]) addPoint(robots[role].trace, robots[role].head());
+      if (!latest[role]) continue;
+      const { robot, points, traces } = robots[role];
+      addPoint(traces.head, points.head());
+      const com = points.com();
+      addPoint(traces.com, com);
+      viewer.com[role] = robot.worldToLocal(com).toArray();
     }
     updateTable();
     status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured messages`;
