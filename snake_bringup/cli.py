@@ -26,6 +26,7 @@ from typing import IO
 import numpy as np
 import yaml
 
+from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
 from snake_dynamics.gaits import gait_parameters
@@ -58,6 +59,15 @@ def _gait_params(pairs: Sequence[str]) -> dict[str, float]:
         except ValueError:
             raise UsageError(f"--set {key}: expected a number, got {value!r}") from None
     return params
+
+
+def _auth_key(key_hex: str | None) -> str:
+    """``--key``'s value if it is 32 hex digits ("" without it); else a UsageError."""
+    try:
+        parse_key(key_hex or "")
+    except AuthKeyError as exc:
+        raise UsageError(f"--key: {exc}") from None
+    return key_hex or ""
 
 
 def _load_model(spec: str) -> SnakeModel:
@@ -307,8 +317,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 def cmd_hardware(args: argparse.Namespace) -> int:
     """Run the hardware graph (the one ``hardware.launch.py`` starts) without ros2 launch;
-    with ``--emulate``, against the real firmware in simavr."""
+    with ``--emulate``, against the real firmware in simavr (its authenticated build with
+    ``--key``)."""
     label = f"hardware-{Path(args.robot).stem}-{args.gait or 'default'}"
+    key = _auth_key(args.key)
     if not args.emulate:
         graph = hardware_graph(
             args.robot,
@@ -319,10 +331,11 @@ def cmd_hardware(args: argparse.Namespace) -> int:
             dynamics=args.dynamics,
             rviz=not args.no_rviz,
             use_sim_time=args.use_sim_time,
+            auth_key=key,
         )
         return run_graph(graph, label, args)
     bridge = None if args.transport == "serial" else args.transport
-    with Emulator(bridge=bridge) as emulator:
+    with Emulator(bridge=bridge, key_hex=key or None) as emulator:
         endpoint = emulator.endpoint
         print(f"emulated robot (the firmware ELF in simavr) on {endpoint}")
         graph = hardware_graph(
@@ -334,6 +347,7 @@ def cmd_hardware(args: argparse.Namespace) -> int:
             dynamics=args.dynamics,
             rviz=not args.no_rviz,
             use_sim_time=args.use_sim_time,
+            auth_key=key,
         )
         return run_graph(graph, label, args)
 
@@ -344,7 +358,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         bridge=args.bridge,
         bridge_port=args.bridge_port,
         seconds=args.seconds,
-        key_hex=args.key,
+        key_hex=_auth_key(args.key) or None,
         vcd=args.vcd,
     )
     stop: list[int] = []
@@ -355,13 +369,14 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         endpoint = emulator.start()
         print(f"emulated robot (ATmega2560 firmware in simavr) on {endpoint}", flush=True)
         link = f"transport:={endpoint.transport} port:={endpoint.port}"
+        option = f"--transport {endpoint.transport} --port {endpoint.port}"
         if endpoint.transport != "serial":
             link += f" host:={endpoint.host}"
+        if args.key:
+            link += f" auth_key:={args.key}"
+            option += f" --key {args.key}"
         print(f"connect: ros2 launch mfm_snake hardware.launch.py {link}")
-        print(
-            f"     or: snake hardware --transport {endpoint.transport} --port {endpoint.port}",
-            flush=True,
-        )
+        print(f"     or: snake hardware {option}", flush=True)
         while not stop and emulator.running():
             time.sleep(0.1)
     finally:
@@ -543,6 +558,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
     p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
     p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
+    p.add_argument(
+        "--key",
+        metavar="HEX32",
+        help="authenticated mode with this key (with --emulate: the firmware built with it)",
+    )
     p.add_argument("--dynamics", action="store_true", help="run the MFM prediction beside it")
     p.add_argument(
         "--emulate",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
@@ -96,6 +97,11 @@ HARDWARE_ARGUMENTS = (
     LaunchArgument("transport", "serial", "link to the robot", TRANSPORTS),
     LaunchArgument("port", "/dev/ttyACM0", "serial device, or the Wi-Fi bridge's port number"),
     LaunchArgument("host", "127.0.0.1", "the Wi-Fi bridge's address (udp, tcp)"),
+    LaunchArgument(
+        "auth_key",
+        "",
+        "32 hex digits: authenticated mode (the firmware's AUTH_KEY); empty: the driver's config",
+    ),
     LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
     LaunchArgument(
         "dynamics", "false", "run the MFM prediction beside the robot", ("true", "false")
@@ -222,6 +228,7 @@ def hardware_graph(
     dynamics: bool = False,
     rviz: bool = True,
     use_sim_time: bool = False,
+    auth_key: str = "",
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
@@ -237,17 +244,26 @@ def hardware_graph(
             its robot description, and compare_node.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
+        auth_key: 32 hex digits for authenticated mode (the firmware's key); empty: the
+            driver's ``auth_key`` from config/driver_node.yaml.
 
     Raises:
+        GraphError: unknown transport, or an auth_key that is not 32 hex digits.
         ModelError: the robot config cannot be loaded.
         GaitError: unknown gait.
     """
     if transport not in TRANSPORTS:
         raise GraphError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    try:
+        parse_key(auth_key)
+    except AuthKeyError as exc:
+        raise GraphError(f"auth_key: {exc}") from None
     config, urdf = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
     link = {"transport": transport, "port": port, "host": host}
+    if auth_key.strip():
+        link["auth_key"] = auth_key.strip()
     nodes = [
         _gait_node(robot_params, gait, ""),
         NodeSpec(

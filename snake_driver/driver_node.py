@@ -3,12 +3,17 @@
 A thin adapter over :class:`snake_driver.link.DriverLink`: it declares the parameters,
 converts messages, runs timers (poll, commands, pings, diagnostics) and offers the
 ``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it.
+
+``~/estop`` latches the e-stop in the link (no targets, and no ENABLE on a reconnect, until
+``~/enable`` true) and answers success only once telemetry shows the firmware's e-stop flag,
+waiting at most ``ESTOP_CONFIRM_S`` while it keeps polling the link.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import time
 from collections import deque
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -27,8 +32,8 @@ from snake_dynamics.nodes.common import (
 )
 
 from .calibration import CalibrationError, load_servo_map
-from .link import DriverLink, LinkEvent, Measurement
-from .protocol import Flag
+from .link import ESTOP_CONFIRM_S, DriverLink, LinkEvent, Measurement
+from .protocol import AuthKeyError, Flag, parse_key
 from .transport import TRANSPORTS, make_transport
 
 
@@ -51,20 +56,31 @@ class DriverNode(Node):
             self, "auth_key", "", "32 hex digits: authenticated mode; empty: off"
         )
         enable = declare_bool(self, "enable_on_connect", True, "enable the servos on connecting")
+        link_timeout = declare_float(
+            self,
+            "link_timeout",
+            1.0,
+            0.1,
+            60.0,
+            "no valid telemetry or pong for this long: the link is lost, reconnect [s]",
+        )
         self.interpolate = declare_bool(
             self, "interpolate", True, "let the firmware interpolate over one command period"
         )
 
         model, self.servos = load_servo_map(robot_config(config))
         try:
-            key = bytes.fromhex(key_hex) if key_hex else None
-        except ValueError:
-            raise CalibrationError("auth_key must be 32 hex digits (128 bits)") from None
-        if key is not None and len(key) != 16:
-            raise CalibrationError("auth_key must be 32 hex digits (128 bits)")
+            key = parse_key(key_hex)
+        except AuthKeyError as exc:
+            raise AuthKeyError(f"parameter auth_key: {exc}") from None
         transport = make_transport(kind, port, host, baud)
         self.link = DriverLink(
-            transport, self.servos, now=self._now, key=key, enable_on_connect=bool(enable)
+            transport,
+            self.servos,
+            now=self._now,
+            key=key,
+            enable_on_connect=bool(enable),
+            link_timeout=link_timeout,
         )
         self.command_period_ms = int(1000.0 / command_rate)
         self.targets: dict[str, float] | None = None
@@ -100,6 +116,10 @@ class DriverNode(Node):
         for event in events:
             if event.kind == "connected":
                 self.get_logger().info(event.message)
+            elif event.kind == "mcu_reset":
+                self.get_logger().warning(event.message)
+            elif event.kind == "send_failed":
+                self.get_logger().error(event.message, throttle_duration_sec=2.0)
             else:
                 self.get_logger().warning(event.message, throttle_duration_sec=2.0)
 
@@ -136,8 +156,9 @@ class DriverNode(Node):
                 f"clamped to joint limits: {clamped}", throttle_duration_sec=2.0
             )
 
-    def on_poll(self) -> None:
-        measurements, events = self.link.poll(0.0)
+    def on_poll(self, timeout: float = 0.0) -> None:
+        """Read the link (waiting at most ``timeout`` [s]) and publish what it measured."""
+        measurements, events = self.link.poll(timeout)
         self.log_events(events)
         for m in measurements:
             self.last_measurement = m
@@ -152,10 +173,27 @@ class DriverNode(Node):
 
     # ------------------------------------------------------------------ services
     def on_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Latch the e-stop; success once telemetry shows it (polling for ESTOP_CONFIRM_S)."""
         events = self.link.estop()
         self.log_events(events)
-        response.success = self.link.connected and not events
-        response.message = "e-stop sent" if response.success else "not connected: e-stop not sent"
+        deadline = time.monotonic() + ESTOP_CONFIRM_S
+        while self.link.connected and not self.link.estop_confirmed and time.monotonic() < deadline:
+            self.on_poll(0.01)
+        response.success = self.link.estop_confirmed
+        latched = "latched in the driver: no targets, no enable until ~/enable true"
+        failed = [e.message for e in events if e.kind == "send_failed"]
+        if response.success:
+            response.message = f"e-stop confirmed by the firmware's telemetry; {latched}"
+        elif failed:
+            response.message = f"e-stop not sent: {failed[0]}; {latched}"
+        elif not self.link.connected:
+            response.message = f"not connected: e-stop not confirmed, sent on reconnect; {latched}"
+        else:
+            response.message = (
+                f"e-stop sent but not confirmed by telemetry within {ESTOP_CONFIRM_S:g} s "
+                f"(sent again on every reconnect); {latched}"
+            )
+        self.get_logger().warning(f"~/estop: {response.message}")
         return response
 
     def on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
@@ -163,7 +201,9 @@ class DriverNode(Node):
         self.log_events(events)
         response.success = self.link.connected and not events
         word = "enable" if request.data else "disable"
-        response.message = f"{word} sent" if response.success else f"not connected: {word} not sent"
+        response.message = (
+            f"{word} sent" if response.success else f"not connected: {word} applies on reconnect"
+        )
         return response
 
     # ------------------------------------------------------------------ diagnostics
@@ -193,7 +233,11 @@ class DriverNode(Node):
             "bad_payload": dec.bad_payload,
             "sequence_gaps": dec.seq_gaps,
             "discarded_bytes": dec.discarded_bytes,
+            "last_frame_age_s": self.link.silence_s if self.link.connected else None,
             "reconnects": max(0, stats.connects - 1),
+            "link_timeouts": stats.timeouts,
+            "mcu_resets": stats.mcu_resets,
+            "estop_latched": self.link.estopped,
             "commands_rejected": self.rejected,
             "commands_clamped": self.clamped,
             "error_reports": stats.error_reports,
@@ -213,7 +257,11 @@ class DriverNode(Node):
             for k, v in values.items()
         ]
         if not self.link.connected:
-            status.level, status.message = DiagnosticStatus.ERROR, "not connected"
+            reason = self.link.lost_reason or "connecting"
+            status.level, status.message = DiagnosticStatus.ERROR, f"not connected: {reason}"
+        elif self.link.estopped:
+            status.level = DiagnosticStatus.WARN
+            status.message = "e-stop latched by the driver: ~/enable true to re-arm"
         elif m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
             status.level, status.message = DiagnosticStatus.WARN, "e-stop or watchdog tripped"
         else:
@@ -226,4 +274,4 @@ class DriverNode(Node):
 
 def main() -> None:
     """Entry point of the ``driver_node`` executable."""
-    sys.exit(run(DriverNode, "driver_node", errors=(CalibrationError,)))
+    sys.exit(run(DriverNode, "driver_node", errors=(CalibrationError, AuthKeyError)))

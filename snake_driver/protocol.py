@@ -12,6 +12,7 @@ streaming ``Decoder`` never raises on received bytes, it counts what it discards
 from __future__ import annotations
 
 import enum
+import string
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -98,6 +99,26 @@ class WatchdogAction(enum.IntEnum):
 
     HOLD = 0
     LIMP = 1
+
+
+def parse_key(text: str) -> bytes | None:
+    """The shared key of authenticated mode from its 32 hex digits; None for "" (plain mode).
+
+    Raises:
+        AuthKeyError: anything but 32 hex digits (the message does not repeat the key).
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if len(text) != 2 * KEY_LEN:
+        raise AuthKeyError(
+            f"the key must be {2 * KEY_LEN} hex digits (128 bits), got {len(text)} characters"
+        )
+    if any(c not in string.hexdigits for c in text):
+        raise AuthKeyError(
+            f"the key must be {2 * KEY_LEN} hex digits (128 bits), got other characters"
+        )
+    return bytes.fromhex(text)
 
 
 def _check(name: str, value: int, bounds: tuple[int, int]) -> int:

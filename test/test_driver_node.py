@@ -1,8 +1,10 @@
 """driver_node (a real process, real rclpy) against the firmware core's POSIX build on a pty:
-commands in, time-stamped measurements out, diagnostics, e-stop, bad commands rejected."""
+commands in, time-stamped measurements out, diagnostics, a confirmed and latched e-stop, bad
+commands rejected, and authenticated mode set up from the hardware graph's arguments."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -14,14 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from snake_bringup import cli
+from snake_bringup.graph import GraphError, hardware_graph
+
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
 JOINTS = [f"joint_{k}" for k in range(1, 9)]
+KEY_HEX = "00112233445566778899aabbccddeeff"
 
 
 def ros_env(domain: int) -> dict[str, str]:
@@ -45,43 +51,54 @@ def domain() -> Iterator[int]:
 
 
 @pytest.fixture(scope="module")
-def firmware_pty() -> Iterator[str]:
+def firmware_build() -> Path:
     subprocess.run(
         ["make", "-C", str(ROOT / "firmware"), "posix"],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    proc = subprocess.Popen([str(FIRMWARE), "--seconds", "120"], stdout=subprocess.PIPE, text=True)
+    return FIRMWARE
+
+
+def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """The firmware's host build (``args``: e.g. ``--key HEX32``) and the pty it serves."""
+    proc = subprocess.Popen(
+        [str(binary), "--seconds", "120", *args], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     assert line.startswith("PTY ")
-    yield line.split(" ", 1)[1]
+    return proc, line.split(" ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def firmware_pty(firmware_build: Path) -> Iterator[str]:
+    proc, pty = start_firmware(firmware_build)
+    yield pty
     proc.kill()
     proc.wait(timeout=5)
 
 
-@pytest.fixture(scope="module")
-def driver(domain: int, firmware_pty: str) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(
+def start_driver(domain: int, ros_args: list[str]) -> subprocess.Popen[str]:
+    """driver_node from this checkout, with these ``--ros-args``."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-c",
             "from snake_driver.driver_node import main; main()",
             "--ros-args",
-            "-p",
-            "transport:=serial",
-            "-p",
-            f"port:={firmware_pty}",
-            "-p",
-            "robot_config:=robot",
+            *ros_args,
         ],
         env=ros_env(domain),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    yield proc
+
+
+def stop_driver(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C, then its output (which must hold no traceback)."""
     proc.send_signal(2)
     try:
         out, _ = proc.communicate(timeout=10)
@@ -89,6 +106,15 @@ def driver(domain: int, firmware_pty: str) -> Iterator[subprocess.Popen[str]]:
         proc.kill()
         out, _ = proc.communicate()
     assert "Traceback" not in out, out
+    return out
+
+
+@pytest.fixture(scope="module")
+def driver(domain: int, firmware_pty: str) -> Iterator[subprocess.Popen[str]]:
+    args = ["-p", "transport:=serial", "-p", f"port:={firmware_pty}", "-p", "robot_config:=robot"]
+    proc = start_driver(domain, args)
+    yield proc
+    stop_driver(proc)
 
 
 def spin_until(node, condition: Callable[[], bool], timeout: float) -> bool:  # type: ignore[no-untyped-def]
@@ -171,20 +197,85 @@ def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
     node.destroy_node()
 
 
-def test_estop_service_stops_the_pulses(driver) -> None:
+def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
+    """~/estop answers success once the firmware's telemetry shows the e-stop; from then on
+    the driver sends no targets (the firmware refuses none as NOT_ARMED) until ~/enable."""
     node = rclpy.create_node("driver_estop")
+    measured: list[JointState] = []
     diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
     node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    client = node.create_client(Trigger, "/driver_node/estop")
-    assert client.wait_for_service(timeout_sec=10.0)
-    future = client.call_async(Trigger.Request())
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    estop = node.create_client(Trigger, "/driver_node/estop")
+    enable = node.create_client(SetBool, "/driver_node/enable")
+    assert estop.wait_for_service(timeout_sec=10.0) and enable.wait_for_service(timeout_sec=10.0)
+
+    def values() -> dict[str, str]:
+        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+
+    def following(angle: float) -> Callable[[], bool]:
+        def check() -> bool:
+            pub.publish(command([angle] * 8))
+            return bool(measured) and all(abs(a - angle) < 1e-3 for a in measured[-1].position)
+
+        return check
+
+    assert spin_until(node, following(0.15), 20.0)
+    future = estop.call_async(Trigger.Request())
+    assert spin_until(node, future.done, 5.0)
+    assert future.result().success and "confirmed" in future.result().message
+
+    def latched() -> bool:
+        pub.publish(command([-0.15] * 8))
+        return values().get("estop") == "True" and values().get("estop_latched") == "True"
+
+    assert spin_until(node, latched, 5.0)
+    refused, reports = int(values()["error_reports"]), len(diagnostics)
+    # two more diagnostics (about 2 s) of commands the firmware would refuse if they came
+    assert spin_until(node, lambda: latched() and len(diagnostics) >= reports + 2, 5.0)
+    assert int(values()["error_reports"]) == refused
+    assert all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)  # held, not moved
+
+    future = enable.call_async(SetBool.Request(data=True))
     assert spin_until(node, future.done, 5.0) and future.result().success
-
-    def estopped() -> bool:
-        if not diagnostics:
-            return False
-        values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
-        return values.get("estop") == "True"
-
-    assert spin_until(node, estopped, 5.0)
+    assert spin_until(node, following(-0.15), 5.0)
+    assert spin_until(node, lambda: values().get("estop_latched") == "False", 5.0)
+    assert values()["estop"] == "False"
     node.destroy_node()
+
+
+def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
+    """The driver as the launch file and ``snake hardware`` start it with auth_key talks to
+    the firmware built with that key (a plain driver would verify none of its telemetry)."""
+    firmware, pty = start_firmware(firmware_build, "--key", KEY_HEX)
+    graph = hardware_graph("robot", "serial", pty, auth_key=KEY_HEX, rviz=False)
+    spec = next(s for s in graph if s.executable == "driver_node")
+    # beside the module's driver: its own name and measured topic
+    spec = dataclasses.replace(
+        spec, name="driver_auth", remappings=(("/measured/joint_states", "/auth/joint_states"),)
+    )
+    cmd, files = cli.ros_command(spec, Path(sys.executable), tmp_path)
+    for path, text in files.items():
+        path.write_text(text)
+    proc = start_driver(domain, cmd[cmd.index("--ros-args") + 1 :])
+    node = rclpy.create_node("driver_auth_test")
+    measured: list[JointState] = []
+    node.create_subscription(JointState, "/auth/joint_states", measured.append, 50)
+    try:
+        assert spin_until(node, lambda: len(measured) > 5, 20.0), "no authenticated telemetry"
+    finally:
+        node.destroy_node()
+        out = stop_driver(proc)
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert "(authenticated)" in out
+
+
+def test_a_bad_auth_key_is_one_line_from_the_graph_and_the_cli(capsys) -> None:
+    with pytest.raises(GraphError, match="auth_key: the key must be 32 hex digits"):
+        hardware_graph(auth_key="0123")
+    assert cli.main(["hardware", "--key", KEY_HEX[:-1] + "z", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "snake: error: --key: the key must be 32 hex digits (128 bits), got other characters"
+    ]

@@ -26,8 +26,8 @@ from fault_proxy import TcpFaultProxy, UdpLossProxy, expected_seq_gaps, intact_f
 from snake_bringup.emulator import Emulator
 from snake_bringup.paths import robot_config
 from snake_driver.calibration import ServoMap, load_servo_map
-from snake_driver.link import DriverLink, LinkEvent, Measurement
-from snake_driver.protocol import Flag
+from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkEvent, Measurement
+from snake_driver.protocol import Flag, MsgType
 from snake_driver.transport import SerialTransport, make_transport
 
 pytestmark = pytest.mark.skipif(
@@ -36,7 +36,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 REACHED_RAD = 1e-3
-COMMAND_PERIOD_S = 0.05  # the driver node's default target rate is 20 Hz
+#: Targets and pings every 50 ms here (driver_node sends targets at 50 Hz and pings at 5 Hz:
+#: config/driver_node.yaml).
+COMMAND_PERIOD_S = 0.05
 TELEMETRY_HZ = 50.0  # config/robot.yaml: telemetry_period_ms 20
 EMULATOR_S = 30  # bound on every emulator's life [emulated s]
 KEY_HEX = "5a0e3c1f77d2a9b46e8801c3f0b2d4e6"
@@ -58,7 +60,8 @@ def at(m: Measurement | None, target: dict[str, float]) -> bool:
 
 
 class Driver:
-    """What driver_node does with a DriverLink: targets and pings at 20 Hz, poll between."""
+    """What driver_node does with a DriverLink (targets and pings every COMMAND_PERIOD_S,
+    poll between)."""
 
     def __init__(self, link: DriverLink) -> None:
         self.link = link
@@ -276,8 +279,11 @@ def test_authenticated_mode_rejects_a_wrong_key_and_a_replayed_frame() -> None:
         sent = len(hub.sent_to_mcu)
         good.link.estop()
         assert good.run(None, 1.0, lambda d: d.last is not None and bool(d.last.flags & Flag.ESTOP))
-        assert len(hub.sent_to_mcu) == sent + 1
-        estop_frame = hub.sent_to_mcu[sent]
+        # ESTOP, repeated only until the telemetry confirmed it
+        estops = hub.sent_to_mcu[sent:]
+        assert 1 <= len(estops) <= ESTOP_CONFIRM_S / ESTOP_REPEAT_S
+        assert all(d[2] & 0x7F == MsgType.ESTOP for d in estops)
+        estop_frame = estops[0]
         attacker.sendto(estop_frame, ("127.0.0.1", hub.port))
         good.run(None, 0.2)
         good.link.enable(True)

@@ -1,12 +1,25 @@
 """DriverLink against the real firmware core (the POSIX host build over a pty): configure,
-command, telemetry in joint terms, clock mapping, e-stop, authentication, reconnect."""
+command, telemetry in joint terms, clock mapping, e-stop, authentication, reconnect, and
+behind a TCP bridge whose connection and MCU fail independently: a latched e-stop across a
+dropped connection, an MCU that restarts or falls silent while the connection stays up.
+
+References: the firmware binary's own telemetry (flags, pulses, counters), and the host's
+monotonic clock for the stamps (a report is stamped before it arrives, by at most the
+latency of a pty on this machine)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import queue
+import select
 import shutil
+import socket
 import subprocess
+import threading
 import time
+import tty
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,13 +27,15 @@ from pathlib import Path
 import pytest
 
 from snake_driver.calibration import load_servo_map
-from snake_driver.link import DriverLink, Measurement
-from snake_driver.protocol import Flag
-from snake_driver.transport import SerialTransport
+from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkEvent, Measurement
+from snake_driver.protocol import Decoder, Direction, Estop, Flag
+from snake_driver.transport import SerialTransport, TcpTransport
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
+PING_PERIOD_S = 0.2  # the driver node's default ping rate is 5 Hz
+STAMP_TOLERANCE_S = 0.05  # a report's arrival after its mapped stamp: pty latency + mapping
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +69,43 @@ def firmware(firmware_binary: Path) -> Iterator[tuple[subprocess.Popen[str], str
     proc.wait(timeout=5)
 
 
-def run_for(link: DriverLink, seconds: float) -> list[Measurement]:
+def run_for(
+    link: DriverLink,
+    seconds: float,
+    arrivals: list[float] | None = None,
+    events: list[LinkEvent] | None = None,
+) -> list[Measurement]:
+    """Poll for ``seconds`` [s], pinging like the driver node; collect the measurements (and
+    their arrival times on time.monotonic, and the link's events, when asked)."""
     out: list[Measurement] = []
     deadline = time.monotonic() + seconds
+    next_ping = time.monotonic()
     while time.monotonic() < deadline:
-        measurements, _ = link.poll(0.01)
+        if time.monotonic() >= next_ping:
+            next_ping += PING_PERIOD_S
+            link.ping()
+        measurements, new_events = link.poll(0.01)
+        arrived = time.monotonic()
         out += measurements
+        if arrivals is not None:
+            arrivals += [arrived] * len(measurements)
+        if events is not None:
+            events += new_events
     return out
+
+
+def assert_stamped_on_the_host_clock(
+    measurements: list[Measurement], arrivals: list[float], since: float
+) -> None:
+    """Every stamped report was made after ``since`` [s] and before it arrived, and most are
+    stamped (the clock mapping of the session came with its first pong)."""
+    stamped = [
+        (m.stamp, t) for m, t in zip(measurements, arrivals, strict=True) if m.stamp is not None
+    ]
+    assert len(stamped) > 0.8 * len(measurements) > 5
+    for stamp, arrived in stamped:
+        assert since - STAMP_TOLERANCE_S < stamp < arrived + 0.005
+        assert arrived - stamp < STAMP_TOLERANCE_S
 
 
 def test_commands_reach_the_servos_and_telemetry_comes_back(firmware) -> None:
@@ -121,7 +166,7 @@ def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
     link = DriverLink(
         SerialTransport(pty), servos, now=time.monotonic, min_backoff=0.05, max_backoff=0.2
     )
-    assert run_for(link, 0.2)
+    assert run_for(link, 1.0)  # a first session of 1 s: its clock mapping is 1 s off later
     proc.kill()
     proc.wait(timeout=5)
     events = []
@@ -130,14 +175,20 @@ def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
         events += link.poll(0.01)[1]
     assert any(e.kind == "lost" for e in events) and not link.connected
     # a new firmware process on a new pty: point the transport at it, the link reconnects
+    started = time.monotonic()
     proc2, pty2 = start_firmware(firmware_binary)
     try:
         link.transport = SerialTransport(pty2)
-        assert run_for(link, 1.0), "telemetry after reconnecting"
+        arrivals: list[float] = []
+        measurements = run_for(link, 1.0, arrivals)
+        assert measurements, "telemetry after reconnecting"
         assert link.stats.connects == 2 and link.stats.disconnects == 1
     finally:
         proc2.kill()
         proc2.wait(timeout=5)
+    # the new MCU's clock started again: its stamps come from a new mapping, not the old
+    # session's (which would put them about a session's length in the past)
+    assert_stamped_on_the_host_clock(measurements, arrivals, since=started)
 
 
 def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None:
@@ -162,3 +213,261 @@ def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None
             break
     assert seen_wrong, "the wrong calibration never took effect"
     assert last is not None and last.pulses_us["joint_4"] == expected
+
+
+def test_replay_counter_exhausted_is_reported_and_the_link_keeps_serving(firmware_binary) -> None:
+    """Encoding fails once the replay counter would wrap: an event saying what to do, never
+    an exception, and the telemetry (which needs no sending) still comes in."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
+    try:
+        link = DriverLink(
+            SerialTransport(pty), servos, now=time.monotonic, key=bytes.fromhex(KEY_HEX)
+        )
+        link.encoder.counter = 0xFFFF_FFFF - 2  # three frames left: the configuration fails
+        events: list[LinkEvent] = []
+        measurements = run_for(link, 0.3, events=events)
+        events += link.send_targets(dict.fromkeys(servos.joint_names, 0.0))[1]
+        events += link.estop() + link.enable(True)
+        measurements += run_for(link, 0.2, events=events)
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+    failed = [e for e in events if e.kind == "send_failed"]
+    assert failed and all("replay counter exhausted" in e.message for e in failed)
+    assert "auth_key" in failed[0].message
+    assert link.connected and link.stats.frames_sent == 3
+    assert measurements and not measurements[-1].flags & Flag.ENABLED  # never armed
+
+
+class PtyBridge:
+    """A TCP server in front of a firmware's pty, like the robot's Wi-Fi-to-serial bridge:
+    the TCP connection and the MCU behind it fail independently. ``attach`` puts another
+    firmware (or none) behind the bridge without touching the connection; ``drop`` closes
+    the connection and leaves the firmware running."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        self.received = bytearray()  # everything the client sent
+        self._requests: queue.Queue[tuple[str | None, threading.Event]] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def attach(self, pty: str | None) -> None:
+        """Forward to ``pty`` from now on (None: to nothing, as if the MCU were off)."""
+        self._request(pty)
+
+    def drop(self) -> None:
+        """Close the client's connection (the firmware behind stays as it is)."""
+        self._request("drop")
+
+    def _request(self, what: str | None) -> None:
+        done = threading.Event()
+        self._requests.put((what, done))
+        assert done.wait(5.0), "bridge thread stuck"
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self.server.close()
+
+    def _run(self) -> None:
+        client: socket.socket | None = None
+        fd: int | None = None
+        while not self._stop.is_set():
+            while not self._requests.empty():
+                what, done = self._requests.get()
+                if what == "drop":
+                    if client is not None:
+                        client.close()
+                    client = None
+                else:
+                    if fd is not None:
+                        os.close(fd)
+                    fd = None
+                    if what is not None:
+                        fd = os.open(what, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+                        tty.setraw(fd)
+                done.set()
+            watched: list[socket.socket | int] = [self.server]
+            watched += [client] if client is not None else []
+            watched += [fd] if fd is not None else []
+            ready, _, _ = select.select(watched, [], [], 0.01)
+            if client is not None and client in ready:
+                try:
+                    data = client.recv(4096)
+                except ConnectionResetError:
+                    data = b""
+                self.received += data
+                if not data:
+                    client.close()
+                    client = None
+                elif fd is not None:
+                    os.write(fd, data)
+            if self.server in ready:
+                if client is not None:
+                    client.close()
+                client, _ = self.server.accept()
+            if fd is not None and fd in ready:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:  # EIO: the firmware is gone
+                    data = b""
+                if not data:
+                    os.close(fd)
+                    fd = None
+                elif client is not None:
+                    with contextlib.suppress(OSError):  # client gone: the next select says so
+                        client.sendall(data)
+        for sock in (client, self.server):
+            if sock is not None:
+                sock.close()
+        if fd is not None:
+            os.close(fd)
+
+
+@pytest.fixture
+def bridge() -> Iterator[PtyBridge]:
+    b = PtyBridge()
+    yield b
+    b.close()
+
+
+def test_estop_stays_latched_across_a_dropped_connection(firmware, bridge) -> None:
+    """A Wi-Fi drop after an e-stop: the MCU stays e-stopped (no ENABLE on reconnect) and
+    the link sends no targets until enable(True)."""
+    _, pty = firmware
+    bridge.attach(pty)
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    link = DriverLink(TcpTransport("127.0.0.1", bridge.port), servos, now=time.monotonic)
+    target = dict.fromkeys(servos.joint_names, 0.2)
+    assert run_for(link, 0.3)[-1].flags & Flag.ENABLED
+    link.estop()
+    last = run_for(link, ESTOP_CONFIRM_S)[-1]
+    assert link.estop_confirmed and last.flags & Flag.ESTOP
+    bridge.drop()
+    events: list[LinkEvent] = []
+    run_for(link, 1.0, events=events)
+    assert [e.kind for e in events][:2] == ["lost", "connected"] and link.connected
+    sent = link.stats.frames_sent
+    assert link.send_targets(target) == ([], [])
+    assert link.stats.frames_sent == sent
+    last = run_for(link, 0.3)[-1]
+    assert last.flags & Flag.ESTOP and not last.flags & Flag.ENABLED
+    assert all(p == 0 for p in last.pulses_us.values())
+    assert link.stats.error_reports == 0  # no target refused as NOT_ARMED: none was sent
+    link.enable(True)
+    link.send_targets(target)
+    last = run_for(link, 0.3)[-1]
+    assert last.flags & Flag.ENABLED and not last.flags & Flag.ESTOP
+    assert last.pulses_us["joint_1"] == servos.by_joint()["joint_1"].pulse_us(0.2)
+
+
+def test_an_unconfirmed_estop_is_repeated_for_a_bounded_time(firmware_binary, bridge) -> None:
+    """An MCU that never answers (nothing behind the bridge): ESTOP goes out every
+    ESTOP_REPEAT_S for ESTOP_CONFIRM_S, then stops; it is never taken as confirmed."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    link = DriverLink(
+        TcpTransport("127.0.0.1", bridge.port), servos, now=time.monotonic, link_timeout=5.0
+    )
+    link.poll(0.0)  # connect: configuration, ENABLE and a ping into the void
+    assert link.connected
+    link.estop()
+    run_for(link, 2 * ESTOP_CONFIRM_S)  # the bridge has read it all well before the end
+    received = Decoder(None, Direction.TO_MCU).feed_messages(bridge.received)
+    estops = sum(isinstance(msg, Estop) for _, msg in received)
+    assert 2 <= estops <= round(ESTOP_CONFIRM_S / ESTOP_REPEAT_S)
+    assert not link.estop_confirmed and link.estopped
+
+
+@pytest.mark.parametrize("key_hex", [None, KEY_HEX], ids=["plain", "authenticated"])
+def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
+    firmware_binary, bridge, key_hex: str | None
+) -> None:
+    """The MCU resets while the TCP connection stays up. Plain: its clock jumps back, so the
+    link starts a new session at once. Authenticated: its restarted replay counter makes
+    every frame a replay of the old session's, so no valid frame arrives, the link times out
+    and reconnects. Either way the new MCU is configured and armed again, and its reports
+    are stamped on the host's clock."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    args = ("--key", key_hex) if key_hex else ()
+    key = bytes.fromhex(key_hex) if key_hex else None
+    first, pty = start_firmware(firmware_binary, *args)
+    second = None
+    try:
+        bridge.attach(pty)
+        link = DriverLink(
+            TcpTransport("127.0.0.1", bridge.port),
+            servos,
+            now=time.monotonic,
+            key=key,
+            link_timeout=0.5,
+        )
+        target = dict.fromkeys(servos.joint_names, -0.3)
+        link.send_targets(target)
+        assert run_for(link, 2.0)[-1].flags & Flag.ENABLED  # ~150 frames from this MCU
+        first.kill()
+        first.wait(timeout=5)
+        started = time.monotonic()
+        second, pty2 = start_firmware(firmware_binary, *args)  # boots disabled
+        bridge.attach(pty2)
+        events: list[LinkEvent] = []
+        arrivals: list[float] = []
+        measurements = []
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline:
+            link.send_targets(target)
+            measurements += run_for(link, 0.02, arrivals, events)
+        # every report of the new MCU (the old one's last ones arrived at once)
+        new = next(i for i, t in enumerate(arrivals) if t > started + 0.2)
+        assert_stamped_on_the_host_clock(measurements[new:], arrivals[new:], started)
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.wait(timeout=5)
+    last = measurements[-1]
+    assert last.flags & Flag.ENABLED
+    assert last.pulses_us["joint_1"] == servos.by_joint()["joint_1"].pulse_us(-0.3)
+    kinds = [e.kind for e in events]
+    if key is None:
+        assert kinds == ["mcu_reset"] and link.stats.mcu_resets == 1
+        assert link.stats.connects == 1 and link.stats.timeouts == 0
+    else:
+        assert kinds == ["lost", "connected"] and link.stats.timeouts == 1
+        assert "no valid frame from the MCU" in events[0].message
+        assert link.stats.connects == 2 and link.stats.mcu_resets == 0
+        assert link.decoder.stats.replayed > 0
+
+
+def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
+    firmware_binary, bridge
+) -> None:
+    """The MCU goes off while the bridge stays up: the link is lost after link_timeout, its
+    reason kept for diagnostics, and it comes back when an MCU answers again."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    first, pty = start_firmware(firmware_binary)
+    second = None
+    try:
+        bridge.attach(pty)
+        link = DriverLink(
+            TcpTransport("127.0.0.1", bridge.port), servos, now=time.monotonic, link_timeout=0.3
+        )
+        assert run_for(link, 0.5)
+        first.kill()
+        first.wait(timeout=5)
+        events: list[LinkEvent] = []
+        run_for(link, 1.0, events=events)
+        assert events[0].kind == "lost" and link.stats.timeouts >= 1
+        assert "no valid frame from the MCU" in link.lost_reason
+        second, pty2 = start_firmware(firmware_binary)
+        bridge.attach(pty2)
+        measurements = run_for(link, 2.0)
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.wait(timeout=5)
+    assert link.connected and measurements[-1].flags & Flag.ENABLED

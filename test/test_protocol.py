@@ -215,6 +215,21 @@ def test_bad_keys_raise() -> None:
         p.Decoder(key=bytes(17))
 
 
+def test_keys_from_hex() -> None:
+    assert p.parse_key("") is None and p.parse_key("  ") is None
+    assert p.parse_key(" 000102030405060708090A0B0C0D0E0F\n") == KEY
+    secret = "000102030405060708090a0b0c0d0e0"
+    for bad, why in (
+        (secret, "got 31 characters"),
+        (secret + "ff", "got 33 characters"),
+        (secret + "g", "got other characters"),
+        ("00 01 02 03 04 05 06 07 08 09 0a", "got other characters"),  # 32 with spaces
+    ):
+        with pytest.raises(p.AuthKeyError, match=f"must be 32 hex digits .*{why}") as info:
+            p.parse_key(bad)
+        assert secret not in str(info.value)  # an error message does not leak the key
+
+
 def test_undecodable_payloads_are_counted_not_raised() -> None:
     encoder = p.Encoder(direction=p.Direction.TO_HOST)
     decoder = p.Decoder()
