@@ -27,6 +27,7 @@ from snake_dynamics.nodes.common import (
     declare_bool,
     declare_float,
     declare_int,
+    declare_robot_config,
     declare_string,
     run,
 )
@@ -42,7 +43,7 @@ class DriverNode(Node):
 
     def __init__(self) -> None:
         super().__init__("driver_node")
-        config = declare_string(self, "robot_config", "robot", "robot YAML file or config name")
+        config = declare_robot_config(self)
         kind = declare_string(self, "transport", "serial", "link to the robot", choices=TRANSPORTS)
         port = declare_string(self, "port", "/dev/ttyACM0", "serial device, or the bridge's port")
         host = declare_string(self, "host", "127.0.0.1", "Wi-Fi bridge address (udp, tcp)")

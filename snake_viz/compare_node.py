@@ -49,6 +49,7 @@ from snake_dynamics.nodes.common import (
     declare_bool,
     declare_float,
     declare_int,
+    declare_robot_config,
     declare_string,
     run,
 )
@@ -82,9 +83,7 @@ class CompareNode(Node):
 
     def __init__(self) -> None:
         super().__init__("compare_node")
-        config = declare_string(
-            self, "robot_config", "robot", "robot YAML file, or a name in config/", read_only=True
-        )
+        config = declare_robot_config(self)
 
         def static(name: str, default: float, low: float, high: float, text: str) -> float:
             return declare_float(self, name, default, low, high, text, read_only=True)

@@ -39,7 +39,12 @@ from websockets.http11 import Request, Response
 
 from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
-from snake_dynamics.nodes.common import declare_float, declare_int, declare_string, run
+from snake_dynamics.nodes.common import (
+    declare_float,
+    declare_int,
+    declare_robot_config,
+    run,
+)
 from snake_dynamics.urdf import to_urdf
 
 from .web_cli import DEFAULT_PORT
@@ -231,7 +236,7 @@ class WebViewerNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("web_viewer_node", **kwargs)
-        config = declare_string(self, "robot_config", "robot", "robot YAML file or config name")
+        config = declare_robot_config(self)
         port = declare_int(
             self, "port", DEFAULT_PORT, 0, 65535, "http/WebSocket port on 127.0.0.1; 0: free"
         )

@@ -62,6 +62,17 @@ def declare_string(
     return value
 
 
+def declare_robot_config(node: Node) -> str:
+    """Declare the read-only ``robot_config`` every node takes; returns its value."""
+    return declare_string(
+        node,
+        "robot_config",
+        "robot",
+        "robot YAML file, or a name in the package's config/ folder",
+        read_only=True,
+    )
+
+
 def declare_int(node: Node, name: str, default: int, low: int, high: int, description: str) -> int:
     """Declare an integer parameter with its range; returns its value."""
     descriptor = ParameterDescriptor(

@@ -33,7 +33,15 @@ from snake_dynamics.simulator import (
     joint_command,
 )
 
-from .common import THROTTLE_S, ParameterValueError, clock_ns, declare_float, declare_string, run
+from .common import (
+    THROTTLE_S,
+    ParameterValueError,
+    clock_ns,
+    declare_float,
+    declare_robot_config,
+    declare_string,
+    run,
+)
 
 MODES = ("prescribed", "torque")
 
@@ -43,13 +51,7 @@ class DynamicsNode(Node):
 
     def __init__(self) -> None:
         super().__init__("dynamics_node")
-        config = declare_string(
-            self,
-            "robot_config",
-            "robot",
-            "robot YAML file, or a name in the package's config/ folder",
-            read_only=True,
-        )
+        config = declare_robot_config(self)
         self._mode = declare_string(
             self, "mode", "prescribed", "input of the simulation", choices=MODES, read_only=True
         )

@@ -24,7 +24,7 @@ from snake_dynamics.gaits import GAITS, Gait, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.simulator import GaitPlayer
 
-from .common import clock_ns, declare_bool, declare_float, declare_string, run
+from .common import clock_ns, declare_bool, declare_float, declare_robot_config, declare_string, run
 
 #: Parameters that change the gait (the rest are read-only or timing).
 GAIT_PARAMETERS = tuple(f"{gait}.{key}" for gait, spec in GAITS.items() for key in spec.params)
@@ -35,13 +35,7 @@ class GaitNode(Node):
 
     def __init__(self) -> None:
         super().__init__("gait_node")
-        config = declare_string(
-            self,
-            "robot_config",
-            "robot",
-            "robot YAML file, or a name in the package's config/ folder",
-            read_only=True,
-        )
+        config = declare_robot_config(self)
         rate = declare_float(
             self, "publish_rate", 100.0, 1.0, 1000.0, "command rate [Hz]", read_only=True
         )
