@@ -282,7 +282,21 @@ def start_child(spec: NodeSpec, cmd: list[str], log: Path, quiet: bool) -> Child
 
 
 def stop_children(children: Sequence[Child]) -> None:
-    """SIGINT (the Ctrl-C a node expects), then SIGTERM, then SIGKILL, each wait bounded."""
+    """SIGINT (the Ctrl-C a node expects), then SIGTERM, then SIGKILL, each wait bounded.
+
+    The Ctrl-C goes to one child at a time, in the reverse order of their start, so a
+    recorder started first stops last and keeps everything the others sent; a child that
+    does not stop in time ends that: the rest are signalled together.
+    """
+    for child in reversed(children):
+        if child.process.poll() is not None:
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.process.pid, signal.SIGINT)
+        try:
+            child.process.wait(timeout=STOP_WAITS_S[0])
+        except subprocess.TimeoutExpired:
+            break
     for sig, wait in ((signal.SIGINT, STOP_WAITS_S[0]), (signal.SIGTERM, STOP_WAITS_S[1])):
         running = [c for c in children if c.process.poll() is None]
         for child in running:

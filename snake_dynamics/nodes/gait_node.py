@@ -24,7 +24,15 @@ from snake_dynamics.gaits import GAITS, Gait, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.simulator import GaitPlayer
 
-from .common import clock_ns, declare_bool, declare_float, declare_robot_config, declare_string, run
+from .common import (
+    THROTTLE_S,
+    clock_ns,
+    declare_bool,
+    declare_float,
+    declare_robot_config,
+    declare_string,
+    run,
+)
 
 #: Parameters that change the gait (the rest are read-only or timing).
 GAIT_PARAMETERS = tuple(f"{gait}.{key}" for gait, spec in GAITS.items() for key in spec.params)
@@ -59,7 +67,11 @@ class GaitNode(Node):
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
-        self.create_timer(1.0 / rate, self._tick)
+        self._timer = self.create_timer(1.0 / rate, self._tick)
+        self._next_tick_ns: int | None = None  # the timer's next scheduled call [ns]
+        self._published = 0
+        self._stamps = (0, 0)  # of the first and the last message published [ns]
+        self._skipped_ticks = 0
         self.get_logger().info(
             f"{self._model.name}: {self._describe()} at {rate:g} Hz on {self._pub.topic_name}"
         )
@@ -101,6 +113,7 @@ class GaitNode(Node):
 
     # ------------------------------------------------------------------ callbacks
     def _tick(self) -> None:
+        self._count_skipped_ticks()
         now = self._time()
         if now is None:
             return
@@ -112,6 +125,37 @@ class GaitNode(Node):
         msg.position = q.tolist()
         msg.velocity = qd.tolist()
         self._pub.publish(msg)
+        self._published += 1
+        self._stamps = (self._stamps[0] or stamp, stamp)
+
+    def _count_skipped_ticks(self) -> None:
+        """Count the ticks the timer skipped: a callback more than a period late makes rcl
+        move the timer's schedule on by whole periods (no message for those ticks)."""
+        until_ns = self._timer.time_until_next_call()
+        if until_ns is None:  # cancelled
+            return
+        next_ns = self.get_clock().now().nanoseconds + until_ns
+        period_ns = self._timer.timer_period_ns
+        if self._next_tick_ns is not None:
+            skipped = round((next_ns - self._next_tick_ns) / period_ns) - 1
+            if skipped > 0:  # (< 0: the clock went back, e.g. a replayed /clock)
+                self._skipped_ticks += skipped
+                self.get_logger().warning(
+                    f"fell behind: {self._skipped_ticks} timer ticks skipped so far (the machine "
+                    "is overloaded; the commands keep their stamps)",
+                    throttle_duration_sec=THROTTLE_S,
+                )
+        self._next_tick_ns = next_ns
+
+    def destroy_node(self) -> None:
+        """Log what was published (and any skipped ticks), then destroy the node."""
+        if hasattr(self, "_pub"):
+            first, last = (ns * 1e-9 for ns in self._stamps)
+            self.get_logger().info(
+                f"published {self._published} messages on {self._pub.topic_name} "
+                f"(stamps {first:.6f} to {last:.6f} s), {self._skipped_ticks} timer ticks skipped"
+            )
+        super().destroy_node()
 
     def _check_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in ("gait", *GAIT_PARAMETERS)}
