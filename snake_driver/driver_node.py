@@ -117,7 +117,7 @@ class DriverNode(Node):
         for event in events:
             if event.kind == "connected":
                 self.get_logger().info(event.message)
-            elif event.kind == "mcu_reset":
+            elif event.kind in ("mcu_reset", "rearmed"):
                 self.get_logger().warning(event.message)
             elif event.kind == "send_failed":
                 self.get_logger().error(event.message, throttle_duration_sec=2.0)
@@ -238,6 +238,7 @@ class DriverNode(Node):
             "reconnects": max(0, stats.connects - 1),
             "link_timeouts": stats.timeouts,
             "mcu_resets": stats.mcu_resets,
+            "rearms": stats.rearms,
             "estop_latched": self.link.estopped,
             "commands_rejected": self.rejected,
             "commands_clamped": self.clamped,

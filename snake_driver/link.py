@@ -48,6 +48,8 @@ CONFIG_EVERY = 10
 ESTOP_REPEAT_S = 0.05
 #: ... for at most this long [s] (6 frames; telemetry comes every 20 ms by default).
 ESTOP_CONFIRM_S = 0.3
+#: Shortest time between two ENABLEs that re-arm a disarmed or watchdog-tripped firmware [s].
+REARM_S = 0.5
 #: The MCU clock may step back this far between two frames [s] (UDP may reorder them) ...
 MCU_CLOCK_BACK_S = 0.1
 #: ... and run ahead of the host's clock by this much [s] (one frame's latency); a larger
@@ -102,6 +104,7 @@ class LinkStats:
         disconnects: open transports lost (including timeouts).
         timeouts: links lost because no valid frame came for ``link_timeout``.
         mcu_resets: MCU restarts seen behind an open link.
+        rearms: ENABLEs sent again because targets flowed to a disarmed firmware.
         frames_sent: frames written.
         telemetry: telemetry reports received.
         pongs: pongs received.
@@ -112,6 +115,7 @@ class LinkStats:
     disconnects: int = 0
     timeouts: int = 0
     mcu_resets: int = 0
+    rearms: int = 0
     frames_sent: int = 0
     telemetry: int = 0
     pongs: int = 0
@@ -187,6 +191,8 @@ class DriverLink:
         self._last_mcu: tuple[int, float] | None = None  # latest MCU time [us], received [s]
         self._estop_until = 0.0  # end of the ESTOP repeats [s, time.monotonic()]
         self._next_estop = 0.0  # next ESTOP repeat [s, time.monotonic()]
+        self._mcu_flags: Flag | None = None  # of the session's latest telemetry
+        self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, time.monotonic()]
 
     # ------------------------------------------------------------------ connection
     def _connect(self, events: list[LinkEvent]) -> None:
@@ -212,13 +218,14 @@ class DriverLink:
         self.clock = ClockSync()
         self._last_rx = time.monotonic()
         self._last_mcu = None
+        self._mcu_flags = None
         events: list[LinkEvent] = []
         for msg in self.servos.config_messages():
             events += self.send(msg)
         if self.estopped:
             events += self._begin_estop()
         elif self.want_enabled:
-            events += self.send(Enable(True))
+            events += self._send_enable(True)
         return events + self.ping()
 
     def _lost(self, reason: str, events: list[LinkEvent], kind: str = "lost") -> None:
@@ -280,7 +287,31 @@ class DriverLink:
         if self.estopped:
             return [], []
         message, clamped = self.servos.targets(positions, duration_ms)
-        return clamped, self.send(message) + self._refresh_config()
+        return clamped, self._rearm() + self.send(message) + self._refresh_config()
+
+    def _rearm(self) -> list[LinkEvent]:
+        """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
+        or its watchdog tripped while the servos are to be armed: the session's ENABLE was
+        lost, or the commands paused for longer than the watchdog timeout (the firmware held
+        or went limp meanwhile, and refuses targets until an ENABLE). Never past an e-stop,
+        latched here or reported by the firmware; not within ``REARM_S`` of an ENABLE."""
+        flags = self._mcu_flags
+        if flags is None or not self.want_enabled or self.estopped or flags & Flag.ESTOP:
+            return []
+        if flags & Flag.ENABLED and not flags & Flag.WATCHDOG_TRIPPED:
+            return []
+        if time.monotonic() < self._next_rearm:
+            return []
+        self.stats.rearms += 1
+        why = "watchdog tripped" if flags & Flag.WATCHDOG_TRIPPED else "disarmed"
+        event = LinkEvent("rearmed", f"the firmware reports {why} while targets flow: arming it")
+        return [event, *self._send_enable(True)]
+
+    def _send_enable(self, on: bool) -> list[LinkEvent]:
+        """Send ENABLE(on); telemetry from before it takes effect re-arms nothing for
+        ``REARM_S``."""
+        self._next_rearm = time.monotonic() + REARM_S
+        return self.send(Enable(on))
 
     def ping(self) -> list[LinkEvent]:
         """Send a ping stamped with the host clock (for round-trip time and clock mapping)."""
@@ -316,7 +347,7 @@ class DriverLink:
         self.want_enabled = on
         if on:
             self.estopped = False
-        return self.send(Enable(on))
+        return self._send_enable(on)
 
     # ------------------------------------------------------------------ receiving
     @property
@@ -389,6 +420,7 @@ class DriverLink:
 
     def _measurement(self, msg: Telemetry) -> Measurement:
         self.stats.telemetry += 1
+        self._mcu_flags = Flag(msg.flags)
         if self.estopped and msg.flags & Flag.ESTOP:
             self.estop_confirmed = True
         positions = channel_positions(self.servos, msg.angles_cdeg)

@@ -143,6 +143,35 @@ def test_estop_stops_pulses_until_enabled(firmware) -> None:
     assert not last.flags & Flag.ESTOP and all(p == 1500 for p in last.pulses_us.values())
 
 
+def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
+    """Connected and armed, then no targets for longer than the watchdog timeout (a gait
+    started after the driver, or paused): the firmware holds and refuses targets until an
+    ENABLE; the link sends one with the next targets, and none past an e-stop."""
+    _, pty = firmware
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    link = DriverLink(SerialTransport(pty), servos, now=time.monotonic)
+    timeout_s = servos.system.watchdog_ms * 1e-3
+    last = run_for(link, timeout_s + 0.3)[-1]
+    assert last.flags & Flag.WATCHDOG_TRIPPED, "no targets: the watchdog trips"
+    target = dict.fromkeys(servos.joint_names, 0.25)
+    events: list[LinkEvent] = []
+    for _ in range(10):
+        events += link.send_targets(target)[1]
+        run_for(link, 0.05, events=events)
+    last = run_for(link, 0.3)[-1]
+    assert last.flags & Flag.ENABLED and not last.flags & Flag.WATCHDOG_TRIPPED
+    assert all(p == servos.by_joint()[j].pulse_us(0.25) for j, p in last.pulses_us.items())
+    assert [e.kind for e in events].count("rearmed") == link.stats.rearms == 1
+    assert not [e for e in events if e.kind == "error_report"][1:], "at most the first refused"
+
+    link.estop()
+    run_for(link, 0.3)
+    for _ in range(10):
+        assert link.send_targets(target) == ([], [])  # latched: nothing sent, nothing re-armed
+        run_for(link, 0.05)
+    assert link.stats.rearms == 1 and run_for(link, 0.1)[-1].flags & Flag.ESTOP
+
+
 def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
