@@ -11,6 +11,7 @@ Every wait is bounded; DDS stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -41,6 +42,7 @@ from std_msgs.msg import String  # noqa: E402
 from snake_bringup.cli import main as snake_main  # noqa: E402
 from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
 from snake_viz.bag import REPLAY_RATES, BagError, open_reader, recover, typestore  # noqa: E402
+from snake_viz.compare import compare_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = 210 + os.getpid() % 20  # private; other suites use 60..89, 100..149, 150..209
@@ -349,6 +351,43 @@ def test_replay_round_trip_timing_and_clock(recording: Recording, ros: Ros) -> N
     assert np.all(np.diff(clock) >= 0)
     assert clock[0] == pytest.approx(t0, abs=1e-6)
     assert clock[-1] == pytest.approx(t1, abs=1e-6)
+
+
+def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros) -> None:
+    """A bag of both robots (known lag and offset) replayed at rate 2 to compare_node on sim
+    time: its report on shutdown equals ``snake compare``'s of the same bag (every message
+    arrived: the same sample counts; the same RMS, max and lag)."""
+    from test_compare import bag_events, write_bag
+
+    bag = ros.tmp / "both_robots"
+    write_bag(bag, bag_events(np.random.default_rng(3), lag=0.03, offset=0.05))
+    offline = compare_bag(bag, ros.tmp / "offline_report", plots=False)
+    node_args = ["use_sim_time:=true", f"report_dir:={ros.tmp}", "report_name:=live_report"]
+    compare = ros.start(
+        [
+            "-c",
+            "from snake_viz.compare_node import main; main()",
+            "--ros-args",
+            *(arg for value in node_args for arg in ("-p", value)),
+        ],
+        "compare_node.log",
+    )
+    try:
+        topics = ["/sim/joint_states", "/measured/joint_states"]
+        wait = ["--delay", str(SETTLE_S), "--wait-for-subscribers", "1", "--rate", str(RATE)]
+        cmd = ["-c", CLI, "replay", str(bag), "--topics", *topics, *wait, "--no-rviz"]
+        player = ros.start([*cmd, "-o", str(ros.tmp / "compare_replay_logs")], "replay2.log")
+        ros.spin_until(lambda: player.poll() is not None, 60.0, "the replay to finish")
+        assert player.returncode == 0, (ros.tmp / "replay2.log").read_text()
+    finally:
+        assert _stop(compare) == 0, (ros.tmp / "compare_node.log").read_text()
+    live = json.loads((ros.tmp / "live_report" / "summary.json").read_text())
+    assert live["samples"] == list(offline.samples)
+    np.testing.assert_allclose(live["rms_rad"], offline.rms, atol=1e-9)
+    np.testing.assert_allclose(live["max_rad"], offline.max, atol=1e-9)
+    lags = [np.nan if x is None else x for x in live["lag_s"]]
+    np.testing.assert_allclose(lags, offline.lag, atol=1e-9)
+    assert np.nanmedian(lags) == pytest.approx(0.03, abs=0.005)  # the injected lag
 
 
 def test_recorder_killed_leaves_bag_readable_to_last_flush(ros: Ros) -> None:
