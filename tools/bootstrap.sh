@@ -17,6 +17,9 @@ missing=()
 for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm vendors three.js and urdf-loader for the WebGL view; Node.js may come from elsewhere
+# than Debian (its npm is then not a Debian package), so look for the command itself.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   if [[ $(id -u) == 0 ]]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=none; fi
   if [[ $sudo == none ]]; then
@@ -24,20 +27,26 @@ if ((${#missing[@]})); then
     say "install them with: sudo apt-get install --no-install-recommends ${missing[*]}"
     say "continuing; the firmware, emulator and browser parts need them"
   else
-    say "installing Debian packages: ${missing[*]}"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-fi
-
-# npm vendors three.js and urdf-loader for the WebGL view; Node.js may come from elsewhere
-# than Debian (its npm is then not a Debian package), so look for the command itself.
-if ! command -v npm >/dev/null; then
-  if [[ $(id -u) == 0 ]]; then
-    say "installing npm (Debian) for the WebGL view's three.js and urdf-loader"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
-  else
-    say "npm is missing: sudo apt-get install npm (the WebGL view needs it)"
+    # install what this distribution has; name what it lacks (Ubuntu, e.g., ships Chromium
+    # as a snap and another clang runtime) instead of failing on it
+    available=() unavailable=()
+    for p in "${missing[@]}"; do
+      if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+        available+=("$p")
+      else
+        unavailable+=("$p")
+      fi
+    done
+    if ((${#available[@]})); then
+      say "installing Debian packages: ${available[*]}"
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        "${available[@]}" >/dev/null
+    fi
+    if ((${#unavailable[@]})); then
+      say "not in this system's package lists: ${unavailable[*]} (install them another way;"
+      say "the parts that need them say so: firmware build and fuzzing, browser tests)"
+    fi
   fi
 fi
 
