@@ -427,6 +427,8 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
     out.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        path.chmod(0o600)  # owner only: a parameter file may hold the auth_key
         path.write_text(text)
     (out / "commands.txt").write_text("".join(f"{shlex.join(c)}\n" for _, c, _ in plan if c))
     stop_reason: list[str] = []

@@ -119,3 +119,6 @@ def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
     assert 0.015 <= lag <= 0.060, f"lag {lag * 1e3:.0f} ms over {transport}"
     assert rms < np.radians(1.0), f"RMS {np.degrees(rms):.2f} deg after the lag over {transport}"
     assert "exit status 0" in out and "Traceback" not in out, out
+    # the parameter files (an auth_key may be among them) are the owner's alone
+    params = list((tmp_path / "run" / "params").glob("*.yaml"))
+    assert params and all(f.stat().st_mode & 0o077 == 0 for f in params), params
