@@ -39,7 +39,6 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
-from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -54,6 +53,7 @@ from snake_dynamics.nodes.common import (
     declare_float,
     declare_int,
     declare_string,
+    flush_publishers,
 )
 
 from .bag import REPLAY_RATES, BagError, message_class, open_reader
@@ -62,8 +62,6 @@ from .bag import REPLAY_RATES, BagError, message_class, open_reader
 QUEUE_DEPTH = 100
 #: Longest wait for ``wait_for_subscribers`` [s].
 SUBSCRIBER_TIMEOUT_S = 30.0
-#: Longest wait at the end for reliable subscribers to acknowledge every message [s].
-ACK_TIMEOUT_S = 0.5
 
 
 def publisher_qos(connection: Connection) -> QoSProfile:
@@ -198,10 +196,7 @@ class ReplayNode(Node):
         self.get_logger().info(f"playing (after {time.monotonic() - waited:.2f} s of waiting)")
         while self.play(stop) and self.loop and not stop.is_set():
             self._last_clock = -1
-        deadline = time.monotonic() + ACK_TIMEOUT_S
-        for pub in [*self._pubs.values(), self._clock_pub]:
-            left = max(0.0, deadline - time.monotonic())
-            pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
+        flush_publishers([*self._pubs.values(), self._clock_pub])
         counts = ", ".join(f"{t}: {n}" for t, n in self.counts.items()) or "no messages"
         self.get_logger().info(f"published {counts}")
 

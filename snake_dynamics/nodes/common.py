@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rclpy.signals import SignalHandlerOptions
 
 from snake_dynamics.errors import SnakeDynamicsError
@@ -18,6 +22,20 @@ from snake_dynamics.errors import SnakeDynamicsError
 THROTTLE_S = 2.0
 #: Longest wait of the executor before Python handles a pending Ctrl-C [s].
 WAKE_S = 0.1
+#: Longest wait, when a node stops, for subscribers to acknowledge its last messages [s].
+ACK_TIMEOUT_S = 0.5
+
+
+def flush_publishers(publishers: Iterable[Publisher[Any]]) -> None:
+    """Wait (at most ``ACK_TIMEOUT_S`` in all) until the reliable subscribers of
+    ``publishers`` have acknowledged every message sent: a node that stops right after a
+    publish loses nothing (the middleware may send it after ``publish`` returns)."""
+    deadline = time.monotonic() + ACK_TIMEOUT_S
+    for pub in publishers:
+        left = deadline - time.monotonic()
+        if left <= 0.0:
+            return
+        pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
 
 
 def declare_float(
@@ -143,6 +161,7 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
     finally:
         executor.shutdown()
         if node is not None:
+            flush_publishers(node.publishers)
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
