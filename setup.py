@@ -1,10 +1,20 @@
 """ament_python package mfm_snake: builds with colcon, installs with pip into a venv."""
 
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "mfm_snake"
+
+
+def tree(folder: str) -> list[tuple[str, list[str]]]:
+    """Every file below ``folder`` (not its build output), folder by folder."""
+    files: dict[str, list[str]] = {}
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_file() and "build" not in path.parts:
+            files.setdefault(f"share/{PACKAGE}/{path.parent}", []).append(str(path))
+    return list(files.items())
 
 
 def data(folder: str) -> tuple[str, list[str]]:
@@ -44,6 +54,8 @@ setup(
         data("urdf"),
         data("rviz"),
         data("config"),
+        # the firmware sources: snake emulate / demo / hardware --emulate build them anywhere
+        *tree("firmware"),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

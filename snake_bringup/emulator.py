@@ -48,7 +48,8 @@ class Endpoint:
 
 
 def firmware_dir() -> Path:
-    """The firmware sources: $MFM_SNAKE_FIRMWARE, ./firmware, or the checkout this runs from.
+    """The firmware sources: $MFM_SNAKE_FIRMWARE, ./firmware, or the copy installed with the
+    package (the checkout this runs from, when it runs from one).
 
     Raises:
         EmulatorError: none found (the sources are not installed with the package).
@@ -59,7 +60,8 @@ def firmware_dir() -> Path:
         if (path / "Makefile").is_file() and (path / "PROTOCOL.md").is_file():
             return path
     raise EmulatorError(
-        "firmware sources not found: run from a checkout of mfm_snake or set MFM_SNAKE_FIRMWARE"
+        "firmware sources not found (not installed with the package?): run from a checkout "
+        "of mfm_snake or set MFM_SNAKE_FIRMWARE"
     )
 
 
@@ -100,7 +102,9 @@ def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tupl
             "libsimavr-dev (or run `make demo`, which installs them)"
         )
     fw = firmware_dir()
+    build = firmware_build_dir(fw)
     args = ["make", "--no-print-directory", "-C", str(fw), "avr", "runner", f"BAUD={baud}"]
+    args += [f"BUILD={build}"]
     args += [f"AUTH_KEY={key_hex}"] if key_hex else []
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -109,7 +113,17 @@ def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tupl
     built = re.search(r"^ELF (\S+)$", proc.stdout, re.MULTILINE)  # the Makefile names it
     if built is None:
         raise EmulatorError("the firmware build did not report its ELF")
-    return fw / built[1], fw / "build" / "tools" / "simavr_runner"
+    return fw / built[1], build / "tools" / "simavr_runner"
+
+
+def firmware_build_dir(fw: Path) -> Path:
+    """Where the firmware in ``fw`` builds: its ``build/`` folder when ``fw`` is writable (a
+    checkout, a venv), else a per-user cache (the sources installed read-only with a ROS
+    package): ``$XDG_CACHE_HOME/mfm_snake/firmware`` (default ``~/.cache``)."""
+    if os.access(fw, os.W_OK):
+        return fw / "build"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "mfm_snake" / "firmware"
 
 
 class Emulator:

@@ -4,12 +4,15 @@ TCP and UDP bridges (the Wi-Fi stand-in): telemetry flows and follows the target
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
-from snake_bringup.emulator import Emulator
+from snake_bringup import emulator as emulator_module
+from snake_bringup.emulator import Emulator, build_firmware
 from snake_bringup.paths import robot_config
 from snake_driver.calibration import load_servo_map
 from snake_driver.link import DriverLink
@@ -57,3 +60,21 @@ def test_driver_link_reaches_the_emulated_robot(bridge: str | None) -> None:
     # after the first good frame, not one byte was lost or corrupted
     assert link.decoder.stats.bad_crc + link.decoder.stats.bad_length == joined
     assert link.decoder.stats.seq_gaps == 0
+
+
+def test_read_only_firmware_sources_build_in_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sources installed read-only with a ROS package build in $XDG_CACHE_HOME, not beside
+    themselves (root may write anywhere, so "read-only" is what os.access says)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    access = emulator_module.os.access
+    monkeypatch.setattr(  # nothing is writable; what is executable stays so (shutil.which)
+        emulator_module.os,
+        "access",
+        lambda path, mode, **kw: mode != os.W_OK and access(path, mode, **kw),
+    )
+    elf, runner = build_firmware()
+    cache = tmp_path / "mfm_snake" / "firmware"
+    assert elf.is_file() and elf.is_relative_to(cache), elf
+    assert runner.is_file() and runner.is_relative_to(cache), runner

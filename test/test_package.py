@@ -110,3 +110,12 @@ def test_installed_share_files_are_found_through_the_ament_index() -> None:
     assert (share / "config" / "robot.yaml").is_file() and (
         share / "config" / "snake20.yaml"
     ).is_file()
+    for name in ("simulation", "hardware", "replay"):
+        assert (share / "launch" / f"{name}.launch.py").is_file()
+    assert (share / "urdf" / "snake.urdf").is_file() and (share / "rviz" / "snake.rviz").is_file()
+    # the firmware sources (snake emulate builds them), without a checkout's build output
+    firmware = share / "firmware"
+    for source in ("Makefile", "PROTOCOL.md", "core/protocol.c", "hal/avr/main.c"):
+        assert (firmware / source).is_file(), source
+    assert (firmware / "tools" / "simavr_runner.c").is_file()
+    assert not (firmware / "build").exists()
