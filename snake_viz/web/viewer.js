@@ -146,14 +146,16 @@ async function loadRobots() {
   frame(robots.sim.robot);
 }
 
-// Look at the whole snake from above and to the side.
+// Look at the whole snake from above and to the side: far enough that its bounding box fits
+// the 45 deg field of view (distance >= size / (2 tan 22.5 deg) = 1.2 size) with a margin.
 function frame(robot) {
   world.updateMatrixWorld(true);
   const box = new THREE.Box3().setFromObject(robot);
   const centre = box.getCenter(new THREE.Vector3());
   const size = box.getSize(new THREE.Vector3()).length();
   controls.target.copy(centre);
-  camera.position.copy(centre).add(new THREE.Vector3(0.55, 0.65, 0.5).multiplyScalar(size));
+  const direction = new THREE.Vector3(0.55, 0.65, 0.5).normalize();
+  camera.position.copy(centre).add(direction.multiplyScalar(1.5 * size));
   controls.update();
 }
 
