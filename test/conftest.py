@@ -1,10 +1,16 @@
-"""Shared helpers: random snakes that do not hide index mix-ups (mixed masses, lengths,
-radii, a tail length different from the first link, full inertia tensors)."""
+"""Shared fixtures: a private ROS domain for every test module; random snakes that do not hide
+index mix-ups (mixed masses, lengths, radii, a tail length different from the first link, full
+inertia tensors)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Generator
+import random
+import tempfile
+import time
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +21,17 @@ from snake_dynamics import SnakeModel
 from snake_dynamics.model import cylinder_inertia
 
 GRAVITY = np.array([0.7, -1.3, -9.81])
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``condition`` until truthy (returned) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def random_model(
@@ -79,3 +96,56 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped on CI, where every requirement is installed: {report.longrepr}"
+
+
+#: ROS domain ids handed out to test modules: 1..101 (0 is everyone's default; above 101 the
+#: DDS ports of a domain can meet Linux's ephemeral port range).
+ROS_DOMAINS = range(1, 102)
+#: Where the domain locks live: one file per id, shared by every test process on the machine.
+DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "mfm_snake-ros-domains"
+
+
+def claim_ros_domain() -> tuple[int, int]:
+    """A ROS domain id no other test module on this machine holds now, and the descriptor of
+    its lock (held until closed: the kernel frees it if the process dies).
+
+    Raises:
+        RuntimeError: every id is taken (more than 101 test modules at once).
+    """
+    DOMAIN_LOCKS.mkdir(exist_ok=True)
+    for domain in random.sample(ROS_DOMAINS, len(ROS_DOMAINS)):
+        fd = os.open(DOMAIN_LOCKS / f"{domain}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return domain, fd
+    raise RuntimeError(f"all ROS domains {ROS_DOMAINS} are held by other test processes")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros_domain() -> Iterator[int]:
+    """Every test module runs on a ROS domain of its own (locked machine-wide, so concurrent
+    test runs never share one), with discovery kept on this machine; the environment is set
+    for this process and every child it starts, and restored afterwards."""
+    domain, fd = claim_ros_domain()
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("ROS_DOMAIN_ID", str(domain))
+            env.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+            yield domain
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def private_ros_domain(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A ROS domain for one test alone (for tests that start a whole graph each): nothing a
+    test before it left running can reach it."""
+    domain, fd = claim_ros_domain()
+    try:
+        monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+        yield domain
+    finally:
+        os.close(fd)

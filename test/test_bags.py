@@ -45,7 +45,6 @@ from snake_viz.bag import REPLAY_RATES, BagError, open_reader, recover, typestor
 from snake_viz.compare import compare_bag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN = 210 + os.getpid() % 20  # private; other suites use 60..89, 100..149, 150..209
 #: ``snake record`` / ``snake replay`` as the snake CLI runs them (its parser, our hook).
 CLI = (
     "import argparse, sys; from snake_viz.bag_cli import register; "
@@ -61,8 +60,6 @@ def _env(tmp: Path) -> dict[str, str]:
     ament = [sys.prefix, *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
     return {
         **os.environ,
-        "ROS_DOMAIN_ID": str(DOMAIN),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "ROS_LOG_DIR": str(tmp / "ros_log"),
         "AMENT_PREFIX_PATH": os.pathsep.join(ament),
         "PYTHONPATH": str(ROOT),
@@ -97,14 +94,13 @@ class Ros:
 
 
 @pytest.fixture(scope="module")
-def ros(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ros]:
+def ros(tmp_path_factory: pytest.TempPathFactory, ros_domain: int) -> Iterator[Ros]:
     tmp = tmp_path_factory.mktemp("bags")
     context = Context()
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         env.setenv("ROS_LOG_DIR", str(tmp / "ros_log"))
         rclpy.init(
-            context=context, domain_id=DOMAIN, signal_handler_options=SignalHandlerOptions.NO
+            context=context, domain_id=ros_domain, signal_handler_options=SignalHandlerOptions.NO
         )
         node = Node("test_bags", context=context)
         executor = SingleThreadedExecutor(context=context)

@@ -19,10 +19,13 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
+from conftest import wait_for  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+
+from snake_viz.compare import PLOTS_DONE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JOINTS = [f"joint_{k}" for k in range(1, 9)]
@@ -30,12 +33,10 @@ OFFSETS = np.array([0.01, -0.02, 0.03, 0.0, 0.05, -0.01, 0.002, 0.1])  # measure
 SLOPE = np.linspace(-0.05, 0.05, 8)  # [rad/s]
 
 
-def ros_env(domain: int) -> dict[str, str]:
+def ros_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        ROS_DOMAIN_ID=str(domain),
         ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
-        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
         PYTHONPATH=str(ROOT),
         AMENT_PREFIX_PATH=sys.prefix,
     )
@@ -43,12 +44,10 @@ def ros_env(domain: int) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def domain() -> Iterator[int]:
-    value = 100 + os.getpid() % 40
-    os.environ["ROS_DOMAIN_ID"] = str(value)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+def domain(ros_domain: int) -> Iterator[int]:
+    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
     rclpy.init()
-    yield value
+    yield ros_domain
     rclpy.try_shutdown()
 
 
@@ -72,7 +71,7 @@ def node_proc(domain: int, report_dir: Path) -> Iterator[subprocess.Popen[str]]:
             "-p",
             "marker_rate:=10.0",
         ],
-        env=ros_env(domain),
+        env=ros_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -182,18 +181,26 @@ def test_error_markers_report_and_shutdown(
     assert len(folders) == 1, folders
     folder = folders[0]
     assert str(folder) in response.message
-    for name in ("aligned.csv", "summary.md", "summary.json", "config.yaml", "joint_angles.png"):
+    for name in ("aligned.csv", "summary.md", "summary.json", "config.yaml"):
         assert (folder / name).is_file(), name
-    assert (folder / "joint_angles.png").read_bytes()[:4] == b"\x89PNG"
+    # the plots come from a process of their own, plots.log last
+    wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plotter's plots.log")
+    assert PLOTS_DONE in (folder / "plots.log").read_text()
+    for name in ("joint_angles.png", "joint_errors.png", "traces.png"):
+        assert (folder / name).read_bytes()[:4] == b"\x89PNG", name
     node.destroy_node()
 
-    (folder / "summary.md").unlink()
+    for name in ("summary.md", "plots.log", "joint_angles.png"):
+        (folder / name).unlink()
     node_proc.send_signal(signal.SIGINT)
     out, _ = node_proc.communicate(timeout=20)
     assert node_proc.returncode == 0, out
     assert "Traceback" not in out, out
     assert "report on shutdown: wrote" in out, out
     assert (folder / "summary.md").is_file()
+    # the node has exited; its plotter goes on and finishes
+    wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plots after shutdown")
+    assert (folder / "joint_angles.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.parametrize(
@@ -210,7 +217,7 @@ def test_bad_parameters_stop_with_one_line(domain: int, argument: str, expected:
             "-p",
             argument,
         ],
-        env=ros_env(domain),
+        env=ros_env(),
         capture_output=True,
         text=True,
         timeout=30,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from snake_bringup import cli
+from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph
 
 rclpy = pytest.importorskip("rclpy")
@@ -30,10 +30,9 @@ JOINTS = [f"joint_{k}" for k in range(1, 9)]
 KEY_HEX = "00112233445566778899aabbccddeeff"
 
 
-def ros_env(domain: int) -> dict[str, str]:
+def ros_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        ROS_DOMAIN_ID=str(domain),
         ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
         PYTHONPATH=str(ROOT),
         AMENT_PREFIX_PATH=sys.prefix,
@@ -42,11 +41,10 @@ def ros_env(domain: int) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def domain() -> Iterator[int]:
-    value = 150 + os.getpid() % 60
-    os.environ["ROS_DOMAIN_ID"] = str(value)
+def domain(ros_domain: int) -> Iterator[int]:
+    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
     rclpy.init()
-    yield value
+    yield ros_domain
     rclpy.try_shutdown()
 
 
@@ -80,7 +78,7 @@ def firmware_pty(firmware_build: Path) -> Iterator[str]:
     proc.wait(timeout=5)
 
 
-def start_driver(domain: int, ros_args: list[str]) -> subprocess.Popen[str]:
+def start_driver(ros_args: list[str]) -> subprocess.Popen[str]:
     """driver_node from this checkout, with these ``--ros-args``."""
     return subprocess.Popen(
         [
@@ -90,7 +88,7 @@ def start_driver(domain: int, ros_args: list[str]) -> subprocess.Popen[str]:
             "--ros-args",
             *ros_args,
         ],
-        env=ros_env(domain),
+        env=ros_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -112,7 +110,7 @@ def stop_driver(proc: subprocess.Popen[str]) -> str:
 @pytest.fixture(scope="module")
 def driver(domain: int, firmware_pty: str) -> Iterator[subprocess.Popen[str]]:
     args = ["-p", "transport:=serial", "-p", f"port:={firmware_pty}", "-p", "robot_config:=robot"]
-    proc = start_driver(domain, args)
+    proc = start_driver(args)
     yield proc
     stop_driver(proc)
 
@@ -254,10 +252,10 @@ def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, t
     spec = dataclasses.replace(
         spec, name="driver_auth", remappings=(("/measured/joint_states", "/auth/joint_states"),)
     )
-    cmd, files = cli.ros_command(spec, Path(sys.executable), tmp_path)
+    cmd, files = runner.ros_command(spec, Path(sys.executable), tmp_path)
     for path, text in files.items():
         path.write_text(text)
-    proc = start_driver(domain, cmd[cmd.index("--ros-args") + 1 :])
+    proc = start_driver(cmd[cmd.index("--ros-args") + 1 :])
     node = rclpy.create_node("driver_auth_test")
     measured: list[JointState] = []
     node.create_subscription(JointState, "/auth/joint_states", measured.append, 50)

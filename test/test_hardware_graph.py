@@ -52,15 +52,12 @@ def best_lag(commands: list[JointState], measured: list[JointState]) -> tuple[fl
 
 @pytest.mark.parametrize("transport", ["serial", "tcp", "udp"])
 def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
-    transport: str, tmp_path: Path
+    transport: str, tmp_path: Path, private_ros_domain: int
 ) -> None:
-    domain = 60 + (os.getpid() + ["serial", "tcp", "udp"].index(transport)) % 30
     env = {
         **os.environ,
-        "ROS_DOMAIN_ID": str(domain),
         "ROS_LOG_DIR": str(tmp_path / "log"),
         "AMENT_PREFIX_PATH": sys.prefix,
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
     }
     snake = Path(sys.executable).parent / "snake"
     if not snake.exists():
@@ -86,7 +83,6 @@ def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    os.environ["ROS_DOMAIN_ID"] = str(domain)
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("e2e_observer", context=context)

@@ -97,10 +97,16 @@ def test_core_library_imports_no_ros() -> None:
         assert "rclpy" not in text and "sensor_msgs" not in text, path
 
 
-def test_installed_share_files_are_found_through_the_ament_index() -> None:
+def test_installed_share_files_are_found_through_the_ament_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ament = pytest.importorskip("ament_index_python.packages")
-    os.environ["AMENT_PREFIX_PATH"] = os.pathsep.join(
-        [sys.prefix] + [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    monkeypatch.setenv(
+        "AMENT_PREFIX_PATH",
+        os.pathsep.join(
+            [sys.prefix]
+            + [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+        ),
     )
     try:
         share = Path(ament.get_package_share_directory("mfm_snake"))

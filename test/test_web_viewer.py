@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
+from conftest import wait_for  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -46,7 +47,6 @@ from snake_viz.compare import trace_points  # noqa: E402
 from snake_viz.web_viewer import WebAssetsError, WebServer, check_assets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN = 210 + os.getpid() % 20  # private; other suites use 60..209
 JOINTS = [f"joint_{k}" for k in range(1, 9)]  # config/robot.yaml
 OFFSET = 0.05  # measured = sim - OFFSET [rad]
 CHROMIUM = next(
@@ -82,17 +82,6 @@ def skip_without_browser() -> None:
         pytest.skip(MISSING)
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
-
-
 class Gait:
     """Publishes /sim/joint_states (a travelling wave) and /measured/joint_states at 50 Hz.
 
@@ -102,7 +91,9 @@ class Gait:
     def __init__(self) -> None:
         self.context = Context()
         rclpy.init(
-            context=self.context, domain_id=DOMAIN, signal_handler_options=SignalHandlerOptions.NO
+            context=self.context,
+            domain_id=int(os.environ["ROS_DOMAIN_ID"]),
+            signal_handler_options=SignalHandlerOptions.NO,
         )
         self.node = Node("test_web_gait", context=self.context)
         self.sim = self.node.create_publisher(JointState, "/sim/joint_states", 10)
@@ -225,8 +216,6 @@ def viewer_url(gait: Gait, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     log = tmp / "web_viewer.log"
     env = {
         **os.environ,
-        "ROS_DOMAIN_ID": str(DOMAIN),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "ROS_LOG_DIR": str(tmp / "ros_log"),
         "AMENT_PREFIX_PATH": sys.prefix,
         "PYTHONPATH": str(ROOT),
