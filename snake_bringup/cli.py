@@ -7,24 +7,14 @@ end in one line ``snake: error: ...`` and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
 import datetime as dt_module
-import os
-import shlex
 import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import IO
 
 import numpy as np
-import yaml
 
 from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import TRANSPORTS
@@ -39,9 +29,10 @@ from snake_viz.web_cli import register as register_view
 
 from .arguments import non_negative, positive
 from .emulator import Emulator, EmulatorError
-from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
-from .paths import PACKAGE, robot_config
+from .graph import GraphError, demo_graph, hardware_graph, simulation_graph
+from .paths import robot_config
 from .progress import ProgressBar
+from .runner import RunError, run_graph
 
 
 class UsageError(Exception):
@@ -175,152 +166,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------- snake sim: the node graph
-#: How long children get to exit after SIGINT, then after SIGTERM, before SIGKILL [s].
-STOP_WAITS_S = (8.0, 3.0)
-#: prctl option: the signal a process gets when its parent dies (linux/prctl.h).
-PR_SET_PDEATHSIG = 1
-
-
-@dataclass
-class Child:
-    """A node process started by ``snake sim``, its log and the thread copying its output."""
-
-    spec: NodeSpec
-    process: subprocess.Popen[str]
-    log: Path
-    copier: threading.Thread
-
-
-def find_executable(spec: NodeSpec) -> Path | None:
-    """Where ``spec``'s executable is installed: ``<prefix>/lib/<package>/<executable>`` for
-    each ament prefix (colcon and apt installs), or, for this package installed by pip, the
-    console script beside the Python interpreter.
-    """
-    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-    for prefix in [*prefixes, sys.prefix]:
-        candidate = Path(prefix) / "lib" / spec.package / spec.executable
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    if spec.package == PACKAGE:
-        candidate = Path(sys.executable).parent / spec.executable
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-def skip_reason(spec: NodeSpec, executable: Path | None) -> str | None:
-    """Why ``spec`` cannot run here (None if it can)."""
-    if executable is None:
-        where = f"lib/{spec.package}/{spec.executable} under AMENT_PREFIX_PATH"
-        if spec.package == PACKAGE:
-            return f"{spec.executable} is not installed (no {where} or beside {sys.executable})"
-        return f"not installed (no {where}; it comes with a full ROS 2 install, not from PyPI)"
-    if spec.needs_display and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return "no display ($DISPLAY and $WAYLAND_DISPLAY are unset)"
-    return None
-
-
-def ros_command(
-    spec: NodeSpec, executable: Path, params_dir: Path
-) -> tuple[list[str], dict[Path, str]]:
-    """The command line that runs ``spec`` as ``launch_ros`` would, and the parameter files
-    it needs written first: dict parameters go to ``params_dir/<name>.<i>.yaml`` (a file
-    keeps long strings such as the URDF intact).
-    """
-    cmd = [str(executable), *spec.arguments, "--ros-args", "-r", f"__node:={spec.name}"]
-    if spec.namespace:
-        cmd += ["-r", f"__ns:=/{spec.namespace}"]
-    files: dict[Path, str] = {}
-    for i, params in enumerate(spec.parameters):
-        path = params if isinstance(params, Path) else params_dir / f"{spec.name}.{i}.yaml"
-        if not isinstance(params, Path):
-            files[path] = yaml.safe_dump({"/**": {"ros__parameters": dict(params)}})
-        cmd += ["--params-file", str(path)]
-    for source, target in spec.remappings:
-        cmd += ["-r", f"{source}:={target}"]
-    return cmd, files
-
-
-def _copy_output(stream: IO[str], log: IO[str], prefix: str | None) -> None:
-    """Copy a child's output to its log file (and to stdout, prefixed, unless quiet)."""
-    with log:
-        for line in stream:
-            log.write(line)
-            log.flush()
-            if prefix is not None:
-                print(f"{prefix}{line}", end="", flush=True)
-
-
-def _die_with_parent() -> None:
-    """In a child, before it runs: get SIGTERM if ``snake sim`` itself dies (Linux)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def start_child(spec: NodeSpec, cmd: list[str], log: Path, quiet: bool) -> Child:
-    """Start one node in its own session (so Ctrl-C reaches it only through us); its output
-    copier is returned unstarted: start them all once every child runs (a fork while other
-    threads run is unsafe with ``preexec_fn``).
-    """
-    process = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        bufsize=1,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert process.stdout is not None
-    copier = threading.Thread(
-        target=_copy_output,
-        args=(process.stdout, log.open("w"), None if quiet else f"[{spec.name}] "),
-        daemon=True,
-    )
-    return Child(spec, process, log, copier)
-
-
-def stop_children(children: Sequence[Child]) -> None:
-    """SIGINT (the Ctrl-C a node expects), then SIGTERM, then SIGKILL, each wait bounded.
-
-    The Ctrl-C goes to one child at a time, in the reverse order of their start, so a
-    recorder started first stops last and keeps everything the others sent; a child that
-    does not stop in time ends that: the rest are signalled together.
-    """
-    for child in reversed(children):
-        if child.process.poll() is not None:
-            continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.process.pid, signal.SIGINT)
-        try:
-            child.process.wait(timeout=STOP_WAITS_S[0])
-        except subprocess.TimeoutExpired:
-            break
-    for sig, wait in ((signal.SIGINT, STOP_WAITS_S[0]), (signal.SIGTERM, STOP_WAITS_S[1])):
-        running = [c for c in children if c.process.poll() is None]
-        for child in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.process.pid, sig)
-        deadline = time.monotonic() + wait
-        for child in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-    for child in children:
-        if child.process.poll() is None:
-            print(f"{child.spec.name} did not stop: killed", file=sys.stderr)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.process.pid, signal.SIGKILL)
-            child.process.wait(timeout=STOP_WAITS_S[1])
-        if child.copier.ident is not None:
-            child.copier.join(timeout=STOP_WAITS_S[1])
-
-
-def _tail(path: Path, lines: int = 5) -> str:
-    text = path.read_text(errors="replace").splitlines() if path.is_file() else []
-    return "\n".join(f"    {line}" for line in text[-lines:])
-
-
 def cmd_sim(args: argparse.Namespace) -> int:
     """Run the simulation graph (the one ``simulation.launch.py`` starts) without ros2 launch."""
     graph = simulation_graph(
@@ -399,82 +244,6 @@ def cmd_emulate(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
     print("emulator stopped")
     return 0
-
-
-def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -> int:
-    """Start the graph's nodes, watch them until --duration, Ctrl-C or a required node
-    exits, then stop every child (``--dry-run``: print the commands only). A required node
-    that exits with status 0 has finished (a replay at the end of its bag): the run ends
-    normally; any other status is an error."""
-    out = args.output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
-    plan: list[tuple[NodeSpec, list[str] | None, str | None]] = []
-    files: dict[Path, str] = {}
-    for spec in graph:
-        exe = find_executable(spec)
-        reason = skip_reason(spec, exe)
-        if reason is not None and not spec.optional:
-            raise UsageError(f"cannot start {spec.full_name}: {reason} (pip install . first)")
-        cmd = None
-        if exe is not None and reason is None:
-            cmd, needed = ros_command(spec, exe, out / "params")
-            files.update(needed)
-        plan.append((spec, cmd, reason))
-    if args.dry_run:
-        for spec, cmd, reason in plan:
-            print(shlex.join(cmd) if cmd else f"# {spec.full_name} skipped: {reason}")
-        return 0
-
-    out.mkdir(parents=True, exist_ok=True)
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
-        path.chmod(0o600)  # owner only: a parameter file may hold the auth_key
-        path.write_text(text)
-    (out / "commands.txt").write_text("".join(f"{shlex.join(c)}\n" for _, c, _ in plan if c))
-    stop_reason: list[str] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop_reason.append(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    children: list[Child] = []
-    ended: Child | None = None
-    start = time.monotonic()
-    try:
-        for spec, cmd, reason in plan:
-            if cmd is None:
-                print(f"skipped {spec.full_name}: {reason}")
-                continue
-            child = start_child(spec, cmd, out / f"{spec.name}.log", args.quiet)
-            children.append(child)
-            print(f"started {spec.full_name} (pid {child.process.pid})")
-        for child in children:
-            child.copier.start()
-        until = "Ctrl-C" if args.duration is None else f"{args.duration:g} s or Ctrl-C"
-        print(f"running until {until}; logs in {out}/", flush=True)
-        while not stop_reason:
-            if args.duration is not None and time.monotonic() - start >= args.duration:
-                break
-            ended = next(
-                (c for c in children if not c.spec.optional and c.process.poll() is not None),
-                None,
-            )
-            if ended is not None:
-                break
-            time.sleep(0.1)
-    finally:
-        stop_children(children)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    for child in children:
-        print(f"{child.spec.full_name}: exit status {child.process.returncode}")
-    print(f"ran {time.monotonic() - start:.1f} s; logs in {out}/")
-    if ended is not None and ended.process.returncode != 0:
-        raise UsageError(
-            f"{ended.spec.full_name} exited with status {ended.process.returncode}; "
-            f"the end of {ended.log}:\n{_tail(ended.log)}"
-        )
-    return 130 if stop_reason else 0
 
 
 # ------------------------------------------------------------------------------ parser
@@ -613,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         UsageError,
         EmulatorError,
         GraphError,
+        RunError,
         CompareError,
         BagError,
     ) as exc:

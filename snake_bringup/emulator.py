@@ -8,6 +8,7 @@ It only starts, watches and stops processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ from types import TracebackType
 from typing import IO
 
 from .paths import share_dir
+from .process import die_with_parent
 
 #: The firmware's default USART0 speed [baud].
 DEFAULT_BAUD = 115200
@@ -184,7 +186,15 @@ class Emulator:
         if self.vcd is not None:
             args += ["--vcd", str(self.vcd)]
         self.started = time.monotonic()
-        self.runner = subprocess.Popen([*args, str(elf)], stdout=subprocess.PIPE, text=True)
+        # own sessions: a terminal's Ctrl-C reaches the nodes (through the runner) and the
+        # emulator only after them (stop()), so the driver never sees its robot vanish first
+        self.runner = subprocess.Popen(
+            [*args, str(elf)],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
         assert self.runner.stdout is not None
         seen = []
         for _ in range(20):  # simavr prints a few loader lines first
@@ -223,7 +233,9 @@ class Emulator:
                 "socat",
                 f"{listen}:{self.bridge_port},bind=127.0.0.1,reuseaddr{options}",
                 f"FILE:{self.pty},raw,echo=0",
-            ]
+            ],
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         if self.bridge == "tcp":  # wait until it listens
             deadline = time.monotonic() + 5.0
@@ -244,11 +256,13 @@ class Emulator:
         for proc in (self.socat, self.runner):
             if proc is None or proc.poll() is not None:
                 continue
-            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # its group: socat's children too
+                os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=3.0)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=3.0)
         self.socat = None
         if self._drainer is not None:  # the runner's last lines (a summary on exit)

@@ -42,6 +42,9 @@ class NodeSpec:
         arguments: extra command-line arguments (before ``--ros-args``).
         optional: the graph still works without it (``snake sim`` skips it if missing).
         needs_display: a GUI (``snake sim`` skips it without $DISPLAY or $WAYLAND_DISPLAY).
+        starts_first: ``snake``'s runner starts it, and waits until it is ready, before the
+            other nodes, and stops it after them (the recorder: it keeps every message).
+            ``ros2 launch`` starts every node at once.
     """
 
     package: str
@@ -53,6 +56,7 @@ class NodeSpec:
     arguments: tuple[str, ...] = ()
     optional: bool = False
     needs_display: bool = False
+    starts_first: bool = False
 
     @property
     def full_name(self) -> str:
@@ -376,7 +380,11 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
     """
     config = robot_config("robot").resolve()
     recorder = NodeSpec(
-        PACKAGE, "recorder_node", "recorder_node", parameters=({"output": str(out / "bag")},)
+        PACKAGE,
+        "recorder_node",
+        "recorder_node",
+        parameters=({"output": str(out / "bag")},),
+        starts_first=True,
     )
     report = {"report_dir": str(out), "report_name": "compare"}
     robot = hardware_graph(

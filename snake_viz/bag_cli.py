@@ -53,10 +53,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     Raises:
         BagError: the bag cannot be read.
         snake_bringup.graph.GraphError: a rate outside REPLAY_RATES.
-        snake_bringup.cli.UsageError: a node could not start or failed.
+        snake_bringup.runner.RunError: a node could not start or failed.
     """
-    from snake_bringup.cli import run_graph
     from snake_bringup.graph import replay_graph
+    from snake_bringup.runner import run_graph
 
     graph = replay_graph(
         str(args.bag),

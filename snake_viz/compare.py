@@ -524,7 +524,7 @@ class Report:
         files = [self._csv(al), self._markdown(comparison, summary), self._json(summary)]
         files.append(self._config(comparison, config))
         if self.plots:
-            files += self._plots(al)
+            files += write_plots(self.folder, al, self.model)
         return replace(summary, files=tuple(files))
 
     def _csv(self, al: Aligned) -> Path:
@@ -603,61 +603,97 @@ class Report:
         path.write_text(yaml.safe_dump(_plain(data), sort_keys=False))
         return path
 
-    def _plots(self, al: Aligned) -> list[Path]:
-        t = al.t - al.t[0] if len(al) else al.t
-        out = [
-            joint_panels(
-                self.folder / "joint_angles.png",
-                t,
-                al.names,
-                (
-                    Curve(al.sim, "C0-", "MFM simulated", 1.2),
-                    Curve(al.measured, "k--", "measured"),
-                ),
-                "Joint angles: MFM simulation vs measurement",
-            ),
-            joint_panels(
-                self.folder / "joint_errors.png",
-                t,
-                al.names,
-                (Curve(al.error, "C3-"),),
-                "Error: measured - simulated",
-            ),
-        ]
-        if self.model is not None and self.model.n_joints == len(al.names):
-            out.append(self._traces_plot(al, self.model))
-        return out
 
-    def _traces_plot(self, al: Aligned, model: SnakeModel) -> Path:
-        plt = pyplot()
-        step = max(1, len(al) // 1000)  # link_poses per sample: keep it to ~1000 points
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-        views = ((0, 1, "top view (x-y)", "x", "y"), (1, 2, "side view (y-z)", "y", "z"))
-        for robot, q, style in (("sim", al.sim, "-"), ("measured", al.measured, "--")):
-            head, com = traces(model, q[::step])
-            for points, what, colour in ((head, "head", "C0"), (com, "CM", "C1")):
-                for ax, (a, b, *_rest) in zip(axes, views, strict=True):
-                    ax.plot(
-                        points[:, a] * 1e3,
-                        points[:, b] * 1e3,
-                        style,
-                        color=colour,
-                        lw=1.0 if robot == "sim" else 1.4,
-                        alpha=1.0 if robot == "sim" else 0.7,
-                        label=f"{what}, {robot}",
-                    )
-        for ax, (_a, _b, title, xa, ya) in zip(axes, views, strict=True):
-            ax.set_title(f"Head and centre of mass, {title} in base_link", fontsize=9)
-            ax.set_xlabel(f"{xa} [mm]", fontsize=8)
-            ax.set_ylabel(f"{ya} [mm]", fontsize=8)
-            ax.set_aspect("equal", adjustable="datalim")
-            ax.tick_params(labelsize=7)
-        axes[0].legend(fontsize=7)
-        fig.tight_layout()
-        path = self.folder / "traces.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
+def read_aligned(path: Path) -> Aligned:
+    """The aligned series of a report's ``aligned.csv`` (stamps from 0, as written).
+
+    Raises:
+        CompareError: the file is missing or not a report's CSV.
+    """
+    try:
+        header = path.read_text().split("\n", 1)[0].split(",")
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"cannot read {path}: {exc}") from exc
+    n = (len(header) - 1) // 3
+    suffix = "_sim_rad"
+    names = tuple(h.removesuffix(suffix) for h in header[1 : 1 + n])
+    if (
+        header[0] != "t_s"
+        or len(header) != 3 * n + 1
+        or not all(h.endswith(suffix) for h in header[1 : 1 + n])
+    ):
+        raise CompareError(f"{path} is not a comparison report's aligned.csv")
+    return Aligned(names, table[:, 0], table[:, 1 : 1 + n], table[:, 1 + n : 1 + 2 * n])
+
+
+#: What :func:`write_plots` writes into a report folder, and the line it ends with in
+#: ``plots.log`` (a detached plotter's sign that it is done).
+PLOTS_DONE = "plots written"
+
+
+def write_plots(folder: Path, al: Aligned, model: SnakeModel | None = None) -> list[Path]:
+    """The report's PNG plots: joint angles and errors (one panel per joint) and, with the
+    ``model``, the head and centre-of-mass traces; then ``plots.log`` with
+    :data:`PLOTS_DONE`. Returns the files written."""
+    t = al.t - al.t[0] if len(al) else al.t
+    out = [
+        joint_panels(
+            folder / "joint_angles.png",
+            t,
+            al.names,
+            (
+                Curve(al.sim, "C0-", "MFM simulated", 1.2),
+                Curve(al.measured, "k--", "measured"),
+            ),
+            "Joint angles: MFM simulation vs measurement",
+        ),
+        joint_panels(
+            folder / "joint_errors.png",
+            t,
+            al.names,
+            (Curve(al.error, "C3-"),),
+            "Error: measured - simulated",
+        ),
+    ]
+    if model is not None and model.n_joints == len(al.names):
+        out.append(_traces_plot(folder, al, model))
+    log = folder / "plots.log"
+    log.write_text(f"{PLOTS_DONE}: {', '.join(p.name for p in out)}\n")
+    return [*out, log]
+
+
+def _traces_plot(folder: Path, al: Aligned, model: SnakeModel) -> Path:
+    """Top and side views of the head and centre-of-mass traces of both robots."""
+    plt = pyplot()
+    step = max(1, len(al) // 1000)  # link_poses per sample: keep it to ~1000 points
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    views = ((0, 1, "top view (x-y)", "x", "y"), (1, 2, "side view (y-z)", "y", "z"))
+    for robot, q, style in (("sim", al.sim, "-"), ("measured", al.measured, "--")):
+        head, com = traces(model, q[::step])
+        for points, what, colour in ((head, "head", "C0"), (com, "CM", "C1")):
+            for ax, (a, b, *_rest) in zip(axes, views, strict=True):
+                ax.plot(
+                    points[:, a] * 1e3,
+                    points[:, b] * 1e3,
+                    style,
+                    color=colour,
+                    lw=1.0 if robot == "sim" else 1.4,
+                    alpha=1.0 if robot == "sim" else 0.7,
+                    label=f"{what}, {robot}",
+                )
+    for ax, (_a, _b, title, xa, ya) in zip(axes, views, strict=True):
+        ax.set_title(f"Head and centre of mass, {title} in base_link", fontsize=9)
+        ax.set_xlabel(f"{xa} [mm]", fontsize=8)
+        ax.set_ylabel(f"{ya} [mm]", fontsize=8)
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.tick_params(labelsize=7)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path = folder / "traces.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _plain(value: Any) -> Any:

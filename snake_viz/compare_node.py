@@ -20,13 +20,17 @@ Publishes:
 Service ``~/report`` (std_srvs/Trigger) writes the report folder now
 (``<report_dir>/<report_name>/``, by default ``compare-<start time>``; rewritten by each
 request, from the whole history); the node writes it on shutdown too
-(``report_on_shutdown``) and logs the per-joint RMS. All parameters are read at start-up.
+(``report_on_shutdown``) and logs the per-joint RMS. The node writes the numbers (CSV,
+tables, summary) itself and hands the plots to :mod:`snake_viz.report_plots`, a process of
+its own that outlives the node (``plots.log`` appears in the folder when they are done), so
+a Ctrl-C stops the node at once. All parameters are read at start-up.
 """
 
 from __future__ import annotations
 
 import datetime as dt_module
 import math
+import subprocess
 import sys
 from collections import deque
 from pathlib import Path
@@ -71,6 +75,7 @@ from .compare import (
     error_stats,
     trace_points,
 )
+from .report_plots import start_plotter
 
 #: Subscription depth: 5 s of 100 Hz joint states.
 QUEUE_DEPTH = 500
@@ -136,6 +141,7 @@ class CompareNode(Node):
         # per marker tick: (sim head, sim CM, measured head, measured CM) [m], shape (4, 3)
         self.trace: deque[np.ndarray] = deque(maxlen=points)
         self.trace_rms: deque[float] = deque(maxlen=points)
+        self.plotter: subprocess.Popen[bytes] | None = None
 
         self.pub_error = self.create_publisher(JointState, "/compare/error", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "/compare/markers", 10)
@@ -270,10 +276,13 @@ class CompareNode(Node):
                 "rejected_messages": self.rejected,
                 "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
             }
-            summary = Report(self.folder, self.model).write(comparison, config)
+            summary = Report(self.folder, self.model, plots=False).write(comparison, config)
+            if self.plotter is not None and self.plotter.poll() is None:
+                self.plotter.terminate()  # drawing an older history: the new one replaces it
+            self.plotter = start_plotter(self.folder, self.config_path)
         except (CompareError, OSError) as exc:
             return False, f"no report: {exc}"
-        return True, _describe(summary)
+        return True, f"{_describe(summary)}; plots: pid {self.plotter.pid}"
 
     def on_report(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.write_report()

@@ -47,6 +47,7 @@ from rclpy.signals import SignalHandlerOptions
 from rosbags.interfaces import Connection, QosDurability, QosReliability
 from rosgraph_msgs.msg import Clock
 
+from snake_dynamics.nodes import READY_TEXT
 from snake_dynamics.nodes.common import (
     ParameterValueError,
     declare_bool,
@@ -216,6 +217,7 @@ def replay() -> int:
     node = None
     try:
         node = ReplayNode()
+        node.get_logger().info(READY_TEXT)
         node.run(stop)
     except (BagError, ParameterException, ParameterValueError, OSError) as exc:
         rclpy.logging.get_logger("replay_node").fatal(f"cannot start: {exc}")

@@ -2,3 +2,7 @@
 
 The core modules one level up import no ROS; everything rclpy lives here.
 """
+
+#: What every node of this package logs once it is built and spinning (``common.run``);
+#: ``snake``'s runner waits for it (and imports it from here, without rclpy).
+READY_TEXT = "node ready"

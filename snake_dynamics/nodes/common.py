@@ -18,6 +18,8 @@ from rclpy.signals import SignalHandlerOptions
 
 from snake_dynamics.errors import SnakeDynamicsError
 
+from . import READY_TEXT
+
 #: Period of the throttled warnings about bad input [s].
 THROTTLE_S = 2.0
 #: Longest wait of the executor before Python handles a pending Ctrl-C [s].
@@ -151,6 +153,7 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
     try:
         node = factory()
         executor.add_node(node)
+        node.get_logger().info(READY_TEXT)
         while rclpy.ok() and not stop:
             executor.spin_once(timeout_sec=WAKE_S)
     except (KeyboardInterrupt, ExternalShutdownException):

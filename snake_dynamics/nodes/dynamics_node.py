@@ -44,6 +44,9 @@ from .common import (
 )
 
 MODES = ("prescribed", "torque")
+#: Unread commands kept: 1 s at 100 Hz. Each is a sample of the reference; one dropped
+#: (a burst, or a node busy for a moment) would leave a gap in the interpolation.
+COMMAND_QUEUE_DEPTH = 100
 
 
 class DynamicsNode(Node):
@@ -102,7 +105,9 @@ class DynamicsNode(Node):
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
         topic = "joint_commands" if prescribed else "joint_efforts"
-        self._sub = self.create_subscription(JointState, topic, self._on_command, 10)
+        self._sub = self.create_subscription(
+            JointState, topic, self._on_command, COMMAND_QUEUE_DEPTH
+        )
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_timer(1.0 / rate, self._tick)
         self.get_logger().info(
