@@ -30,8 +30,10 @@ rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("rosbags")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.context import Context  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rosbags.interfaces import QosReliability  # noqa: E402
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
@@ -53,7 +55,17 @@ CLI = (
 )
 JOINTS = [f"joint_{k}" for k in range(1, 9)]
 RATE = 2.0  # replay speed factor
-SETTLE_S = 0.5  # after a publisher sees its subscription [s]; see _settle
+#: The replayer's --delay after its subscribers appeared [s] (discovery on their side).
+REPLAY_DELAY_S = 0.5
+#: The test's publishers keep every message they send for late-joining readers (the
+#: recorder mirrors it): what a publisher sends before discovery has finished on the
+#: recorder's side reaches the bag all the same, however slow the machine.
+LATCHED = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -121,12 +133,10 @@ def _stop(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: flo
     return process.wait(timeout=10)
 
 
-def _settle(ros: Ros) -> None:
-    """Let discovery finish on the recorder's side too: a publisher counts a subscription as
-    matched before the subscription has matched the publisher, and a volatile reader drops
-    what a writer sent before that (so does ``ros2 bag record``)."""
-    end = time.monotonic() + SETTLE_S
-    ros.spin_until(lambda: time.monotonic() > end, SETTLE_S + 1.0, "discovery to settle")
+def _delivered(publishers: Any) -> None:
+    """Wait until every reliable subscriber has acknowledged all the publishers sent."""
+    for pub in publishers:
+        assert pub.wait_for_all_acked(Duration(seconds=30)), f"{pub.topic_name} not delivered"
 
 
 @dataclass
@@ -156,10 +166,10 @@ def recording(ros: Ros) -> Recording:
     rec = ros.start(["-c", CLI, "record", *topics, "-o", str(bag)], "record.log")
     node = ros.node
     pubs = {
-        "/joint_commands": node.create_publisher(JointState, "/joint_commands", 10),
-        "/sim/joint_states": node.create_publisher(JointState, "/sim/joint_states", 10),
-        "/diagnostics": node.create_publisher(DiagnosticArray, "/diagnostics", 10),
-        "/chatter": node.create_publisher(String, "/chatter", 10),
+        "/joint_commands": node.create_publisher(JointState, "/joint_commands", LATCHED),
+        "/sim/joint_states": node.create_publisher(JointState, "/sim/joint_states", LATCHED),
+        "/diagnostics": node.create_publisher(DiagnosticArray, "/diagnostics", LATCHED),
+        "/chatter": node.create_publisher(String, "/chatter", LATCHED),
     }
     try:
         ros.spin_until(
@@ -167,7 +177,6 @@ def recording(ros: Ros) -> Recording:
             30.0,
             "the recorder to subscribe to every topic (/chatter through discovery)",
         )
-        _settle(ros)
         published: dict[str, list[Any]] = {t: [] for t in pubs}
 
         def send(topic: str, msg: Any) -> None:
@@ -187,7 +196,7 @@ def recording(ros: Ros) -> Recording:
             # pace by the schedule, not by sleep(5 ms): no drift
             time.sleep(max(0.0, start + (i + 1) * 0.005 - time.monotonic()))
         hashes = {t: str(node.get_publishers_info_by_topic(t)[0].topic_type_hash) for t in pubs}
-        ros.spin_until(lambda: time.monotonic() > start + 2.5, 5.0, "a pause")
+        _delivered(pubs.values())
     finally:
         status = _stop(rec)
         for pub in pubs.values():
@@ -293,7 +302,7 @@ def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> di
         for topic, cls in [*topics.items(), ("/clock", Clock)]
     ]
     try:
-        wait = ["--delay", str(SETTLE_S), "--wait-for-subscribers", "1"]
+        wait = ["--delay", str(REPLAY_DELAY_S), "--wait-for-subscribers", "1"]
         cmd = ["-c", CLI, "replay", str(bag), *wait, "-o", str(ros.tmp / "replay_logs")]
         player = ros.start([*cmd, *extra], "replay.log")
         try:
@@ -370,7 +379,7 @@ def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros
     )
     try:
         topics = ["/sim/joint_states", "/measured/joint_states"]
-        wait = ["--delay", str(SETTLE_S), "--wait-for-subscribers", "1", "--rate", str(RATE)]
+        wait = ["--delay", str(REPLAY_DELAY_S), "--wait-for-subscribers", "1", "--rate", str(RATE)]
         cmd = ["-c", CLI, "replay", str(bag), "--topics", *topics, *wait, "--no-rviz"]
         player = ros.start([*cmd, "-o", str(ros.tmp / "compare_replay_logs")], "replay2.log")
         ros.spin_until(lambda: player.poll() is not None, 60.0, "the replay to finish")
@@ -386,25 +395,38 @@ def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros
     assert np.nanmedian(lags) == pytest.approx(0.03, abs=0.005)  # the injected lag
 
 
+def _flushed_count(bag: Path) -> int:
+    """The message count of the recorder's last flush (its metadata.yaml; 0 before one)."""
+    try:
+        meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+        return int(meta["rosbag2_bagfile_information"]["message_count"])
+    except (OSError, yaml.YAMLError, TypeError, KeyError):  # none yet, or being rewritten
+        return 0
+
+
 def test_recorder_killed_leaves_bag_readable_to_last_flush(ros: Ros) -> None:
-    """SIGKILL mid-run: the bag holds a gap-free prefix of what was published, at least up
-    to one flush period (0.3 s) plus slack before the kill; recovery makes it readable."""
+    """SIGKILL mid-run: the bag holds a gap-free prefix of what was published, with at least
+    every message its last flush before the kill stored; recovery makes it readable."""
     bag = ros.tmp / "killed_bag"
     args = ["-c", "from snake_viz.recorder import main; main()", "--ros-args"]
     params = ["-p", f"output:={bag}", "-p", "flush_period:=0.3", "-p", "topics:=[/joint_commands]"]
     rec = ros.start([*args, *params], "killed.log")
-    pub = ros.node.create_publisher(JointState, "/joint_commands", 10)
+    pub = ros.node.create_publisher(JointState, "/joint_commands", LATCHED)
     try:
         ros.spin_until(lambda: pub.get_subscription_count() > 0, 30.0, "the recorder")
-        _settle(ros)
+        # 200 Hz until a flush has stored at least 100 messages, then the kill, then 50 more
         start = time.monotonic()
-        for i in range(300):  # 1.5 s at 200 Hz, then the kill, then 0.25 s more
-            pub.publish(_joint_state(i))
-            time.sleep(max(0.0, start + (i + 1) * 0.005 - time.monotonic()))
+        sent = before_kill = 0
+        while before_kill < 100:
+            assert time.monotonic() < start + 60.0, f"flushed {before_kill} of {sent}"
+            pub.publish(_joint_state(sent))
+            sent += 1
+            time.sleep(max(0.0, start + sent * 0.005 - time.monotonic()))
+            if sent % 10 == 0:
+                before_kill = _flushed_count(bag)
         _stop(rec, signal.SIGKILL)
-        for i in range(300, 350):
+        for i in range(sent, sent + 50):
             pub.publish(_joint_state(i))
-            time.sleep(0.005)
     finally:
         _stop(rec, signal.SIGKILL)
         ros.node.destroy_publisher(pub)
@@ -420,8 +442,8 @@ def test_recorder_killed_leaves_bag_readable_to_last_flush(ros: Ros) -> None:
     stored = _bag_messages(bag)["/joint_commands"]
     firsts = [m.position[0] for _, m in stored]
     assert firsts == [float(i) for i in range(len(firsts))]  # a gap-free prefix
-    # at most the last flush period (0.3 s = 60 messages) and scheduling slack are lost
-    assert 300 - 60 - 40 <= len(firsts) <= 300
+    # everything flushed before the kill, nothing sent after it
+    assert before_kill <= len(firsts) <= sent, (before_kill, len(firsts), sent)
     from mcap.reader import make_reader
 
     with path.open("rb") as f:
