@@ -96,6 +96,7 @@ class DynamicsNode(Node):
         self._source: InputSource = (
             PrescribedInput(self._sim.fast_model, self._reference) if prescribed else self._torques
         )
+        self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
         self._sim.warm_up()
 
@@ -182,6 +183,9 @@ class DynamicsNode(Node):
             self._reference.hold(self._sim.q)
             self._restart(target)
             self._published_ns = -1
+        elif self._published_ns < 0 and target - self._sim.time > self._max_lag:
+            # a late first tick (a busy machine starting up): begin where the clock is
+            self._restart(target)
         start = time.perf_counter()
         try:
             report = self._sim.run_until(target, self._source, self._max_steps)
