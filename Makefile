@@ -12,7 +12,7 @@ PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_
 # three.js and urdf-loader for the WebGL view, vendored from npm (installed with the package)
 WEB := snake_viz/web
 WEB_OK := $(WEB)/node_modules/.package-lock.json
-REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-packages.txt
+REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-available.sh tools/apt-packages.txt
 
 .PHONY: demo test lint typecheck unit bench firmware web clean help
 help:
