@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import os
 import sys
+import sysconfig
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -124,4 +126,11 @@ def test_installed_share_files_are_found_through_the_ament_index(
     for source in ("Makefile", "PROTOCOL.md", "core/protocol.c", "hal/avr/main.c"):
         assert (firmware / source).is_file(), source
     assert (firmware / "tools" / "simavr_runner.c").is_file()
-    assert not (firmware / "build").exists()
+    # ... and no build output among the installed files (the folder may hold one since: the
+    # emulator builds beside installed sources it may write to)
+    (dist,) = importlib.metadata.distributions(
+        name="mfm_snake", path=[sysconfig.get_path("purelib")]
+    )
+    installed = [str(f) for f in dist.files or ()]
+    assert any("share/mfm_snake/firmware/core/app.c" in f for f in installed)
+    assert not [f for f in installed if "share/mfm_snake/firmware/build/" in f]
