@@ -17,6 +17,7 @@ import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import termios
 import time
@@ -43,6 +44,9 @@ PERIOD_US = 20000.0
 WIDTH_TOL_US = 2.0
 PERIOD_TOL_US = PERIOD_US * 1e-3
 WATCHDOG_MS = 300
+DISARMS = 30  # phase E's ENABLE(0)s
+HW_CHANNELS = 12  # channels 0-11 are the timers' output-compare pins
+DISARM_PHASE_US = 800.0  # aimed at this time into the PWM period: inside most pulses
 CONTROL_PERIOD_US = 5000  # the firmware checks its watchdog this often
 TIMEOUT_S = 20.0  # bound on every wait for the emulator (it runs below real time)
 
@@ -178,6 +182,8 @@ class Run:
     errors: list[p.ErrorReport] = field(default_factory=list)
     marks: dict[str, float] = field(default_factory=dict)
     targets: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: phase E's disarms: (MCU time just after an ENABLE(0), end of the quiet after it) [us]
+    disarms: list[tuple[float, float]] = field(default_factory=list)
     stats: p.DecoderStats = field(default_factory=p.DecoderStats)
 
 
@@ -292,7 +298,7 @@ def simavr_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 
 def drive(link: Link, run: Run) -> None:
-    """The scripted session: fed, watchdog limp, watchdog hold, e-stop."""
+    """The scripted session: fed, watchdog limp, watchdog hold, disarms, e-stop."""
     # bytes written before the pty was opened are lost: ping until the firmware answers
     end = time.monotonic() + TIMEOUT_S
     while not link.pongs:
@@ -324,8 +330,22 @@ def drive(link: Link, run: Run) -> None:
     link.wait_telemetry("hold trip", lambda t: flag_set(t, p.Flag.WATCHDOG_TRIPPED))
     link.poll(0.5)
 
+    # E: disarm, again and again, aimed inside timer 1's pulses: they start when the MCU clock
+    # is a whole number of periods (it counts that timer's overflows). The aim learns the time
+    # from the host's wait to the pong that follows the ENABLE(0) (~20 ms through the pty).
+    run.marks["e_start"] = link.ping()
+    lead = 0.0
+    for _ in range(DISARMS):
+        link.send(p.Enable(True), set_a)
+        link.poll(2 * PERIOD_US * 1e-6)
+        now = link.ping()
+        link.poll(((DISARM_PHASE_US - lead - now) % PERIOD_US) * 1e-6)
+        hi = link.ping(p.Enable(False))
+        lead += (hi - DISARM_PHASE_US + PERIOD_US / 2) % PERIOD_US - PERIOD_US / 2
+        link.poll(2 * PERIOD_US * 1e-6)
+        run.disarms.append((hi, link.ping()))
+
     # D: e-stop while enabled and fed
-    run.marks["d_before"] = link.ping()
     run.marks["d_start"] = link.ping(p.Enable(True), set_a)
     link.feed_for(0.1, set_a)
     run.marks["d_estop_hi"] = link.ping(p.Estop())
@@ -414,15 +434,43 @@ def test_watchdog_hold_keeps_pulses(simavr_run: Run) -> None:
     m = simavr_run.marks
     cals = calibrations()
     trip = m["c_cmd_hi"] + WATCHDOG_MS * 1000 + CONTROL_PERIOD_US
-    trains = channel_pulses(simavr_run, trip, m["d_before"])
+    trains = channel_pulses(simavr_run, trip, m["e_start"])
     for ch, train in enumerate(trains):
         want = expected_pulse_us(cals[ch], simavr_run.targets["c"][ch])
         assert len(train) >= 10, f"channel {ch}: pulses stopped while holding"
         assert max(abs(w - want) for _, w in train) <= WIDTH_TOL_US, f"channel {ch}"
-    held = [t for t in simavr_run.telemetry if trip < t.mcu_time_us < m["d_before"]]
+    held = [t for t in simavr_run.telemetry if trip < t.mcu_time_us < m["e_start"]]
     assert held
     assert all(t.flags & p.Flag.WATCHDOG_TRIPPED for t in held)
     assert all(not t.flags & p.Flag.WATCHDOG_LIMP for t in held)
+
+
+def test_disarm_cuts_running_pulses_and_drives_the_pins_low(simavr_run: Run) -> None:
+    """ENABLE(0) stops every output at once: a pulse in flight is cut short, no pin is left
+    high (a hardware-PWM pin needs its port bit driven low, not just its output compare
+    disconnected) and nothing pulses until the next ENABLE."""
+    cals = calibrations()
+    edges = read_vcd(simavr_run.vcd)
+    # VCD time = MCU time + the start-up before timer 1 ran (its pulses rise at MCU time 0)
+    offset = statistics.median([t % PERIOD_US for t, v in edges["P" + PINS[0]] if v == 1])
+    cutting = 0  # disarms that cut a hardware-PWM pulse
+    for pong, quiet_end in simavr_run.disarms:
+        cut = False
+        # outputs change in the main-loop pass that answers: well within 1 ms of the pong
+        off, quiet_end = pong + offset + 1000.0, quiet_end + offset
+        for ch, pin in enumerate(PINS):
+            train = edges["P" + pin]
+            level = ([v for t, v in train if t <= off] or [0])[-1]
+            assert level == 0, f"channel {ch} ({pin}) left high by the ENABLE(0) before {off} us"
+            assert not [t for t, _ in train if off < t <= quiet_end], f"channel {ch} pulsed"
+            want = expected_pulse_us(cals[ch], simavr_run.targets["a"][ch])
+            # a pulse shorter than commanded that ended in the period before: cut by ENABLE(0)
+            cut |= ch < HW_CHANNELS and any(
+                off - PERIOD_US < t + w <= off and w < want - WIDTH_TOL_US for t, w in pulses(train)
+            )
+        cutting += cut
+    print(f"{cutting} of {len(simavr_run.disarms)} disarms cut a hardware-PWM pulse in flight")
+    assert cutting >= 1, "no disarm landed inside a hardware-PWM pulse: aim them again"
 
 
 def test_estop_stops_pulses_and_latches(simavr_run: Run) -> None:
@@ -431,6 +479,11 @@ def test_estop_stops_pulses_and_latches(simavr_run: Run) -> None:
     after = channel_pulses(simavr_run, m["d_estop_hi"], m["end"])
     assert all(len(train) >= 3 for train in before)
     assert all(train == [] for train in after)
+    # The firmware drives every pin low itself, a pulse it cut included: none is left high
+    # (on a hardware-PWM pin that takes more than disconnecting the output compare).
+    edges = read_vcd(simavr_run.vcd)
+    high = [pin for pin in PINS if [v for t, v in edges["P" + pin] if t <= m["end"]][-1:] == [1]]
+    assert high == [], f"pins left high after the e-stop: {high}"
     assert m["end"] - m["d_estop_hi"] >= 300000 * 0.5  # watched long enough
     stopped = [t for t in simavr_run.telemetry if t.mcu_time_us > m["d_estop_hi"]]
     assert stopped

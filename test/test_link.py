@@ -334,7 +334,11 @@ class PtyBridge:
                     client.close()
                     client = None
                 elif fd is not None:
-                    os.write(fd, data)
+                    try:
+                        os.write(fd, data)
+                    except OSError:  # EIO: the firmware is gone (its pty closed)
+                        os.close(fd)
+                        fd = None
             if self.server in ready:
                 if client is not None:
                     client.close()

@@ -76,6 +76,17 @@ static const uint8_t hw_com[HW_CHANNELS] = {
     _BV(COM4A1), _BV(COM4B1), _BV(COM4C1), _BV(COM5A1), _BV(COM5B1), _BV(COM5C1),
 };
 
+/* The pins behind them: OCnA/B/C are bits 5-7 of PORTB (timer 1) and 3-5 of PORTE, PORTH
+ * and PORTL (timers 3, 4, 5). */
+static volatile uint8_t *const hw_port[HW_CHANNELS] = {
+    &PORTB, &PORTB, &PORTB, &PORTE, &PORTE, &PORTE,
+    &PORTH, &PORTH, &PORTH, &PORTL, &PORTL, &PORTL,
+};
+static const uint8_t hw_pin[HW_CHANNELS] = {
+    _BV(PB5), _BV(PB6), _BV(PB7), _BV(PE3), _BV(PE4), _BV(PE5),
+    _BV(PH3), _BV(PH4), _BV(PH5), _BV(PL3), _BV(PL4), _BV(PL5),
+};
+
 /* The control bits sit at the same positions in timers 1, 3, 4 and 5. */
 static void pwm_timer_init(volatile uint16_t *icr, volatile uint16_t *tcnt,
                            volatile uint8_t *tccra, volatile uint8_t *tccrb, uint16_t phase)
@@ -166,7 +177,14 @@ void hal_servo_write(uint8_t channel, uint16_t pulse_us)
             *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
             *hw_tccra[channel] |= hw_com[channel];
         } else {
-            *hw_tccra[channel] &= (uint8_t)~hw_com[channel];
+            /* Stop now, cutting a running pulse: the pin goes back to its port bit, which is
+             * written low here rather than trusted to be (simavr 1.6 also leaves a pin at its
+             * compare-output level when the output is disconnected; silicon does not). */
+            ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+            {
+                *hw_tccra[channel] &= (uint8_t)~hw_com[channel];
+                *hw_port[channel] &= (uint8_t)~hw_pin[channel];
+            }
         }
     } else if (channel < HW_CHANNELS + SOFT_CHANNELS) {
         uint8_t soft_ch = (uint8_t)(channel - HW_CHANNELS);
