@@ -1,7 +1,10 @@
 """The ``snake`` command: offline simulation, gait and URDF tools, the demo.
 
-Errors a user can cause (a bad file, a bad gait parameter, a simulation that diverges)
-end in one line ``snake: error: ...`` and exit status 2, never a traceback.
+Errors a user can cause (a bad file, a bad gait parameter) end in one line
+``snake: error: ...`` and exit status 2, never a traceback. A ``snake simulate`` run that
+leaves the commanded gait (tracking error over ``--tolerance``, or a state that stops being
+finite) writes its files and prints its summary, then ends the same way with exit status 3
+(:data:`OFF_GAIT_STATUS`).
 """
 
 from __future__ import annotations
@@ -13,12 +16,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import TRANSPORTS
-from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait, simulate_gait
+from snake_dynamics import (
+    GAITS,
+    DivergenceError,
+    SnakeDynamicsError,
+    SnakeModel,
+    make_gait,
+    simulate_gait,
+)
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
 from snake_viz.bag import BagError
@@ -34,9 +45,22 @@ from .paths import robot_config
 from .progress import ProgressBar
 from .runner import RunError, run_graph
 
+if TYPE_CHECKING:
+    from snake_viz.offline import RunSummary
+
+
+#: Exit status of a ``snake simulate`` run that left the gait (its files are written).
+OFF_GAIT_STATUS = 3
+#: Servo gains that keep every gait on the 20-body model within 5e-9 rad for 10 s.
+SERVO_HINT = "--servo-stiffness 2 --servo-damping 0.05"
+
 
 class UsageError(Exception):
     """A command-line mistake, reported in one line."""
+
+
+class OffGaitError(Exception):
+    """A simulated run that left the commanded gait (exit status :data:`OFF_GAIT_STATUS`)."""
 
 
 def _gait_params(pairs: Sequence[str]) -> dict[str, float]:
@@ -67,7 +91,12 @@ def _load_model(spec: str) -> SnakeModel:
 
 # ------------------------------------------------------------------------ subcommands
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """Prescribed gait -> inverse dynamics -> RK4 forward simulation, written to a folder."""
+    """Prescribed gait -> inverse dynamics -> RK4 forward simulation, written to a folder.
+
+    Raises:
+        OffGaitError: after writing the files, if the run left the gait (see
+            :func:`_off_gait`).
+    """
     from snake_viz.offline import summarise, write_run
 
     model = _load_model(args.robot)
@@ -89,19 +118,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         else None
     )
     wall = time.perf_counter()
-    result = simulate_gait(
-        model,
-        gait,
-        args.duration,
-        args.dt,
-        stiffness=args.servo_stiffness,
-        damping=args.servo_damping,
-        method=args.method,
-        progress=bar,
-    )
+    diverged_at = None
+    try:
+        result = simulate_gait(
+            model,
+            gait,
+            args.duration,
+            args.dt,
+            stiffness=args.servo_stiffness,
+            damping=args.servo_damping,
+            method=args.method,
+            progress=bar,
+        )
+    except DivergenceError as exc:
+        result, diverged_at = exc.result, exc.t
+        if bar is not None and bar.tty:
+            bar.stream.write("\n")  # end the unfinished bar's line
     wall = time.perf_counter() - wall
     commanded = np.array([gait(float(t)).q for t in result.t])
-    summary = summarise(result, commanded, model.name, args.gait, wall)
+    summary = summarise(
+        result,
+        commanded,
+        model.name,
+        args.gait,
+        wall,
+        dt=args.dt,
+        tolerance=args.tolerance,
+        diverged_at=diverged_at,
+    )
     config = {
         "robot": str(robot_config(args.robot)),
         "gait": args.gait,
@@ -111,12 +155,48 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "servo_stiffness_nm_per_rad": args.servo_stiffness,
         "servo_damping_nms_per_rad": args.servo_damping,
         "method": args.method,
+        "tolerance_rad": args.tolerance,
     }
     files = write_run(Path(out), result, commanded, summary, config, plots=not args.no_plots)
     for line in summary.lines():
         print(line)
     print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
+    if not summary.within_tolerance:
+        raise OffGaitError(_off_gait(summary, args.servo_stiffness, args.servo_damping))
     return 0
+
+
+def _off_gait(summary: RunSummary, stiffness: float, damping: float) -> str:
+    """The one-line report of a run that left the gait: how far, when, where, what to do.
+
+    Args:
+        summary: the run's summary (not within its tolerance).
+        stiffness: the run's servo k_p [N m/rad].
+        damping: the run's servo k_d [N m s/rad].
+    """
+    error = f"max tracking error {summary.max_tracking_error_rad:.3g} rad"
+    tolerance = f"--tolerance {summary.tolerance_rad:g} rad"
+    if summary.first_exceeded_s is None:
+        where = f"{error}, within {tolerance}"
+    else:
+        where = (
+            f"{error}; over {tolerance} from t = {summary.first_exceeded_s:.4g} s, "
+            f"{summary.first_exceeded_joint} first"
+        )
+    if stiffness == 0.0 and damping == 0.0:
+        run, fix = "open-loop replay", f"add servo feedback ({SERVO_HINT})"
+    else:
+        run = "run"
+        fix = (
+            f"raise the servo gains (now --servo-stiffness {stiffness:g} "
+            f"--servo-damping {damping:g})"
+        )
+    if summary.diverged_at_s is not None:
+        return (
+            f"the state left the finite numbers at t = {summary.diverged_at_s:.6g} s ({where}): "
+            f"the {run} left the gait; {fix} or use a smaller --dt"
+        )
+    return f"{where}: the {run} left the gait; {fix}, use a smaller --dt, or raise --tolerance"
 
 
 def cmd_gaits(args: argparse.Namespace) -> int:
@@ -308,6 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method", choices=["fast", "literal"], default="fast", help="dynamics implementation"
     )
+    p.add_argument(
+        "--tolerance",
+        type=positive,
+        default=0.05,
+        metavar="RAD",
+        help="largest acceptable |commanded - simulated| joint angle [rad]; beyond it the "
+        f"files are written and the command exits with status {OFF_GAIT_STATUS} (default: 0.05)",
+    )
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/simulate-...)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -377,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except OffGaitError as exc:
+        print(f"snake: error: {exc}", file=sys.stderr)
+        return OFF_GAIT_STATUS
     except (
         SnakeDynamicsError,
         UsageError,

@@ -9,7 +9,14 @@ These are the literal forms; :mod:`snake_dynamics.fast` holds the recursive, com
 
 from __future__ import annotations
 
-from .errors import GaitError, ModelError, SimulationError, SnakeDynamicsError, StateError
+from .errors import (
+    DivergenceError,
+    GaitError,
+    ModelError,
+    SimulationError,
+    SnakeDynamicsError,
+    StateError,
+)
 from .gaits import GAITS, Gait, JointTrajectory, make_gait, staggered_quintic
 from .integrators import Servo, SimulationResult, prescribed_torques, simulate, simulate_gait
 from .kinematics import b_matrix, b_matrix_dot, link_poses
@@ -26,6 +33,7 @@ from .model import SnakeModel
 
 __all__ = [
     "GAITS",
+    "DivergenceError",
     "Gait",
     "GaitError",
     "JointTrajectory",

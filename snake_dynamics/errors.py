@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .integrators import SimulationResult
+
 
 class SnakeDynamicsError(Exception):
     """Base class of every error the dynamics core raises on purpose."""
@@ -21,3 +26,17 @@ class GaitError(SnakeDynamicsError, ValueError):
 
 class SimulationError(SnakeDynamicsError, RuntimeError):
     """A simulation that cannot go on (bad settings, or the state left the finite numbers)."""
+
+
+class DivergenceError(SimulationError):
+    """A run whose state left the finite numbers; it keeps the finite part of the run.
+
+    Attributes:
+        t: time of the first sample that is not finite [s].
+        result: the run up to the sample before it (t = 0, dt, ..., t - dt).
+    """
+
+    def __init__(self, message: str, t: float, result: SimulationResult) -> None:
+        super().__init__(message)
+        self.t = t
+        self.result = result

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import fast, kinetics
-from .errors import SimulationError, StateError
+from .errors import DivergenceError, SimulationError, StateError
 from .kinematics import joint_vector
 from .model import SnakeModel
 
@@ -239,7 +239,9 @@ def simulate(
         The sampled run, t = 0, dt, ..., t_end; ``tau`` holds the applied torques.
 
     Raises:
-        SimulationError: bad settings, or the state stopped being finite (with the time).
+        SimulationError: bad settings.
+        DivergenceError: the state stopped being finite (a SimulationError with the time and
+            the run up to the last finite sample).
         StateError: bad initial state, or ``tau_fn``/the reference gave a bad vector.
     """
     steps = _step_count(t_end, dt)
@@ -301,16 +303,44 @@ def simulate(
         rows = slice(first + 1, last + 1)
         finite = np.isfinite(qs[rows]).all(axis=1) & np.isfinite(qds[rows]).all(axis=1)
         if not finite.all():
-            when = t[first + 1 + int(np.argmin(finite))]
-            raise SimulationError(
-                f"the state left the finite numbers at t = {when:.6g} s (open-loop replay of a "
-                "long snake is unstable: add servo feedback, or reduce dt)"
+            bad = first + 1 + int(np.argmin(finite))
+            raise DivergenceError(
+                f"the state left the finite numbers at t = {t[bad]:.6g} s (open-loop replay of a "
+                "long snake is unstable: add servo feedback, or reduce dt)",
+                t=float(t[bad]),
+                result=_result(model, kp, kd, inputs, t[:bad], qs[:bad], qds[:bad], qdds[:bad]),
             )
         if progress is not None:
             progress(last / steps)
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
+    return _result(model, kp, kd, inputs, t, qs, qds, qdds)
+
+
+def _result(
+    model: SnakeModel,
+    kp: FloatArray,
+    kd: FloatArray,
+    inputs: FloatArray,
+    t: FloatArray,
+    qs: FloatArray,
+    qds: FloatArray,
+    qdds: FloatArray,
+) -> SimulationResult:
+    """The :class:`SimulationResult` of the first len(t) samples of a run.
+
+    Args:
+        model: the snake.
+        kp: servo stiffness [N m/rad], shape (n,).
+        kd: servo damping [N m s/rad], shape (n,).
+        inputs: u = [tau_ff; q_ref; q_dot_ref] at every stage time, shape (2 steps + 1, 3n).
+        t: sample times [s], shape (N,).
+        qs: joint angles [rad], shape (N, n).
+        qds: joint rates [rad/s], shape (N, n).
+        qdds: joint accelerations [rad/s^2], shape (N, n).
+    """
     # the applied torque (the servo law's, or tau_ff alone when k_p = k_d = 0) at every sample
-    applied = fast.servo_torques(kp, kd, np.ascontiguousarray(inputs[::2]), qs, qds)
+    samples = np.ascontiguousarray(inputs[: 2 * t.size : 2])
+    applied = fast.servo_torques(kp, kd, samples, qs, qds)
     energies = fast.energies(model, qs, qds)
     return SimulationResult(
         t=t,

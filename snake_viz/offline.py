@@ -24,7 +24,13 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class RunSummary:
-    """Headline numbers of a run (all measured on the samples written to the folder)."""
+    """Headline numbers of a run (all measured on the samples written to the folder).
+
+    ``first_exceeded_s`` and ``first_exceeded_joint`` name the first sample and joint whose
+    |commanded - simulated| angle exceeds ``tolerance_rad`` (None if none does);
+    ``diverged_at_s`` is when the state left the finite numbers (None if it did not), the
+    folder then holding the run up to the sample before.
+    """
 
     robot: str
     gait: str
@@ -38,40 +44,78 @@ class RunSummary:
     rms_tracking_error_rad: float
     max_tracking_error_rad: float
     energy_range_j: float
+    tolerance_rad: float
+    within_tolerance: bool
+    first_exceeded_s: float | None
+    first_exceeded_joint: str | None
+    diverged_at_s: float | None
 
     def lines(self) -> list[str]:
         """Human-readable summary lines for stdout."""
-        return [
+        lines = [
             f"robot {self.robot} ({self.n_joints} joints), gait {self.gait}",
             f"simulated {self.duration_s:g} s at dt = {self.dt_s * 1e3:g} ms "
             f"({self.steps} RK4 steps) in {self.wall_time_s:.2f} s wall time "
             f"({self.real_time_factor:.1f}x real time)",
             f"tracking error commanded vs simulated: RMS {self.rms_tracking_error_rad:.3g} rad, "
-            f"max {self.max_tracking_error_rad:.3g} rad",
+            f"max {self.max_tracking_error_rad:.3g} rad (tolerance {self.tolerance_rad:g} rad)",
             f"max |torque| {self.max_abs_torque_nm:.4g} N m, "
             f"energy range {self.energy_range_j:.4g} J",
         ]
+        if self.diverged_at_s is not None:
+            lines.append(
+                f"diverged: the state left the finite numbers at t = {self.diverged_at_s:.6g} s"
+            )
+        return lines
 
 
 def summarise(
-    result: SimulationResult, commanded: FloatArray, robot: str, gait: str, wall_time: float
+    result: SimulationResult,
+    commanded: FloatArray,
+    robot: str,
+    gait: str,
+    wall_time: float,
+    *,
+    dt: float,
+    tolerance: float,
+    diverged_at: float | None = None,
 ) -> RunSummary:
-    """Compute the :class:`RunSummary` of a run against the commanded angles (N, n) [rad]."""
-    err = result.q - commanded
+    """The :class:`RunSummary` of a run against the commanded angles.
+
+    Args:
+        result: the simulated run (its finite part if it diverged).
+        commanded: the commanded angles at the run's samples [rad], shape (N, n).
+        robot: the robot's name.
+        gait: the gait's name.
+        wall_time: the simulation's wall time [s].
+        dt: the RK4 step [s].
+        tolerance: the largest acceptable |commanded - simulated| angle [rad].
+        diverged_at: when the state left the finite numbers [s], or None.
+    """
+    err = np.abs(result.q - commanded)
+    over = np.flatnonzero((err > tolerance).any(axis=1))
+    first = int(over[0]) if over.size else None
     duration = float(result.t[-1])
     return RunSummary(
         robot=robot,
         gait=gait,
         n_joints=int(result.q.shape[1]),
         duration_s=duration,
-        dt_s=float(result.t[1] - result.t[0]),
+        dt_s=dt,
         steps=int(result.t.size - 1),
         wall_time_s=wall_time,
         real_time_factor=duration / wall_time if wall_time > 0 else math.inf,
         max_abs_torque_nm=float(np.max(np.abs(result.tau))),
         rms_tracking_error_rad=float(np.sqrt(np.mean(err**2))),
-        max_tracking_error_rad=float(np.max(np.abs(err))),
+        max_tracking_error_rad=float(np.max(err)),
         energy_range_j=float(np.ptp(result.energy)),
+        tolerance_rad=tolerance,
+        within_tolerance=first is None and diverged_at is None,
+        first_exceeded_s=None if first is None else float(result.t[first]),
+        first_exceeded_joint=(
+            None if first is None else result.joint_names[int(np.argmax(err[first]))]
+        ),
+        diverged_at_s=diverged_at,
     )
 
 

@@ -91,6 +91,136 @@ def test_simulate_with_servo_and_gait_parameters(tmp_path) -> None:
     assert not list(out.glob("*.png"))
 
 
+def written_error(out: Path) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """|commanded - simulated| [rad] of the run written to ``out``, shape (N, n); t [s]; joints."""
+    data = np.load(out / "run.npz")
+    error = np.abs(data["q"] - np.load(out / "commanded_q.npy"))
+    return error, data["t"], tuple(str(name) for name in data["joint_names"])
+
+
+def first_over(out: Path, tolerance: float) -> tuple[float, str]:
+    """Time [s] and joint of the first written sample over ``tolerance`` [rad]."""
+    error, t, joints = written_error(out)
+    first = int(np.flatnonzero((error > tolerance).any(axis=1))[0])
+    return float(t[first]), joints[int(np.argmax(error[first]))]
+
+
+def test_open_loop_replay_that_leaves_the_gait_writes_its_files_and_exits_3(tmp_path) -> None:
+    # snake20's serpenoid replayed open loop: the error grows ~6 1/s from rounding and passes
+    # 0.1 rad near t = 3.3 s (bench/open_loop.py); at 4 s it is radians.
+    out = tmp_path / "run"
+    proc = snake(
+        "simulate", "--robot", "snake20", "--duration", "4", "--no-plots", "-q", "-o", str(out)
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "tracking error commanded vs simulated" in proc.stdout and "wrote 4 files" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    error, _, _ = written_error(out)
+    assert error.shape == (4001, 20) and error.max() > 1.0
+    assert summary["max_tracking_error_rad"] == error.max() and not summary["within_tolerance"]
+    t_over, joint = first_over(out, 0.05)  # the message agrees with the data written
+    assert (summary["first_exceeded_s"], summary["first_exceeded_joint"]) == (t_over, joint)
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"snake: error: max tracking error {error.max():.3g} rad; ")
+    assert f"over --tolerance 0.05 rad from t = {t_over:.4g} s, {joint} first" in line
+    assert "add servo feedback (--servo-stiffness 2 --servo-damping 0.05)" in line
+    assert "use a smaller --dt, or raise --tolerance" in line
+
+
+def test_servo_feedback_keeps_snake20_on_the_gait(tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = snake(
+        "simulate",
+        "--robot",
+        "snake20",
+        "--duration",
+        "4",
+        "--servo-stiffness",
+        "2",
+        "--servo-damping",
+        "0.05",
+        "--no-plots",
+        "-q",
+        "-o",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "error" not in proc.stderr
+    error, t, _ = written_error(out)
+    # the servo pulls rounding errors back: RK4 truncation, ~1e-9 rad, not growth
+    assert t.size == 4001 and error.max() < 1e-6
+
+
+def test_the_default_robot_tracks_the_serpenoid_open_loop_for_10_s(tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = snake("simulate", "--duration", "10", "--no-plots", "-q", "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "(tolerance 0.05 rad)" in proc.stdout
+    error, t, _ = written_error(out)
+    # RK4 truncation of an 8-joint replay: 1e-7 rad at dt = 1 ms (6e-9 at 0.5 ms, dt^4)
+    assert t.size == 10001 and error.max() < 1e-6
+    run = json.loads((out / "summary.json").read_text())
+    assert run["summary"]["within_tolerance"] and run["summary"]["first_exceeded_s"] is None
+    assert run["config"]["tolerance_rad"] == 0.05
+
+
+@pytest.mark.parametrize(("tolerance", "status"), [("0.05", 0), ("0.001", 3)])
+def test_the_tolerance_decides_the_exit_status(tmp_path, tolerance, status) -> None:
+    # the 8-joint cobra replayed open loop drifts to 4.8e-3 rad in 10 s (bench/open_loop.py)
+    out = tmp_path / "run"
+    proc = snake(
+        "simulate",
+        "--gait",
+        "cobra",
+        "--tolerance",
+        tolerance,
+        "--no-plots",
+        "-q",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == status, proc.stderr
+    error, _, _ = written_error(out)
+    assert 1e-3 < error.max() < 0.05
+    assert ("over --tolerance 0.001 rad" in proc.stderr) == (status == 3)
+
+
+def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
+    # snake20's sidewinding replayed open loop grows ~50 1/s and overflows before t = 2 s
+    out = tmp_path / "run"
+    proc = snake(
+        "simulate",
+        "--robot",
+        "snake20",
+        "--gait",
+        "sidewinding",
+        "--duration",
+        "2",
+        "--no-plots",
+        "-q",
+        "-o",
+        str(out),
+    )
+    assert proc.returncode == 3, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    error, t, _ = written_error(out)
+    assert np.isfinite(error).all() and t[-1] < 2.0 and summary["steps"] == t.size - 1
+    diverged = summary["diverged_at_s"]
+    assert diverged == pytest.approx(t[-1] + 0.001)
+    assert "diverged: the state left the finite numbers" in proc.stdout
+    t_over, joint = first_over(out, 0.05)
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(
+        f"snake: error: the state left the finite numbers at t = {diverged:.6g} s"
+    )
+    assert f"from t = {t_over:.4g} s, {joint} first" in line
+    assert (
+        "add servo feedback (--servo-stiffness 2 --servo-damping 0.05) or use a smaller --dt"
+        in line
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -100,6 +230,7 @@ def test_simulate_with_servo_and_gait_parameters(tmp_path) -> None:
         (["simulate", "--set", "wiggle=1"], "has no parameter(s) ['wiggle']"),
         (["simulate", "--duration", "0.0105"], "whole number of --dt"),
         (["simulate", "--duration", "-1"], "expected a finite number > 0"),
+        (["simulate", "--tolerance", "0"], "argument --tolerance: expected a finite number > 0"),
         (["simulate", "--gait", "slither"], "invalid choice: 'slither'"),
     ],
 )
