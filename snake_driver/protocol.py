@@ -11,7 +11,9 @@ streaming ``Decoder`` never raises on received bytes, it counts what it discards
 
 from __future__ import annotations
 
+import binascii
 import enum
+import hmac
 import string
 import struct
 from collections.abc import Iterable
@@ -483,13 +485,12 @@ MESSAGE_CLASSES: dict[int, type[Message]] = {
 
 
 def crc16(data: bytes, crc: int = 0xFFFF) -> int:
-    """CRC-16/CCITT-FALSE: polynomial 0x1021, initial value 0xFFFF, no reflection."""
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
+    """CRC-16/CCITT-FALSE: polynomial 0x1021, initial value 0xFFFF, no reflection.
+
+    ``binascii.crc_hqx`` is this CRC (CRC-CCITT, MSB first) given the initial value; C speed
+    (a frame in well under a microsecond instead of ~130 us in pure Python).
+    """
+    return binascii.crc_hqx(data, crc)
 
 
 def _rotl(x: int, b: int) -> int:
@@ -759,7 +760,8 @@ class Decoder:
         counter = None
         if self.key is not None:
             covered = frame[: -TAG_LEN - CRC_LEN]
-            if _tag(self.key, self.direction, covered) != frame[-TAG_LEN - CRC_LEN : -CRC_LEN]:
+            tag = frame[-TAG_LEN - CRC_LEN : -CRC_LEN]
+            if not hmac.compare_digest(_tag(self.key, self.direction, covered), tag):
                 self.stats.bad_auth += 1
                 return None
             counter = int.from_bytes(covered[-4:], "little")
