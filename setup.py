@@ -1,6 +1,5 @@
 """ament_python package mfm_snake: builds with colcon, installs with pip into a venv."""
 
-from glob import glob
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -18,9 +17,10 @@ def tree(folder: str) -> list[tuple[str, list[str]]]:
 
 
 def data(folder: str) -> tuple[str, list[str]]:
+    """The files directly in ``folder`` (not its subfolders, e.g. a ``__pycache__``)."""
     return (
         f"share/{PACKAGE}/{folder}",
-        sorted(p for p in glob(f"{folder}/*") if not p.endswith("~")),
+        sorted(str(p) for p in Path(folder).iterdir() if p.is_file() and not p.name.endswith("~")),
     )
 
 

@@ -19,7 +19,7 @@ from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.urdf import to_urdf
-from snake_viz.bag import REPLAY_RATES
+from snake_viz.playback import REPLAY_RATES
 
 from .emulator import Endpoint
 from .paths import PACKAGE, robot_config, share_dir
@@ -82,6 +82,10 @@ MEASURED_NAMESPACE = "measured"
 COMMANDS = (("joint_commands", "/joint_commands"),)
 
 
+#: The values a boolean launch argument takes (``launch``'s own conditions accept them all).
+BOOLEAN = ("true", "false", "True", "False", "1", "0")
+
+
 class GraphError(ValueError):
     """Launch arguments that do not describe a graph."""
 
@@ -90,8 +94,8 @@ class GraphError(ValueError):
 SIMULATION_ARGUMENTS = (
     LaunchArgument("robot_config", "robot", "robot YAML file, or a name in config/"),
     LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
-    LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
-    LaunchArgument("use_sim_time", "false", "follow /clock", ("true", "false")),
+    LaunchArgument("rviz", "true", "start RViz", BOOLEAN),
+    LaunchArgument("use_sim_time", "false", "follow /clock", BOOLEAN),
 )
 
 
@@ -107,11 +111,9 @@ HARDWARE_ARGUMENTS = (
         "32 hex digits: authenticated mode (the firmware's AUTH_KEY); empty: the driver's config",
     ),
     LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
-    LaunchArgument(
-        "dynamics", "false", "run the MFM prediction beside the robot", ("true", "false")
-    ),
-    LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
-    LaunchArgument("use_sim_time", "false", "follow /clock", ("true", "false")),
+    LaunchArgument("dynamics", "false", "run the MFM prediction beside the robot", BOOLEAN),
+    LaunchArgument("rviz", "true", "start RViz", BOOLEAN),
+    LaunchArgument("use_sim_time", "false", "follow /clock", BOOLEAN),
 )
 
 
@@ -294,9 +296,9 @@ REPLAY_ARGUMENTS = (
     LaunchArgument(
         "rate", "1.0", f"playback speed factor ({REPLAY_RATES[0]:g} to {REPLAY_RATES[1]:g})"
     ),
-    LaunchArgument("loop", "false", "start over at the end", ("true", "false")),
+    LaunchArgument("loop", "false", "start over at the end", BOOLEAN),
     LaunchArgument("robot_config", "robot", "robot YAML file, or a name in config/"),
-    LaunchArgument("rviz", "true", "start RViz", ("true", "false")),
+    LaunchArgument("rviz", "true", "start RViz", BOOLEAN),
 )
 
 
@@ -316,7 +318,7 @@ def replay_graph(
 
     Args:
         bag: the bag folder (rosbag2, MCAP or sqlite3).
-        rate: playback speed factor, within :data:`snake_viz.bag.REPLAY_RATES`.
+        rate: playback speed factor, within :data:`snake_viz.playback.REPLAY_RATES`.
         loop: start over at the end.
         robot: robot YAML file or config name (the URDF the robot descriptions show).
         rviz: include RViz.

@@ -54,5 +54,5 @@ def node_action(spec: NodeSpec) -> Any:
 
 
 def is_true(value: str) -> bool:
-    """A launch argument's boolean value ("true"/"false", any case)."""
-    return value.strip().lower() == "true"
+    """A launch argument's boolean value: "true", "True" or "1" (see ``graph.BOOLEAN``)."""
+    return value.strip().lower() in ("true", "1")

@@ -57,9 +57,6 @@ DEFAULT_TOPICS: Mapping[str, str | None] = {
 FLUSH_PERIOD_S = 1.0
 #: rosbag2 metadata version written (Jazzy and Kilted read it; it carries the type hashes).
 METADATA_VERSION: Literal[9] = 9
-#: Playback speed factors a replay accepts (``replay_node``'s ``rate``, ``snake replay
-#: --rate``, ``replay.launch.py rate:=``), lowest and highest.
-REPLAY_RATES = (0.01, 100.0)
 
 _MAGIC = b"\x89MCAP0\r\n"
 _OP_HEADER, _OP_FOOTER, _OP_DATA_END = 0x01, 0x02, 0x0F

@@ -15,7 +15,8 @@ from typing import Any
 
 from snake_bringup.arguments import non_negative, positive
 
-from .bag import DEFAULT_TOPICS, REPLAY_RATES, BagError, open_reader
+from .bag import DEFAULT_TOPICS, BagError, open_reader
+from .playback import REPLAY_RATES
 
 
 def _summary(bag: Path) -> str:

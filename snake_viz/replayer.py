@@ -19,7 +19,7 @@ reliable subscribers have acknowledged everything (at most 0.5 s).
 Parameters:
     bag (string): the bag folder (required).
     rate (double): playback speed factor (2.0: twice as fast), within
-        :data:`snake_viz.bag.REPLAY_RATES`.
+        :data:`snake_viz.playback.REPLAY_RATES`.
     loop (bool): play again from the start at the end.
     delay (double): wait before the first message [s].
     clock_rate (double): /clock messages per wall-clock second between messages [Hz]; 0
@@ -57,7 +57,8 @@ from snake_dynamics.nodes.common import (
     flush_publishers,
 )
 
-from .bag import REPLAY_RATES, BagError, message_class, open_reader
+from .bag import BagError, message_class, open_reader
+from .playback import REPLAY_RATES
 
 #: Queue depth of the replay publishers.
 QUEUE_DEPTH = 100

@@ -81,6 +81,64 @@ def test_the_graph_imports_no_ros() -> None:
     assert out.stdout.strip() == "[]"
 
 
+#: Libraries rosdep does not install (pip only) or that only some commands need.
+OPTIONAL = ("rosbags", "ruamel", "mcap", "mcap_ros2", "hypothesis", "websockets", "matplotlib")
+#: Loads every launch file against stand-ins of launch/launch_ros with OPTIONAL unimportable,
+#: builds each graph with "True" for its booleans, and prints what each started.
+LOAD_WITHOUT_OPTIONAL = """
+import importlib.abc, sys, types
+from pathlib import Path
+blocked = set(sys.argv[2].split(","))
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+sys.meta_path.insert(0, Block())
+class Recorder:
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+class Config(Recorder):
+    def perform(self, context):
+        return context[self.args[0]]
+stand_ins = {
+    "launch": {"LaunchDescription": Recorder, "LaunchContext": dict},
+    "launch.actions": {"DeclareLaunchArgument": Recorder, "OpaqueFunction": Recorder},
+    "launch.substitutions": {"LaunchConfiguration": Config},
+    "launch_ros": {}, "launch_ros.actions": {"Node": Recorder},
+}
+for name, attrs in stand_ins.items():
+    sys.modules[name] = types.ModuleType(name)
+    sys.modules[name].__dict__.update(attrs)
+for path in sorted(Path(sys.argv[1]).glob("*.launch.py")):
+    namespace = {"__name__": path.stem}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    *declared, opaque = namespace["generate_launch_description"]().args[0]
+    values = {d.args[0]: d.kwargs["default_value"] for d in declared}
+    values.update({k: "True" for k, v in values.items() if v == "true"}, bag="runs/some-bag")
+    nodes = opaque.kwargs["function"](values)
+    print(path.name, sorted(n.kwargs["executable"] for n in nodes))
+print("loaded", sorted(m for m in sys.modules if m.split(".")[0] in blocked))
+"""
+
+
+def test_every_launch_file_loads_without_the_optional_libraries() -> None:
+    """After ``rosdep install`` a launch file has only what package.xml brings: with rosbags
+    and the other optional libraries unimportable, each launch file still loads and builds
+    its graph; ``True`` is a boolean value as ``true`` is (RViz starts)."""
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_OPTIONAL, str(ROOT / "launch"), ",".join(OPTIONAL)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    launched = {line.split(" ", 1)[0] for line in lines[:-1]}
+    assert launched == {p.name for p in (ROOT / "launch").glob("*.launch.py")}
+    assert all("rviz2" in line for line in lines[:-1]), lines
+    assert lines[-1] == "loaded []"
+
+
 def test_every_executable_is_a_console_script_and_every_file_exists() -> None:
     scripts = console_scripts()
     graph = simulation_graph("robot", rviz=True)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import os
+import runpy
+import shutil
 import sys
 import sysconfig
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
+import setuptools
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_DEPENDS = {
@@ -134,3 +138,25 @@ def test_installed_share_files_are_found_through_the_ament_index(
     installed = [str(f) for f in dist.files or ()]
     assert any("share/mfm_snake/firmware/core/app.c" in f for f in installed)
     assert not [f for f in installed if "share/mfm_snake/firmware/build/" in f]
+
+
+def test_data_files_skip_stray_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """colcon copies each data_files entry as a file: a folder among them (a __pycache__ left
+    under launch/ by a launch run) failed the build. setup.py lists files only."""
+    for name in ("setup.py", "package.xml", "resource", "launch", "urdf", "rviz", "config"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, tmp_path / name)
+    (tmp_path / "firmware" / "core").mkdir(parents=True)
+    (tmp_path / "firmware" / "core" / "app.c").write_text("")
+    (tmp_path / "launch" / "__pycache__").mkdir()
+    (tmp_path / "launch" / "__pycache__" / "simulation.launch.cpython-311.pyc").write_bytes(b"")
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kwargs: seen.update(kwargs))
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(tmp_path / "setup.py"))
+    files = [f for _, group in seen["data_files"] for f in group]
+    assert "launch/simulation.launch.py" in files and "firmware/core/app.c" in files
+    assert [f for f in files if not (tmp_path / f).is_file()] == []
