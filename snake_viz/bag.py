@@ -31,17 +31,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from io import StringIO
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from rosbags.interfaces import Connection, Qos
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.rosbag2.errors import ReaderError, WriterError
 from rosbags.rosbag2.metadata import dump_qos_v9
 from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
-from ruamel.yaml import YAML
 
 #: The topics recorded by default, with their types where the design fixes them; the
 #: others are typed from the ROS graph when they appear.
@@ -241,12 +240,8 @@ class BagRecorder:
 
 def _dump_yaml(path: Path, data: Any) -> None:
     """Write YAML atomically (a kill leaves the old file or the new one, never half)."""
-    yaml = YAML(typ="safe")
-    yaml.default_flow_style = False
-    text = StringIO()
-    yaml.dump(data, text)
     tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text(text.getvalue())
+    tmp.write_text(yaml.safe_dump(data, default_flow_style=False, sort_keys=False))
     tmp.replace(path)
 
 
@@ -336,10 +331,9 @@ def _rewrite_metadata(bag: Path, files: Sequence[Path]) -> dict[str, int]:
     from rosbags.rosbag2.storage_mcap import McapReader
 
     meta_path = bag / "metadata.yaml"
-    yaml = YAML(typ="safe")
     old: dict[str, Any] = {}
     if meta_path.is_file():
-        old = (yaml.load(meta_path.read_text()) or {}).get("rosbag2_bagfile_information", {})
+        old = (yaml.safe_load(meta_path.read_text()) or {}).get("rosbag2_bagfile_information", {})
     hashes = {
         t["topic_metadata"]["name"]: t["topic_metadata"].get("type_description_hash", "")
         for t in old.get("topics_with_message_count", [])
