@@ -22,9 +22,7 @@ RUN_DEPENDS = {
     "std_msgs",
     "sensor_msgs",
     "geometry_msgs",
-    "trajectory_msgs",
     "visualization_msgs",
-    "nav_msgs",
     "diagnostic_msgs",
     "std_srvs",
     "robot_state_publisher",
@@ -47,6 +45,20 @@ def test_package_xml_is_format_3_apache_with_all_run_dependencies() -> None:
     assert "Apache License" in (ROOT / "LICENSE").read_text()[:200]
 
 
+def test_package_xml_validates_as_format_3() -> None:
+    """catkin_pkg (what rosdep and colcon read manifests with) parses and validates it with no
+    warning; every dependency is a valid key name, none declared twice."""
+    from catkin_pkg.package import parse_package
+
+    warnings: list[str] = []
+    package = parse_package(str(ROOT / "package.xml"), warnings=warnings)
+    assert warnings == []
+    assert package.package_format == 3 and package.name == "mfm_snake"
+    names = [d.name for d in package.exec_depends + package.test_depends]
+    assert len(names) == len(set(names)), names
+    assert {"python3-rosbags-pip", "python3-hypothesis"} <= set(names)
+
+
 #: Python modules the package imports -> their rosdep keys (None: no key, installed with pip
 #: as README's workstation section says).
 PYTHON_DEPENDS = {
@@ -57,8 +69,7 @@ PYTHON_DEPENDS = {
     "matplotlib": "python3-matplotlib",
     "numba": "python3-numba",
     "websockets": "python3-websockets",
-    "ruamel": "python3-ruamel.yaml",
-    "rosbags": None,
+    "rosbags": "python3-rosbags-pip",
 }
 OWN = {"snake_dynamics", "snake_driver", "snake_viz", "snake_bringup"}
 
