@@ -50,7 +50,7 @@ from snake_viz.playback import REPLAY_RATES  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 #: ``snake record`` / ``snake replay`` as the snake CLI runs them (its parser, our hook).
 CLI = (
-    "import argparse, sys; from snake_viz.bag_cli import register; "
+    "import argparse, sys; from snake_bringup.cli_bag import register; "
     "p = argparse.ArgumentParser(); register(p.add_subparsers()); "
     "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
 )

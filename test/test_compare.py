@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
+from snake_bringup.cli_compare import register
 from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
 from snake_viz.bag import BagRecorder, is_interrupted
@@ -35,7 +36,6 @@ from snake_viz.compare import (
     estimate_lag,
     trace_points,
 )
-from snake_viz.compare_cli import register
 
 NAMES = ("joint_1", "joint_2", "joint_3", "joint_4")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -11,15 +11,15 @@ import datetime as dt_module
 from pathlib import Path
 from typing import Any
 
-from snake_bringup.arguments import positive
-
-from .compare import (
+from snake_viz.compare import (
     DEFAULT_MAX_LAG_S,
     DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
     SIM_TOPIC,
     compare_bag,
 )
+
+from .arguments import positive
 
 
 def register(subparsers: Any) -> None:

@@ -13,10 +13,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from snake_bringup.arguments import non_negative, positive
+from snake_viz.bag import DEFAULT_TOPICS, BagError, open_reader
+from snake_viz.playback import REPLAY_RATES
 
-from .bag import DEFAULT_TOPICS, BagError, open_reader
-from .playback import REPLAY_RATES
+from .arguments import non_negative, positive
 
 
 def _summary(bag: Path) -> str:
@@ -30,7 +30,7 @@ def _summary(bag: Path) -> str:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Record topics into a new MCAP bag until --duration or Ctrl-C."""
-    from .recorder import default_output, record
+    from snake_viz.recorder import default_output, record
 
     output = Path(args.output or default_output())
     if output.exists():
@@ -56,8 +56,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         snake_bringup.graph.GraphError: a rate outside REPLAY_RATES.
         snake_bringup.runner.RunError: a node could not start or failed.
     """
-    from snake_bringup.graph import replay_graph
-    from snake_bringup.runner import run_graph
+    from .graph import replay_graph
+    from .runner import run_graph
 
     graph = replay_graph(
         str(args.bag),
