@@ -1,0 +1,273 @@
+"""Frames on the wire (firmware/core's protocol.c): encoding with SEQ, COUNTER and TAG, and a
+streaming decoder that resynchronises on garbage, checks CRC and MAC, rejects replays and
+counts whatever it discards."""
+
+from __future__ import annotations
+
+import hmac
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .crc16 import crc16
+from .messages import (
+    _U16,
+    _U32,
+    AUTH_LEN,
+    CRC_LEN,
+    HEADER_LEN,
+    KEY_LEN,
+    MAX_PAYLOAD,
+    MESSAGE_CLASSES,
+    REPLAY_WINDOW,
+    SYNC,
+    TAG_LEN,
+    TYPE_AUTH,
+    AuthKeyError,
+    Direction,
+    FieldRangeError,
+    Message,
+    PayloadError,
+    ProtocolError,
+    _check,
+)
+from .siphash import siphash24
+
+
+def _tag(key: bytes, direction: Direction, covered: bytes) -> bytes:
+    """TAG over DIR || frame[1:] up to and including COUNTER (covered starts at SYNC)."""
+    full = siphash24(key, bytes([direction]) + covered[1:])
+    return (full & 0xFFFF_FFFF).to_bytes(TAG_LEN, "little")
+
+
+def encode_frame(
+    msg_type: int,
+    payload: bytes,
+    seq: int,
+    *,
+    key: bytes | None = None,
+    counter: int = 0,
+    direction: Direction = Direction.TO_MCU,
+) -> bytes:
+    """Frame a payload.
+
+    Args:
+        msg_type: message type (without the auth bit).
+        payload: 0..120 bytes.
+        seq: 16-bit sequence number.
+        key: 16-byte key for an authenticated frame, or None for a plain one.
+        counter: 32-bit replay counter of an authenticated frame.
+        direction: the frame's direction (mixed into the MAC).
+
+    Returns:
+        The frame's bytes.
+
+    Raises:
+        FieldRangeError: for a value that does not fit its field.
+        AuthKeyError: for a key that is not 16 bytes.
+    """
+    _check("msg_type", msg_type, (0, 0x7F))
+    _check("payload length", len(payload), (0, MAX_PAYLOAD))
+    type_byte = msg_type | (TYPE_AUTH if key is not None else 0)
+    frame = bytes([SYNC, len(payload), type_byte]) + struct.pack("<H", _check("seq", seq, _U16))
+    frame += payload
+    if key is not None:
+        frame += struct.pack("<I", _check("counter", counter, _U32))
+        frame += _tag(key, direction, frame)
+    return frame + struct.pack("<H", crc16(frame[1:]))
+
+
+class Encoder:
+    """Frames messages with running sequence numbers (and counters when keyed).
+
+    Args:
+        key: 16-byte shared key for authenticated mode, or None.
+        direction: direction of the frames this side sends.
+        seq: sequence number of the first frame.
+        counter: replay counter of the first authenticated frame; must exceed every counter
+            this key has used in this direction since the receiver started.
+    """
+
+    def __init__(
+        self,
+        key: bytes | None = None,
+        direction: Direction = Direction.TO_MCU,
+        seq: int = 0,
+        counter: int = 0,
+    ) -> None:
+        if key is not None and len(key) != KEY_LEN:
+            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        self.key = key
+        self.direction = direction
+        self.seq = seq
+        self.counter = counter
+
+    def encode(self, msg: Message) -> bytes:
+        """Encode msg as the next frame."""
+        if self.key is not None and self.counter > _U32[1]:
+            raise FieldRangeError("replay counter exhausted: change the key")
+        frame = encode_frame(
+            msg.TYPE,
+            msg.payload(),
+            self.seq,
+            key=self.key,
+            counter=self.counter,
+            direction=self.direction,
+        )
+        self.seq = (self.seq + 1) & 0xFFFF
+        if self.key is not None:
+            self.counter += 1
+        return frame
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A received frame that passed CRC and, when keyed, MAC and replay checks."""
+
+    msg_type: int
+    seq: int
+    payload: bytes
+    counter: int | None = None
+
+    def message(self) -> Message:
+        """Decode the payload into its message.
+
+        Raises:
+            PayloadError: for an unknown type or a payload that does not fit it.
+        """
+        cls = MESSAGE_CLASSES.get(self.msg_type)
+        if cls is None:
+            raise PayloadError(f"unknown message type 0x{self.msg_type:02x}")
+        return cls.from_payload(self.payload)
+
+
+class ReplayWindow:
+    """Accepts each counter once, and only within REPLAY_WINDOW behind the highest seen."""
+
+    def __init__(self) -> None:
+        self.highest: int | None = None
+        self._seen = 0
+
+    def accept(self, counter: int) -> bool:
+        """True (and remembered) if counter is new and recent enough."""
+        if self.highest is None or counter > self.highest:
+            shift = REPLAY_WINDOW if self.highest is None else counter - self.highest
+            self._seen = 1 if shift >= REPLAY_WINDOW else ((self._seen << shift) | 1)
+            self._seen &= (1 << REPLAY_WINDOW) - 1
+            self.highest = counter
+            return True
+        age = self.highest - counter
+        if age >= REPLAY_WINDOW or self._seen >> age & 1:
+            return False
+        self._seen |= 1 << age
+        return True
+
+
+@dataclass
+class DecoderStats:
+    """What a Decoder accepted and discarded."""
+
+    frames_ok: int = 0
+    bad_crc: int = 0
+    bad_length: int = 0
+    bad_auth: int = 0
+    replayed: int = 0
+    bad_payload: int = 0
+    discarded_bytes: int = 0
+    seq_gaps: int = 0
+
+
+class Decoder:
+    """Streaming frame decoder: feed bytes, get frames; resynchronises on the next sync byte.
+
+    Args:
+        key: 16-byte key for authenticated mode (plain frames are then rejected), or None
+            (authenticated frames are then rejected: they cannot be checked).
+        direction: direction of the frames received.
+
+    Attributes:
+        stats: counters of accepted and discarded frames, and of gaps in sequence numbers.
+        replay: the replay window of authenticated mode.
+    """
+
+    def __init__(self, key: bytes | None = None, direction: Direction = Direction.TO_HOST) -> None:
+        if key is not None and len(key) != KEY_LEN:
+            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        self.key = key
+        self.direction = direction
+        self.stats = DecoderStats()
+        self.replay = ReplayWindow()
+        self._buf = bytearray()
+        self._last_seq: int | None = None
+
+    def feed(self, data: Iterable[int]) -> list[Frame]:
+        """Add received bytes; return the frames completed by them. Never raises."""
+        self._buf.extend(data)
+        frames: list[Frame] = []
+        buf = self._buf
+        while buf:
+            if buf[0] != SYNC:
+                skip = buf.find(SYNC)
+                skip = len(buf) if skip < 0 else skip
+                self.stats.discarded_bytes += skip
+                del buf[:skip]
+                continue
+            if len(buf) < 3:
+                break
+            if buf[1] > MAX_PAYLOAD:
+                self.stats.bad_length += 1
+                self._drop_sync()
+                continue
+            n = HEADER_LEN + buf[1] + CRC_LEN + (AUTH_LEN if buf[2] & TYPE_AUTH else 0)
+            if len(buf) < n:
+                break
+            frame = bytes(buf[:n])
+            if crc16(frame[1:-CRC_LEN]) != int.from_bytes(frame[-CRC_LEN:], "little"):
+                self.stats.bad_crc += 1
+                self._drop_sync()
+                continue
+            del buf[:n]
+            accepted = self._check(frame)
+            if accepted is not None:
+                frames.append(accepted)
+        return frames
+
+    def feed_messages(self, data: Iterable[int]) -> list[tuple[Frame, Message]]:
+        """Like feed, and decode each frame; undecodable ones count as bad_payload."""
+        out: list[tuple[Frame, Message]] = []
+        for frame in self.feed(data):
+            try:
+                out.append((frame, frame.message()))
+            except ProtocolError:
+                self.stats.bad_payload += 1
+        return out
+
+    def _drop_sync(self) -> None:
+        """Discard a sync byte that did not start a good frame; rescan after it."""
+        self.stats.discarded_bytes += 1
+        del self._buf[:1]
+
+    def _check(self, frame: bytes) -> Frame | None:
+        authenticated = bool(frame[2] & TYPE_AUTH)
+        if authenticated != (self.key is not None):
+            self.stats.bad_auth += 1
+            return None
+        seq = int.from_bytes(frame[3:5], "little")
+        payload = frame[HEADER_LEN : HEADER_LEN + frame[1]]
+        counter = None
+        if self.key is not None:
+            covered = frame[: -TAG_LEN - CRC_LEN]
+            tag = frame[-TAG_LEN - CRC_LEN : -CRC_LEN]
+            if not hmac.compare_digest(_tag(self.key, self.direction, covered), tag):
+                self.stats.bad_auth += 1
+                return None
+            counter = int.from_bytes(covered[-4:], "little")
+            if not self.replay.accept(counter):
+                self.stats.replayed += 1
+                return None
+        ahead = 1 if self._last_seq is None else (seq - self._last_seq) & 0xFFFF
+        if 0 < ahead < 0x8000:  # older or repeated numbers are not gaps
+            self.stats.seq_gaps += ahead - 1
+            self._last_seq = seq
+        self.stats.frames_ok += 1
+        return Frame(frame[2] & ~TYPE_AUTH & 0xFF, seq, payload, counter)
