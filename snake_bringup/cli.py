@@ -33,11 +33,12 @@ from snake_dynamics import (
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
 from snake_viz.bag import BagError
-from snake_viz.compare import CompareError, compare_bag
+from snake_viz.compare import CompareError
 from snake_viz.web_cli import register as register_view
 
 from .arguments import non_negative, positive
 from .cli_bag import register as register_bag_commands
+from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
 from .emulator import Emulator, EmulatorError
 from .graph import GraphError, demo_graph, hardware_graph, simulation_graph

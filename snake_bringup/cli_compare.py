@@ -11,15 +11,22 @@ import datetime as dt_module
 from pathlib import Path
 from typing import Any
 
+from snake_dynamics.model import SnakeModel
+from snake_viz.bag_series import read_bag
 from snake_viz.compare import (
+    DEFAULT_LAG_SPAN_S,
+    DEFAULT_MAX_GAP_S,
     DEFAULT_MAX_LAG_S,
     DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
     SIM_TOPIC,
-    compare_bag,
+    CompareError,
+    compare,
 )
+from snake_viz.compare_report import Report, ReportSummary
 
 from .arguments import positive
+from .paths import robot_config as resolve_robot_config
 
 
 def register(subparsers: Any) -> None:
@@ -78,3 +85,55 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     print(summary.table())
     return 0
+
+
+def compare_bag(
+    bag_path: Path | str,
+    out_dir: Path | str,
+    robot_config: Path | str | None = "robot",
+    *,
+    window: float = DEFAULT_WINDOW_S,
+    max_lag: float = DEFAULT_MAX_LAG_S,
+    topics: tuple[str, str] = (SIM_TOPIC, MEASURED_TOPIC),
+    plots: bool = True,
+) -> ReportSummary:
+    """The comparison report of a recorded bag, offline (no ROS).
+
+    Args:
+        bag_path: rosbag2 folder or ``.mcap`` file with both JointState topics.
+        out_dir: the report folder.
+        robot_config: robot YAML file or config name, for the joint names and the traces
+            (None: joint names from the bag, no traces).
+        window: window of the "window" columns, the last ``window`` seconds [s].
+        max_lag: largest lag searched [s].
+        topics: (simulated, measured) topics.
+        plots: write the PNG plots.
+
+    Raises:
+        CompareError: see :func:`snake_viz.bag_series.read_bag` and
+            :func:`snake_viz.compare.compare`.
+        snake_dynamics.ModelError: the robot config cannot be loaded.
+    """
+    model = None
+    config_path = None
+    if robot_config is not None:
+        config_path = resolve_robot_config(str(robot_config))
+        if not config_path.is_file():
+            raise CompareError(
+                f"robot config {robot_config!r} not found (a YAML file or a name in config/)"
+            )
+        model = SnakeModel.from_yaml(config_path)
+    sim, measured = read_bag(Path(bag_path), model.joint_names if model else None, topics)
+    comparison = compare(sim, measured, window, max_lag)
+    config = {
+        "source": "bag",
+        "bag": str(Path(bag_path).resolve()),
+        "topics": {"sim": topics[0], "measured": topics[1]},
+        "robot_config": str(config_path) if config_path else None,
+        "robot": model.name if model else None,
+        "max_lag_s": max_lag,
+        "lag_span_s": DEFAULT_LAG_SPAN_S,
+        "max_gap_s": DEFAULT_MAX_GAP_S,
+        "error": "measured - simulated [rad], measured interpolated onto the simulated stamps",
+    }
+    return Report(Path(out_dir), model, plots).write(comparison, config)

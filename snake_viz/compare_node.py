@@ -67,14 +67,13 @@ from .compare import (
     SIM_TOPIC,
     Aligned,
     CompareError,
-    Report,
-    ReportSummary,
     SampleBuffer,
     align,
     compare,
     error_stats,
     trace_points,
 )
+from .compare_report import Report, ReportSummary
 from .report_plots import start_plotter
 
 #: Subscription depth: 5 s of 100 Hz joint states.

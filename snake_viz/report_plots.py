@@ -22,7 +22,8 @@ from pathlib import Path
 from snake_dynamics.errors import SnakeDynamicsError
 from snake_dynamics.model import SnakeModel
 
-from .compare import CompareError, read_aligned, write_plots
+from .compare import CompareError
+from .compare_report import read_aligned, write_plots
 
 
 def start_plotter(folder: Path, robot_config: Path | None) -> subprocess.Popen[bytes]:

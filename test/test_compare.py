@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from snake_bringup.cli_compare import register
+from snake_bringup.cli_compare import compare_bag, register
 from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
 from snake_viz.bag import BagRecorder, is_interrupted
@@ -27,15 +27,14 @@ from snake_viz.compare import (
     SIM_TOPIC,
     CompareError,
     JointSeries,
-    Report,
     SampleBuffer,
     align,
     compare,
-    compare_bag,
     error_stats,
     estimate_lag,
     trace_points,
 )
+from snake_viz.compare_report import Report
 
 NAMES = ("joint_1", "joint_2", "joint_3", "joint_4")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

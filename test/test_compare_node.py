@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
-from snake_viz.compare import PLOTS_DONE  # noqa: E402
+from snake_viz.compare_report import PLOTS_DONE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JOINTS = [f"joint_{k}" for k in range(1, 9)]

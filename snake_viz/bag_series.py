@@ -1,0 +1,73 @@
+"""The two JointState series of a recorded bag, for the comparison (no ROS)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .compare import MEASURED_TOPIC, SIM_TOPIC, CompareError, JointSeries, SampleBuffer
+
+
+def read_bag(
+    bag_path: Path,
+    names: Sequence[str] | None = None,
+    topics: tuple[str, str] = (SIM_TOPIC, MEASURED_TOPIC),
+) -> tuple[JointSeries, JointSeries]:
+    """The two JointState series of a rosbag2 bag, by header stamp.
+
+    The bag is read through :func:`snake_viz.bag.open_reader`, as ``snake replay`` reads
+    it: an interrupted recording is recovered first.
+
+    Args:
+        bag_path: the bag folder (MCAP or sqlite3) or a single ``.mcap``/``.db3`` file.
+        names: joint names (None: those of the first simulated message).
+        topics: (simulated, measured) topic names.
+
+    Raises:
+        CompareError: no such bag, unreadable bag, missing topic or wrong message type.
+    """
+    from rosbags.rosbag2.errors import ReaderError
+    from rosbags.serde import SerdeError
+
+    from .bag import BagError, open_reader, typestore
+
+    path = Path(bag_path)
+    samples: dict[str, list[tuple[float, list[str], list[float]]]] = {t: [] for t in topics}
+    try:
+        with open_reader(path) as reader:
+            present = {c.topic: c.msgtype for c in reader.connections}
+            for topic in topics:
+                if topic not in present:
+                    raise CompareError(
+                        f"{path}: no topic {topic} (it has {', '.join(sorted(present)) or 'none'})"
+                    )
+                if present[topic] != "sensor_msgs/msg/JointState":
+                    raise CompareError(
+                        f"{path}: {topic} is {present[topic]}, expected sensor_msgs/msg/JointState"
+                    )
+            wanted = [c for c in reader.connections if c.topic in topics]
+            for conn, _time, raw in reader.messages(connections=wanted):
+                msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+                stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+                samples[conn.topic].append((stamp, list(msg.name), list(msg.position)))
+    except CompareError:
+        raise
+    except BagError as exc:
+        raise CompareError(str(exc)) from None
+    except (ReaderError, SerdeError, KeyError, ValueError) as exc:
+        raise CompareError(f"{path}: cannot read the bag: {exc}") from None
+    if names is None:
+        first = samples[topics[0]]
+        if not first:
+            raise CompareError(f"{path}: no messages on {topics[0]}")
+        names = first[0][1]
+    out = []
+    for topic in topics:
+        buf = SampleBuffer(names)
+        for stamp, msg_names, positions in samples[topic]:
+            buf.append(stamp, msg_names, positions)
+        if len(buf) == 0:
+            raise CompareError(f"{path}: no messages on {topic} name the joints {list(names)}")
+        out.append(buf.series())
+    return out[0], out[1]

@@ -1,0 +1,286 @@
+"""The comparison report: numbers, tables and plots of a :class:`snake_viz.compare.Comparison`.
+
+A report folder holds ``aligned.csv`` (the aligned series), ``joint_angles.png`` (the
+paper's Figure 4 layout: one panel per joint, simulation versus measurement over time),
+``joint_errors.png``, ``traces.png`` (head and centre of mass of both robots, from
+:func:`snake_dynamics.link_poses`, when a model is given), ``summary.md`` (the error table),
+``summary.json`` and ``config.yaml`` (the run's configuration).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from snake_dynamics.model import SnakeModel
+
+from .compare import Aligned, CompareError, Comparison, traces
+from .offline import Curve, joint_panels, pyplot
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """What a report says in numbers (all per joint, in joint order).
+
+    Attributes:
+        folder: the report folder.
+        names: joint names.
+        rms: whole-run RMS error [rad].
+        max: whole-run max |error| [rad].
+        lag: lag of the measurement behind the prediction [s] (NaN: undefined).
+        samples: aligned samples with a valid error.
+        duration: aligned span [s].
+        files: the files written.
+    """
+
+    folder: Path
+    names: tuple[str, ...]
+    rms: tuple[float, ...]
+    max: tuple[float, ...]
+    lag: tuple[float, ...]
+    samples: tuple[int, ...]
+    duration: float
+    files: tuple[Path, ...] = field(default=())
+
+    def table(self) -> str:
+        """A fixed-width per-joint table for a terminal."""
+        lines = [f"{'joint':<10} {'RMS [deg]':>10} {'max [deg]':>10} {'lag [ms]':>9}"]
+        for name, rms, peak, lag in zip(self.names, self.rms, self.max, self.lag, strict=True):
+            lines.append(
+                f"{name:<10} {_deg(rms):>10} {_deg(peak):>10} "
+                f"{'n/a' if not math.isfinite(lag) else f'{lag * 1e3:.1f}':>9}"
+            )
+        return "\n".join(lines)
+
+
+def _deg(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{math.degrees(x):.3f}"
+
+
+def _num(x: float, scale: float = 1.0, fmt: str = ".4g") -> str:
+    return "n/a" if not math.isfinite(x) else format(x * scale, fmt)
+
+
+class Report:
+    """Writes a comparison report folder (see the module docstring).
+
+    Args:
+        folder: where to write (created; existing report files are overwritten).
+        model: the snake, for the head and centre-of-mass traces (None: no traces plot).
+        plots: write the PNG plots (matplotlib, Agg backend).
+    """
+
+    def __init__(self, folder: Path, model: SnakeModel | None = None, plots: bool = True) -> None:
+        self.folder = Path(folder)
+        self.model = model
+        self.plots = plots
+
+    def write(self, comparison: Comparison, config: Mapping[str, Any]) -> ReportSummary:
+        """Write every file; returns the :class:`ReportSummary`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        al, st = comparison.aligned, comparison.stats
+        duration = float(al.t[-1] - al.t[0]) if len(al) else 0.0
+        summary = ReportSummary(
+            self.folder,
+            al.names,
+            tuple(float(x) for x in st.run_rms),
+            tuple(float(x) for x in st.run_max),
+            tuple(float(x) for x in comparison.lag),
+            tuple(int(x) for x in st.samples),
+            duration,
+        )
+        files = [self._csv(al), self._markdown(comparison, summary), self._json(summary)]
+        files.append(self._config(comparison, config))
+        if self.plots:
+            files += write_plots(self.folder, al, self.model)
+        return replace(summary, files=tuple(files))
+
+    def _csv(self, al: Aligned) -> Path:
+        path = self.folder / "aligned.csv"
+        header = ",".join(
+            ["t_s"]
+            + [f"{n}_sim_rad" for n in al.names]
+            + [f"{n}_measured_rad" for n in al.names]
+            + [f"{n}_error_rad" for n in al.names]
+        )
+        t = al.t - al.t[0] if len(al) else al.t
+        table = np.column_stack([t, al.sim, al.measured, al.error])
+        fmt = ["%.6f"] + ["%.9g"] * (table.shape[1] - 1)
+        np.savetxt(path, table, fmt=fmt, delimiter=",", header=header, comments="")
+        return path
+
+    def _markdown(self, comparison: Comparison, summary: ReportSummary) -> Path:
+        st = comparison.stats
+        lines = [
+            "# Prediction versus measurement",
+            "",
+            f"Aligned span {summary.duration:.3f} s; {comparison.sim_samples} simulated and "
+            f"{comparison.measured_samples} measured samples. Error = measured - simulated; "
+            f"lag > 0: the robot follows the prediction late. Window: last {st.window:g} s.",
+            "",
+            "| joint | RMS [deg] | max [deg] | RMS [rad] | max [rad] | window RMS [deg] "
+            "| window max [deg] | lag [ms] | samples |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for k, name in enumerate(summary.names):
+            lines.append(
+                f"| {name} | {_num(st.run_rms[k], 180 / math.pi)} "
+                f"| {_num(st.run_max[k], 180 / math.pi)} | {_num(st.run_rms[k])} "
+                f"| {_num(st.run_max[k])} | {_num(st.window_rms[k], 180 / math.pi)} "
+                f"| {_num(st.window_max[k], 180 / math.pi)} "
+                f"| {_num(comparison.lag[k], 1e3, '.1f')} "
+                f"| {int(st.samples[k])} |"
+            )
+        valid = np.isfinite(comparison.aligned.error)
+        if valid.any():
+            total = float(np.sqrt(np.mean(comparison.aligned.error[valid] ** 2)))
+            lines += ["", f"All joints: RMS {math.degrees(total):.3f} deg ({total:.4g} rad)."]
+        path = self.folder / "summary.md"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def _json(self, summary: ReportSummary) -> Path:
+        def clean(values: Iterable[float]) -> list[float | None]:
+            return [x if math.isfinite(x) else None for x in values]
+
+        data = {
+            "joints": list(summary.names),
+            "rms_rad": clean(summary.rms),
+            "max_rad": clean(summary.max),
+            "lag_s": clean(summary.lag),
+            "samples": list(summary.samples),
+            "duration_s": summary.duration,
+        }
+        path = self.folder / "summary.json"
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
+    def _config(self, comparison: Comparison, config: Mapping[str, Any]) -> Path:
+        al = comparison.aligned
+        data = {
+            **config,
+            "joints": list(al.names),
+            "window_s": comparison.stats.window,
+            "sim_samples": comparison.sim_samples,
+            "measured_samples": comparison.measured_samples,
+            "aligned_samples": len(al),
+            "first_stamp_s": float(al.t[0]) if len(al) else None,
+            "last_stamp_s": float(al.t[-1]) if len(al) else None,
+        }
+        path = self.folder / "config.yaml"
+        path.write_text(yaml.safe_dump(_plain(data), sort_keys=False))
+        return path
+
+
+def read_aligned(path: Path) -> Aligned:
+    """The aligned series of a report's ``aligned.csv`` (stamps from 0, as written).
+
+    Raises:
+        CompareError: the file is missing or not a report's CSV.
+    """
+    try:
+        header = path.read_text().split("\n", 1)[0].split(",")
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"cannot read {path}: {exc}") from exc
+    n = (len(header) - 1) // 3
+    suffix = "_sim_rad"
+    names = tuple(h.removesuffix(suffix) for h in header[1 : 1 + n])
+    if (
+        header[0] != "t_s"
+        or len(header) != 3 * n + 1
+        or not all(h.endswith(suffix) for h in header[1 : 1 + n])
+    ):
+        raise CompareError(f"{path} is not a comparison report's aligned.csv")
+    return Aligned(names, table[:, 0], table[:, 1 : 1 + n], table[:, 1 + n : 1 + 2 * n])
+
+
+#: What :func:`write_plots` writes into a report folder, and the line it ends with in
+#: ``plots.log`` (a detached plotter's sign that it is done).
+PLOTS_DONE = "plots written"
+
+
+def write_plots(folder: Path, al: Aligned, model: SnakeModel | None = None) -> list[Path]:
+    """The report's PNG plots: joint angles and errors (one panel per joint) and, with the
+    ``model``, the head and centre-of-mass traces; then ``plots.log`` with
+    :data:`PLOTS_DONE`. Returns the files written."""
+    t = al.t - al.t[0] if len(al) else al.t
+    out = [
+        joint_panels(
+            folder / "joint_angles.png",
+            t,
+            al.names,
+            (
+                Curve(al.sim, "C0-", "MFM simulated", 1.2),
+                Curve(al.measured, "k--", "measured"),
+            ),
+            "Joint angles: MFM simulation vs measurement",
+        ),
+        joint_panels(
+            folder / "joint_errors.png",
+            t,
+            al.names,
+            (Curve(al.error, "C3-"),),
+            "Error: measured - simulated",
+        ),
+    ]
+    if model is not None and model.n_joints == len(al.names):
+        out.append(_traces_plot(folder, al, model))
+    log = folder / "plots.log"
+    log.write_text(f"{PLOTS_DONE}: {', '.join(p.name for p in out)}\n")
+    return [*out, log]
+
+
+def _traces_plot(folder: Path, al: Aligned, model: SnakeModel) -> Path:
+    """Top and side views of the head and centre-of-mass traces of both robots."""
+    plt = pyplot()
+    step = max(1, len(al) // 1000)  # link_poses per sample: keep it to ~1000 points
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    views = ((0, 1, "top view (x-y)", "x", "y"), (1, 2, "side view (y-z)", "y", "z"))
+    for robot, q, style in (("sim", al.sim, "-"), ("measured", al.measured, "--")):
+        head, com = traces(model, q[::step])
+        for points, what, colour in ((head, "head", "C0"), (com, "CM", "C1")):
+            for ax, (a, b, *_rest) in zip(axes, views, strict=True):
+                ax.plot(
+                    points[:, a] * 1e3,
+                    points[:, b] * 1e3,
+                    style,
+                    color=colour,
+                    lw=1.0 if robot == "sim" else 1.4,
+                    alpha=1.0 if robot == "sim" else 0.7,
+                    label=f"{what}, {robot}",
+                )
+    for ax, (_a, _b, title, xa, ya) in zip(axes, views, strict=True):
+        ax.set_title(f"Head and centre of mass, {title} in base_link", fontsize=9)
+        ax.set_xlabel(f"{xa} [mm]", fontsize=8)
+        ax.set_ylabel(f"{ya} [mm]", fontsize=8)
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.tick_params(labelsize=7)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path = folder / "traces.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """YAML-safe copy: paths to str, numpy scalars to Python, NaN to None."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
