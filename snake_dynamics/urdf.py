@@ -17,8 +17,9 @@ from .model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 
-#: Servo torque and speed limits written into ``<limit>`` (hobby servo class, ~2 N m).
-JOINT_EFFORT_LIMIT = 2.0
+#: Servo torque [N m] and speed [rad/s] limits written into ``<limit>``: a standard-size hobby
+#: servo stalls at about 1 N m (10 kg cm at 6 V) and turns 60 deg in ~0.17 s with no load.
+JOINT_EFFORT_LIMIT = 1.0
 JOINT_VELOCITY_LIMIT = 6.0
 
 _COLOURS = {"tail": "0.2 0.6 0.3 1", "even": "0.85 0.55 0.15 1", "odd": "0.25 0.4 0.8 1"}
@@ -51,6 +52,11 @@ def _link(model: SnakeModel, b: int) -> str:
     # link_k's frame is at joint k; the CM is l_k further along e2. The tail's frame is its CM.
     cm = np.zeros(3) if b == 0 else model.offsets[b]
     colour = "tail" if b == 0 else ("even" if b % 2 == 0 else "odd")
+    # the link's cylinder, its axis (URDF's z) turned onto the chain's direction e2
+    shape = (
+        f'<origin xyz="{_vec(cm)}" rpy="{_num(math.pi / 2)} 0 0"/>\n'
+        f'      <geometry><cylinder radius="{_num(radius)}" length="{_num(length)}"/></geometry>'
+    )
     return f"""  <link name="{name}">
     <inertial>
       <origin xyz="{_vec(cm)}" rpy="0 0 0"/>
@@ -58,10 +64,12 @@ def _link(model: SnakeModel, b: int) -> str:
       <inertia {_inertia(j)}/>
     </inertial>
     <visual>
-      <origin xyz="{_vec(cm)}" rpy="{_num(math.pi / 2)} 0 0"/>
-      <geometry><cylinder radius="{_num(radius)}" length="{_num(length)}"/></geometry>
+      {shape}
       <material name="{colour}"><color rgba="{_COLOURS[colour]}"/></material>
     </visual>
+    <collision>
+      {shape}
+    </collision>
   </link>
 """
 

@@ -39,3 +39,20 @@ def test_urdf_forward_kinematics_equal_link_poses() -> None:
             cm = frame @ np.append(robot.link_map[link].inertial.origin[:3, 3], 1.0)
             np.testing.assert_allclose(frame[:3, :3], poses[k, :3, :3], atol=1e-12)
             np.testing.assert_allclose(cm[:3], poses[k, :3, 3], atol=1e-12)
+
+
+def test_every_link_collides_as_the_cylinder_it_shows() -> None:
+    """Each link has a collision cylinder, the same as its visual (radius, length, pose), so
+    planners and contact simulators see the body RViz shows; joint efforts are a hobby
+    servo's stall torque."""
+    yourdfpy = pytest.importorskip("yourdfpy")
+    robot = yourdfpy.URDF.load(str(URDF), build_scene_graph=False, load_meshes=False)
+    model = sd.SnakeModel.from_yaml(ROOT / "config/robot.yaml")
+    for b, name in enumerate(model.link_names):
+        link = robot.link_map[name]
+        (visual,), (collision,) = link.visuals, link.collisions
+        cylinder = collision.geometry.cylinder
+        assert (cylinder.radius, cylinder.length) == (model.radii[b], model.lengths[b])
+        assert visual.geometry.cylinder == cylinder
+        np.testing.assert_array_equal(collision.origin, visual.origin)
+    assert {j.limit.effort for j in robot.robot.joints if j.limit is not None} == {1.0}
