@@ -2,7 +2,7 @@
 
 Column k of B (eq. 56) is the twist of joint k. Written about the inertial origin it is
 S_k = [z_k; p_k x z_k] (angular first): the linear block of B for body b is then
-S_k's linear part + omega x r_b, i.e. z_k x (r_b - p_k), exactly MFM-NOTES' B_v(b, k).
+S_k's linear part + omega x r_b, i.e. z_k x (r_b - p_k), exactly docs/mfm.md's B_v(b, k).
 Each body's M-block (eq. 66) written about the same origin is the spatial inertia
 I_b = [[R_b J_b R_bᵀ + m_b hat(r_b) hat(r_b)ᵀ, m_b hat(r_b)], [m_b hat(r_b)ᵀ, m_b 1]].
 With every quantity in the one inertial frame no frame transforms are needed, and:

@@ -1,7 +1,7 @@
 """MFM kinematics of the serial snake: frame connections E, the B-matrix and its rate.
 
 The literal, readable form: each function computes one quantity of the paper and names
-its equation (see ../shared/papers/MFM-NOTES.md for the corrected B-matrix appendix).
+its equation (see docs/mfm.md for the corrected B-matrix appendix).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _stack_blocks(linear: FloatArray, angular: FloatArray) -> FloatArray:
 def b_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
     """B with X_dot = B q_dot (eq. 56), X_dot per body = [x_dot_C (inertial); omega (body)].
 
-    Block (b, k), for joint k <= b (the appendix, eqs. 85-114, corrected in MFM-NOTES):
+    Block (b, k), for joint k <= b (the appendix, eqs. 85-114, corrected in docs/mfm.md):
     linear ``z_k x (r_b - p_k)``, angular ``R_b^T z_k``; zero for k > b.
 
     Args:
@@ -135,7 +135,7 @@ def b_matrix_dot(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
     With omega_k the inertial angular velocity of body k, z_dot_k = omega_k x z_k,
     r_dot_b = sum_k B_v(b,k) q_dot_k and p_dot_k = r_dot_k - omega_k x (R_k l_k):
     linear ``z_dot_k x (r_b - p_k) + z_k x (r_dot_b - p_dot_k)``,
-    angular ``R_b^T [z_k x (omega_b - omega_k)]`` (MFM-NOTES, "B_dot").
+    angular ``R_b^T [z_k x (omega_b - omega_k)]`` (docs/mfm.md, "Time derivative of B").
 
     Args:
         model: the snake.
