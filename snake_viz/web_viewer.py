@@ -26,16 +26,15 @@ import math
 import mimetypes
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
+from websockets.version import version as websockets_version
 
 from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
@@ -64,6 +63,54 @@ REQUIRED = (
 TOPICS = ("/sim/joint_states", "/measured/joint_states")
 HOST = "127.0.0.1"
 INSTALL_HINT = "run `make web` (or `npm ci --prefix snake_viz/web`)"
+
+# ------------------------------------------------------------------ websockets 10.4 .. 17.4
+# The one place where websockets versions differ. 13.0 added the asyncio implementation, used
+# from there on; 10.4 - 12.x (10.4: Debian 12's, Ubuntu 24.04's) have only the legacy one,
+# deprecated in 14.0 (a DeprecationWarning on import) and to be removed by 2030. serve(),
+# broadcast() and the connections behave alike in both; only the HTTP hook's signature differs.
+# mypy checks the current implementation; test_web_viewer.py runs the server on 10.4 too.
+
+#: An HTTP response: status, headers, body.
+HttpReply = tuple[http.HTTPStatus, list[tuple[str, str]], bytes]
+#: Answers the HTTP request for a path (query included): a response, or None for a WebSocket.
+HttpHandler = Callable[[str], HttpReply | None]
+#: The first websockets version with the asyncio implementation (``websockets.asyncio``).
+ASYNCIO_SINCE = 13
+LEGACY = int(websockets_version.split(".")[0]) < ASYNCIO_SINCE
+
+if TYPE_CHECKING or not LEGACY:
+    from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+    from websockets.datastructures import Headers
+    from websockets.http11 import Request, Response
+
+    def process_request(
+        respond: HttpHandler,
+    ) -> Callable[[ServerConnection, Request], Response | None]:
+        """``respond`` as serve()'s ``process_request`` hook."""
+
+        def hook(_: ServerConnection, request: Request) -> Response | None:
+            reply = respond(request.path)
+            if reply is None:
+                return None
+            status, headers, body = reply
+            return Response(status.value, status.phrase, Headers(headers), body)
+
+        return hook
+
+else:
+    from websockets.legacy.protocol import broadcast
+    from websockets.legacy.server import serve
+
+    def process_request(
+        respond: HttpHandler,
+    ) -> Callable[[str, object], Awaitable[HttpReply | None]]:
+        """``respond`` as the legacy serve()'s ``process_request`` hook (a coroutine)."""
+
+        async def hook(path: str, _: object) -> HttpReply | None:
+            return respond(path)
+
+        return hook
 
 
 class WebAssetsError(RuntimeError):
@@ -97,6 +144,18 @@ def state_message(topic: str, msg: JointState) -> str | None:
         return None
     stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
     return json.dumps({"topic": topic, "stamp": stamp, "name": names, "position": positions})
+
+
+def http_reply(status: http.HTTPStatus, body: bytes, content_type: str) -> HttpReply:
+    """An uncached HTTP response that closes the connection."""
+    headers = [
+        ("Date", email.utils.formatdate(usegmt=True)),
+        ("Connection", "close"),
+        ("Content-Length", str(len(body))),
+        ("Content-Type", content_type),
+        ("Cache-Control", "no-cache"),
+    ]
+    return status, headers, body
 
 
 @dataclass
@@ -157,7 +216,11 @@ class WebServer:
     # ------------------------------------------------------------------ loop thread
     async def _start(self, port: int) -> int:
         self.server = await serve(
-            self._client, HOST, port, process_request=self._http, server_header=None
+            self._client,
+            HOST,
+            port,
+            process_request=process_request(self._http),
+            server_header=None,
         )
         self.sender = asyncio.create_task(self._send_loop())
         return int(self.server.sockets[0].getsockname()[1])
@@ -188,24 +251,16 @@ class WebServer:
         finally:
             self.clients.discard(connection)
 
-    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+    def _http(self, path: str) -> HttpReply | None:
         """Serve a file, or return None to let ``/ws`` become a WebSocket."""
-        path = request.path.split("?", 1)[0]
+        path = path.split("?", 1)[0]
         if path == "/ws":
             return None
         asset = self._asset(path)
         if asset is None:
-            return connection.respond(http.HTTPStatus.NOT_FOUND, f"not found: {path}\n")
-        headers = Headers(
-            [
-                ("Date", email.utils.formatdate(usegmt=True)),
-                ("Connection", "close"),
-                ("Content-Length", str(len(asset.body))),
-                ("Content-Type", asset.content_type),
-                ("Cache-Control", "no-cache"),
-            ]
-        )
-        return Response(200, "OK", headers, asset.body)
+            text = f"not found: {path}\n".encode()
+            return http_reply(http.HTTPStatus.NOT_FOUND, text, "text/plain; charset=utf-8")
+        return http_reply(http.HTTPStatus.OK, asset.body, asset.content_type)
 
     def _asset(self, path: str) -> Asset | None:
         """The file at ``path``: the page, or a vendored ``.js`` module; None otherwise."""

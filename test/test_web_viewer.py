@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import importlib.metadata
 import io
 import json
 import math
@@ -21,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -287,22 +289,27 @@ def page(viewer_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 # ------------------------------------------------------------------ the server alone
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[WebServer]:
+def web_root(tmp_path: Path) -> Path:
+    """A page, a module and a vendored package's files in ``tmp_path/web``; a secret beside."""
     root = tmp_path / "web"
     for name in ("index.html", "viewer.js", "node_modules/three/build/three.module.js"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(f"// {name}")
     (root / "node_modules/three/package.json").write_text("{}")
     (tmp_path / "secret.js").write_text("secret")
-    s = WebServer(root, "<robot/>", 0, rate=10.0)
+    return root
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[WebServer]:
+    s = WebServer(web_root(tmp_path), "<robot/>", 0, rate=10.0)
     yield s
     s.close()
     assert not s.thread.is_alive()
 
 
-def get(server: WebServer, path: str) -> tuple[int, str, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+def get(port: int, path: str) -> tuple[int, str, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         conn.request("GET", path)  # sent as is: no client-side normalisation of ".."
         response = conn.getresponse()
@@ -312,9 +319,9 @@ def get(server: WebServer, path: str) -> tuple[int, str, bytes]:
 
 
 def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServer) -> None:
-    assert get(server, "/")[::2] == (200, b"// index.html")
-    assert get(server, "/robot.urdf") == (200, "application/xml; charset=utf-8", b"<robot/>")
-    status, kind, body = get(server, "/vendor/three/build/three.module.js")
+    assert get(server.port, "/")[::2] == (200, b"// index.html")
+    assert get(server.port, "/robot.urdf") == (200, "application/xml; charset=utf-8", b"<robot/>")
+    status, kind, body = get(server.port, "/vendor/three/build/three.module.js")
     assert (status, kind.split(";")[0], body) == (
         200,
         "text/javascript",
@@ -327,7 +334,7 @@ def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServ
         "/node_modules/three/build/three.module.js",
         "/nothing",
     ):
-        assert get(server, path)[0] == 404, path
+        assert get(server.port, path)[0] == 404, path
 
 
 def test_websocket_sends_only_the_newest_message_of_each_period(server: WebServer) -> None:
@@ -354,6 +361,104 @@ def test_websocket_sends_only_the_newest_message_of_each_period(server: WebServe
         assert len(got) < 20, f"burst {burst}: nothing dropped: {got}"
     with connect(url, open_timeout=5) as late:  # a new client starts from the newest
         assert json.loads(late.recv(timeout=10))["n"] == 100
+
+
+#: The oldest websockets the viewer supports: python3-websockets of Debian 12 and Ubuntu 24.04
+#: (rosdep's), the legacy implementation; installed into build/ by ``oldest_websockets``.
+OLDEST_WEBSOCKETS = "10.4"
+#: A WebServer for the tree in argv[1] that prints the websockets version and its port, then
+#: publishes each line of stdin on /sim/joint_states and closes at end of input.
+SERVE = """
+import sys, websockets
+from pathlib import Path
+from snake_viz.web_viewer import WebServer
+server = WebServer(Path(sys.argv[1]), "<robot/>", 0, rate=10.0)
+print("websockets", websockets.__version__, "port", server.port, flush=True)
+for line in sys.stdin:
+    server.publish("/sim/joint_states", line.strip())
+server.close()
+assert not server.thread.is_alive()
+"""
+
+
+@pytest.fixture(scope="module")
+def oldest_websockets() -> Path:
+    """A folder holding websockets OLDEST_WEBSOCKETS alone (installed once, kept in build/).
+
+    Skips (a failure on CI) when pip cannot install it.
+    """
+    target = ROOT / "build" / f"websockets-{OLDEST_WEBSOCKETS}"
+    if not (target / "websockets").is_dir():
+        target.parent.mkdir(exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
+        pip = subprocess.run(
+            [
+                *(sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
+                *("--no-deps", "--no-warn-conflicts", "--target", str(staging)),
+                f"websockets=={OLDEST_WEBSOCKETS}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if pip.returncode == 0:
+            with contextlib.suppress(OSError):  # a concurrent test run installed it first
+                staging.rename(target)
+        shutil.rmtree(staging, ignore_errors=True)
+        if pip.returncode != 0:
+            pytest.skip(f"pip cannot install websockets=={OLDEST_WEBSOCKETS}: {pip.stderr}")
+    return target
+
+
+@pytest.mark.parametrize("oldest", [False, True], ids=["installed", "oldest"])
+def test_server_works_with_the_installed_and_the_oldest_websockets(
+    oldest: bool, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The server in a subprocess on the installed websockets or on OLDEST_WEBSOCKETS first on
+    PYTHONPATH (the legacy implementation), DeprecationWarnings raised as errors; the client is
+    this process's websockets. References: the version the subprocess reports, the files' bytes,
+    the message published there and received here."""
+    version = OLDEST_WEBSOCKETS if oldest else importlib.metadata.version("websockets")
+    folders = [request.getfixturevalue("oldest_websockets")] if oldest else []
+    command = [sys.executable, "-W", "error::DeprecationWarning", "-c", SERVE]
+    log = tmp_path / "server.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [*command, str(web_root(tmp_path))],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [*folders, ROOT]))},
+            stdin=subprocess.PIPE,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    assert proc.stdin is not None
+    try:
+
+        def banner() -> list[str] | None:
+            assert proc.poll() is None, f"the server exited: {log.read_text()}"
+            words = log.read_text().split()
+            return words[:4] if len(words) >= 4 else None
+
+        words = wait_for(banner, 20.0, "the server's version and port")
+        assert words[:2] == ["websockets", version], log.read_text()
+        port = int(words[3])
+        assert get(port, "/")[::2] == (200, b"// index.html")
+        assert get(port, "/robot.urdf") == (200, "application/xml; charset=utf-8", b"<robot/>")
+        assert get(port, "/nothing")[0] == 404
+        with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5) as ws:
+            for n in (1, 2):  # 1: on connecting or broadcast, 2: broadcast (registered by then)
+                proc.stdin.write(json.dumps({"n": n}) + "\n")
+                proc.stdin.flush()
+                assert json.loads(ws.recv(timeout=10)) == {"n": n}
+        with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5) as late:
+            assert json.loads(late.recv(timeout=10)) == {"n": 2}  # the newest, to a new client
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 # ------------------------------------------------------------------ the page in Chromium
