@@ -1,16 +1,18 @@
 """compare_node: the MFM prediction against the robot, live; a report on demand and at exit.
 
-Subscribes ``/sim/joint_states`` (the prediction) and ``/measured/joint_states`` (the robot)
-and keeps both series by header stamp. The maths is :mod:`snake_viz.compare`: the
-measurement is interpolated onto the simulated stamps, error = measured - simulated [rad].
+Subscribes ``sim/joint_states`` (the prediction) and ``measured/joint_states`` (the robot)
+and keeps both series by header stamp. Topic names are relative (in the root namespace, as
+the graphs run it: ``/sim/joint_states`` etc.), so a namespace or remappings move them. The
+maths is :mod:`snake_viz.compare`: the measurement is interpolated onto the simulated stamps,
+error = measured - simulated [rad].
 
 Publishes:
-    ``/compare/error`` (sensor_msgs/JointState) at ``error_rate``, stamped with the latest
+    ``compare/error`` (sensor_msgs/JointState) at ``error_rate``, stamped with the latest
         aligned stamp, one entry per joint: ``position`` = the error now [rad],
         ``velocity`` = its RMS over the last ``window`` seconds [rad], ``effort`` = its
         maximum |error| over the window [rad]. (The fields are reused for three error
         statistics; none is a velocity or an effort.)
-    ``/compare/markers`` (visualization_msgs/MarkerArray) at ``marker_rate``: LINE_STRIP
+    ``compare/markers`` (visualization_msgs/MarkerArray) at ``marker_rate``: LINE_STRIP
         traces of the head and of the centre of mass of both robots (from ``link_poses``) over
         the last ``trace_length`` seconds, in ``sim/base_link`` and ``measured/base_link``,
         each point coloured by the RMS joint error at that time (green 0 -> red at
@@ -18,7 +20,8 @@ Publishes:
         ``measured/com``; the measured traces are drawn wider and translucent.
 
 Service ``~/report`` (std_srvs/Trigger) writes the report folder now
-(``<report_dir>/<report_name>/``, by default ``compare-<start time>``; rewritten by each
+(``<report_dir>/<report_name>/``, by default ``$ROS_HOME/mfm_snake/compare-<start time>``,
+``ROS_HOME`` being ``~/.ros`` unless set, as for ROS 2's logs; rewritten by each
 request, from the whole history); the node writes it on shutdown too
 (``report_on_shutdown``) and logs the per-joint RMS. The node writes the numbers (CSV,
 tables, summary) itself and hands the plots to :mod:`snake_viz.report_plots`, a process of
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt_module
 import math
+import os
 import subprocess
 import sys
 from collections import deque
@@ -82,6 +86,12 @@ QUEUE_DEPTH = 500
 ROBOTS = (("sim", "sim/base_link", 0.004, 1.0), ("measured", "measured/base_link", 0.008, 0.5))
 
 
+def default_report_dir() -> Path:
+    """Where reports go when no ``report_dir`` is given: ``$ROS_HOME/mfm_snake`` (ROS 2's own
+    home for logs, ``~/.ros`` when unset), never the folder ``ros2 launch`` was started in."""
+    return Path(os.environ.get("ROS_HOME") or Path.home() / ".ros") / "mfm_snake"
+
+
 class CompareNode(Node):
     """Live comparison of prediction and measurement (see module docstring)."""
 
@@ -111,7 +121,11 @@ class CompareNode(Node):
             self, "max_samples", 360_000, 1000, 100_000_000, "history kept per series [samples]"
         )
         report_dir = declare_string(
-            self, "report_dir", "runs", "parent folder of the report folder", read_only=True
+            self,
+            "report_dir",
+            "",
+            "parent folder of the report folder (empty: $ROS_HOME/mfm_snake, ~/.ros/mfm_snake)",
+            read_only=True,
         )
         report_name = declare_string(
             self,
@@ -126,7 +140,7 @@ class CompareNode(Node):
         name = report_name or f"compare-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
         if Path(name).name != name or name in (".", ".."):
             raise ParameterValueError(f"report_name must be a plain folder name, got {name!r}")
-        self.folder = Path(report_dir) / name
+        self.folder = Path(report_dir or default_report_dir()).expanduser() / name
 
         self.config_path = robot_config(config)
         self.model = SnakeModel.from_yaml(self.config_path)
@@ -142,11 +156,12 @@ class CompareNode(Node):
         self.trace_rms: deque[float] = deque(maxlen=points)
         self.plotter: subprocess.Popen[bytes] | None = None
 
-        self.pub_error = self.create_publisher(JointState, "/compare/error", 10)
-        self.pub_markers = self.create_publisher(MarkerArray, "/compare/markers", 10)
+        self.pub_error = self.create_publisher(JointState, "compare/error", 10)
+        self.pub_markers = self.create_publisher(MarkerArray, "compare/markers", 10)
         # deep queues: writing a report blocks the executor for a second or two
-        self.create_subscription(JointState, SIM_TOPIC, self.on_sim, QUEUE_DEPTH)
-        self.create_subscription(JointState, MEASURED_TOPIC, self.on_measured, QUEUE_DEPTH)
+        sim, measured = SIM_TOPIC.lstrip("/"), MEASURED_TOPIC.lstrip("/")
+        self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
+        self.create_subscription(JointState, measured, self.on_measured, QUEUE_DEPTH)
         self.create_service(Trigger, "~/report", self.on_report)
         self.create_timer(1.0 / error_rate, self.on_error_timer)
         self.create_timer(1.0 / marker_rate, self.on_marker_timer)

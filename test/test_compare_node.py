@@ -225,3 +225,17 @@ def test_bad_parameters_stop_with_one_line(domain: int, argument: str, expected:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "cannot start" in out and expected in out and "Traceback" not in out, out
+
+
+def test_reports_go_to_ros_home_not_the_working_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without report_dir, reports go where ROS 2 keeps its logs, not under the folder
+    ``ros2 launch`` ran in."""
+    from snake_viz.compare_node import default_report_dir
+
+    monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros_home"))
+    assert default_report_dir() == tmp_path / "ros_home" / "mfm_snake"
+    monkeypatch.delenv("ROS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_report_dir() == tmp_path / ".ros" / "mfm_snake"
