@@ -66,6 +66,7 @@ bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/realtime.py --output bench/results/realtime.json
 	$(BIN)/python bench/driver.py
 	$(BIN)/python bench/shutdown.py --load 1 --output bench/results/shutdown.json
+	$(BIN)/python bench/startup.py --output bench/results/startup.json
 
 firmware:
 	$(MAKE) -C firmware
