@@ -12,8 +12,11 @@ import contextlib
 import select
 import socket
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
-import serial
+if TYPE_CHECKING:
+    import serial
+
 
 READ_SIZE = 4096
 MAX_DATAGRAMS_PER_READ = 256
@@ -72,14 +75,16 @@ class SerialTransport(Transport):
         return f"serial {self.port} @ {self.baudrate}"
 
     def open(self) -> None:
+        import serial  # here: a graph that only names the transports needs no pyserial
+
         try:
             self._serial = serial.Serial(self.port, self.baudrate, timeout=0, write_timeout=1.0)
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:  # pyserial's SerialException is an OSError
             raise TransportError(f"cannot open {self.description}: {exc}") from exc
 
     def close(self) -> None:
         if self._serial is not None:
-            with contextlib.suppress(serial.SerialException, OSError):
+            with contextlib.suppress(OSError):
                 self._serial.close()
             self._serial = None
 
@@ -91,7 +96,7 @@ class SerialTransport(Transport):
     def write(self, data: bytes) -> None:
         try:
             self._port().write(data)
-        except (serial.SerialException, OSError) as exc:
+        except OSError as exc:  # pyserial's SerialException included
             raise TransportError(f"{self.description}: write failed: {exc}") from exc
 
     def read(self, timeout: float) -> bytes:
@@ -101,7 +106,7 @@ class SerialTransport(Transport):
             if not ready:
                 return b""
             data = port.read(port.in_waiting or 1)
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:  # pyserial's SerialException is an OSError
             raise TransportError(f"{self.description}: read failed: {exc}") from exc
         if not data:  # readable but empty: the device went away
             raise TransportError(f"{self.description}: device disconnected")

@@ -4,11 +4,13 @@ Joints are told apart by their axis: with the snake along e2 and e3 up, an e1 jo
 pitches (lifts the next body) and an e3 joint yaws (bends sideways). Every periodic gait
 here is, per joint k, q_k(t) = o_k + A_k sin(2 pi f t + phi_k) with its own offsets,
 amplitudes and phases; :class:`QuinticGait` is the paper's point-to-point validation input
-and :class:`Transition` blends any two gaits smoothly.
+and :class:`Transition` blends any two gaits smoothly. :class:`GaitPlayer` is the gait node's
+trajectory: a gait started, stopped and switched with C2 quintic blends.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -449,3 +451,73 @@ def staggered_quintic(
         t_start=np.arange(n_joints, dtype=np.float64) * _finite("stagger", stagger, 0.0, 60.0, "s"),
         duration=np.full(n_joints, _finite("duration", duration, 1e-3, 3600.0, "s")),
     )
+
+
+# ----------------------------------------------------------------------------- player
+def _settle(gait: Gait, t: float) -> Gait:
+    """``gait`` with the transitions finished by time t [s] replaced by their targets."""
+    if not isinstance(gait, Transition):
+        return gait
+    if t >= gait.t_start + gait.duration:
+        return _settle(gait.b, t)
+    return dataclasses.replace(gait, a=_settle(gait.a, t), b=_settle(gait.b, t))
+
+
+class GaitPlayer:
+    """A gait that can be started, stopped and switched at any time, staying C2.
+
+    Starting blends from rest (all joints at zero) into the gait over ``ramp_time``,
+    stopping blends back to rest; switching gaits or parameters blends over
+    ``transition_time`` (:class:`Transition`, quintic: the commanded velocity never exceeds
+    the two gaits' plus 1.875 |q_b - q_a| / duration).
+
+    Args:
+        gait: the gait to play.
+        transition_time: blend time of a gait change [s].
+        ramp_time: blend time of start and stop [s].
+    """
+
+    def __init__(self, gait: Gait, *, transition_time: float, ramp_time: float) -> None:
+        zero = np.zeros(gait.n_joints)
+        self.rest: Gait = PeriodicGait(zero, zero, zero, 0.0, "rest")
+        self.gait = gait
+        self.transition_time = transition_time
+        self.ramp_time = ramp_time
+        self.running = False
+        self._current: Gait = self.rest
+
+    def _blend(self, t: float, target: Gait, duration: float) -> None:
+        self._current = Transition(_settle(self._current, t), target, t, duration)
+
+    def start(self, t: float) -> bool:
+        """Ramp into the gait from time t [s]; False if it is already running."""
+        if self.running:
+            return False
+        self.running = True
+        self._blend(t, self.gait, self.ramp_time)
+        return True
+
+    def stop(self, t: float) -> bool:
+        """Ramp out of the gait to rest from time t [s]; False if it is already stopped."""
+        if not self.running:
+            return False
+        self.running = False
+        self._blend(t, self.rest, self.ramp_time)
+        return True
+
+    def set_gait(self, t: float, gait: Gait) -> None:
+        """Switch to ``gait`` from time t [s] (blended if running, else used at the next start).
+
+        Raises:
+            GaitError: ``gait`` has another number of joints.
+        """
+        if gait.n_joints != self.gait.n_joints:
+            raise GaitError(f"the gait has {gait.n_joints} joints, the snake {self.gait.n_joints}")
+        if self.running:
+            self._blend(t, gait, self.transition_time)
+        self.gait = gait
+
+    def evaluate(self, t: float) -> JointTrajectory:
+        """Commanded q [rad], q_dot [rad/s], q_ddot [rad/s^2] at time t [s], shape (n,)."""
+        self._current = _settle(self._current, t)
+        return self._current.evaluate(t)

@@ -1,4 +1,4 @@
-"""Incremental MFM simulation and gait playback: the maths behind the ROS nodes (no ROS here).
+"""Incremental MFM simulation: the maths behind the dynamics node (no ROS here).
 
 :class:`Simulator` advances eq. (84) with classical RK4 in batches of fixed steps, with the
 inputs sampled at the RK4 stage times exactly as :func:`integrators.simulate` does, under the
@@ -6,15 +6,12 @@ servo model tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot) (:class:`Se
 inputs come from an :class:`InputSource`: :class:`PrescribedInput` turns a stream of
 commanded joint states into feed-forward torques by inverse dynamics (eq. 81), the paper's
 ``prescribed`` mode; :class:`TorqueInput` holds the latest commanded torques.
-:class:`GaitPlayer` is the gait node's trajectory: a gait started, stopped and switched with
-C2 quintic blends.
 
 Times here are seconds on the caller's clock (the nodes use seconds since their start).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -24,8 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import fast
-from .errors import GaitError, SimulationError, StateError
-from .gaits import Gait, JointTrajectory, PeriodicGait, Transition
+from .errors import SimulationError, StateError
+from .gaits import JointTrajectory
 from .integrators import servo_gains, simulate
 from .model import SnakeModel
 
@@ -377,81 +374,12 @@ class Simulator:
         zero = np.zeros(n)
         out = np.empty((1, n))
         fast.rk4_servo_steps(self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out)
+        fast.servo_torque(self._params[1], self._params[2], np.zeros(3 * n), zero, zero)  # tau
         self.fast_model.inverse_dynamics(zero, zero, zero)
         reference = CommandReference(zero, timeout=1.0)
         for t in (0.0, 1.0):
             reference.push(t, zero, zero)
         reference.evaluate(np.array([0.5]))
-
-
-# ------------------------------------------------------------------------------ gaits
-def _settle(gait: Gait, t: float) -> Gait:
-    """``gait`` with the transitions finished by time t [s] replaced by their targets."""
-    if not isinstance(gait, Transition):
-        return gait
-    if t >= gait.t_start + gait.duration:
-        return _settle(gait.b, t)
-    return dataclasses.replace(gait, a=_settle(gait.a, t), b=_settle(gait.b, t))
-
-
-class GaitPlayer:
-    """A gait that can be started, stopped and switched at any time, staying C2.
-
-    Starting blends from rest (all joints at zero) into the gait over ``ramp_time``,
-    stopping blends back to rest; switching gaits or parameters blends over
-    ``transition_time`` (:class:`Transition`, quintic: the commanded velocity never exceeds
-    the two gaits' plus 1.875 |q_b - q_a| / duration).
-
-    Args:
-        gait: the gait to play.
-        transition_time: blend time of a gait change [s].
-        ramp_time: blend time of start and stop [s].
-    """
-
-    def __init__(self, gait: Gait, *, transition_time: float, ramp_time: float) -> None:
-        zero = np.zeros(gait.n_joints)
-        self.rest: Gait = PeriodicGait(zero, zero, zero, 0.0, "rest")
-        self.gait = gait
-        self.transition_time = transition_time
-        self.ramp_time = ramp_time
-        self.running = False
-        self._current: Gait = self.rest
-
-    def _blend(self, t: float, target: Gait, duration: float) -> None:
-        self._current = Transition(_settle(self._current, t), target, t, duration)
-
-    def start(self, t: float) -> bool:
-        """Ramp into the gait from time t [s]; False if it is already running."""
-        if self.running:
-            return False
-        self.running = True
-        self._blend(t, self.gait, self.ramp_time)
-        return True
-
-    def stop(self, t: float) -> bool:
-        """Ramp out of the gait to rest from time t [s]; False if it is already stopped."""
-        if not self.running:
-            return False
-        self.running = False
-        self._blend(t, self.rest, self.ramp_time)
-        return True
-
-    def set_gait(self, t: float, gait: Gait) -> None:
-        """Switch to ``gait`` from time t [s] (blended if running, else used at the next start).
-
-        Raises:
-            GaitError: ``gait`` has another number of joints.
-        """
-        if gait.n_joints != self.gait.n_joints:
-            raise GaitError(f"the gait has {gait.n_joints} joints, the snake {self.gait.n_joints}")
-        if self.running:
-            self._blend(t, gait, self.transition_time)
-        self.gait = gait
-
-    def evaluate(self, t: float) -> JointTrajectory:
-        """Commanded q [rad], q_dot [rad/s], q_ddot [rad/s^2] at time t [s], shape (n,)."""
-        self._current = _settle(self._current, t)
-        return self._current.evaluate(t)
 
 
 def warm_up() -> None:

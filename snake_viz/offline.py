@@ -12,12 +12,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from snake_dynamics.integrators import SimulationResult
+if TYPE_CHECKING:  # the integrators (numba) are not needed to plot a result
+    from snake_dynamics.integrators import SimulationResult
+
 
 FloatArray = NDArray[np.float64]
 

@@ -14,11 +14,10 @@ import pytest
 
 from snake_dynamics import SimulationError, SnakeModel, StateError, make_gait, simulate
 from snake_dynamics.fast import FastModel
-from snake_dynamics.gaits import Gait
+from snake_dynamics.gaits import Gait, GaitPlayer
 from snake_dynamics.integrators import simulate_gait
 from snake_dynamics.simulator import (
     CommandReference,
-    GaitPlayer,
     InputSource,
     PrescribedInput,
     Simulator,
@@ -214,3 +213,33 @@ def test_gait_player_ramps_in_switches_smoothly_and_ramps_out(robot) -> None:
     np.testing.assert_allclose(player.evaluate(5.2).q, wide(5.2).q, atol=1e-15)
     assert player.stop(6.0) and not player.stop(6.5)
     assert np.all(player.evaluate(8.0).q == 0.0) and np.all(player.evaluate(9.0).qd == 0.0)
+
+
+def test_warm_up_compiles_everything_the_dynamics_node_runs_to_its_first_messages() -> None:
+    """After the Makefile's warm-up, a dynamics node start compiles nothing: no numba
+    dispatcher gains a signature through Simulator.warm_up and the first ticks (what would
+    otherwise be compiled, seconds each, is loaded from numba's cache)."""
+    from numba.core.registry import CPUDispatcher
+
+    from snake_dynamics import fast, simulator
+
+    def compiled() -> dict[str, int]:
+        return {
+            f"{m.__name__}.{name}": len(d.signatures)
+            for m in (fast, simulator)
+            for name, d in vars(m).items()
+            if isinstance(d, CPUDispatcher)
+        }
+
+    simulator.warm_up()
+    before = compiled()
+    model = SnakeModel.uniform(8, 0.09, 0.075, 0.03)
+    sim = Simulator(model, 1e-3, stiffness=KP, damping=KD)
+    reference = CommandReference(np.zeros(8), 0.5)
+    source = PrescribedInput(sim.fast_model, reference)
+    sim.warm_up()
+    sim.run_until(-0.02, source, 100)
+    assert np.all(np.isfinite(sim.tau))
+    reference.push(0.0, np.zeros(8), np.zeros(8))
+    sim.run_until(0.01, source, 100)
+    assert compiled() == before

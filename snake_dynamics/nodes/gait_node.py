@@ -20,9 +20,8 @@ from std_srvs.srv import Trigger
 
 from snake_bringup.paths import robot_config
 from snake_dynamics.errors import GaitError
-from snake_dynamics.gaits import GAITS, Gait, make_gait
+from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, make_gait
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.simulator import GaitPlayer
 
 from .common import (
     THROTTLE_S,
