@@ -8,7 +8,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 # The package is installed non-editable (data_files need it), so reinstall when sources change.
-PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_driver snake_viz snake_bringup launch urdf rviz config firmware -type f -not -path '*/__pycache__/*' -not -path '*/node_modules/*' -not -path 'firmware/build/*' 2>/dev/null)
+PKG_SOURCES := setup.py setup.cfg package.xml $(shell find snake_dynamics snake_ros snake_driver snake_viz snake_bringup launch urdf rviz config firmware -type f -not -path '*/__pycache__/*' -not -path '*/node_modules/*' -not -path 'firmware/build/*' 2>/dev/null)
 # three.js and urdf-loader for the WebGL view, vendored from npm (installed with the package)
 WEB := snake_viz/web
 WEB_OK := $(WEB)/node_modules/.package-lock.json
@@ -53,7 +53,7 @@ lint: $(VENV)/.dev-ok
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.dev-ok
-	$(BIN)/mypy --strict snake_dynamics
+	$(BIN)/mypy --strict snake_dynamics snake_ros
 	$(BIN)/mypy snake_driver snake_viz snake_bringup
 
 unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok

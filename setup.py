@@ -28,7 +28,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(
-        include=["snake_dynamics*", "snake_driver*", "snake_viz*", "snake_bringup*"]
+        include=["snake_dynamics*", "snake_ros*", "snake_driver*", "snake_viz*", "snake_bringup*"]
     ),
     # the WebGL view's page and its vendored three.js / urdf-loader (make web installs them)
     package_data={
@@ -72,8 +72,8 @@ setup(
             "web_viewer_node = snake_viz.web_viewer:main",
             "recorder_node = snake_viz.recorder:main",
             "replay_node = snake_viz.replayer:main",
-            "gait_node = snake_dynamics.nodes.gait_node:main",
-            "dynamics_node = snake_dynamics.nodes.dynamics_node:main",
+            "gait_node = snake_ros.gait_node:main",
+            "dynamics_node = snake_ros.dynamics_node:main",
         ],
     },
 )

@@ -37,10 +37,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
 from snake_bringup.emulator import Emulator
-from snake_bringup.paths import robot_config
 from snake_driver.calibration import ServoMap, load_servo_map
 from snake_driver.link import DriverLink, Measurement
 from snake_driver.transport import SerialTransport, make_transport
+from snake_ros.paths import robot_config
 
 ROOT = Path(__file__).resolve().parents[1]
 F_CPU_HZ = 16e6

@@ -256,8 +256,8 @@ def plan(name: str, folder: Path, joints: list[str], robot: Any) -> Plan:
     """
     from snake_bringup.emulator import free_port
     from snake_bringup.graph import NodeSpec, demo_graph, replay_graph, simulation_graph
-    from snake_bringup.paths import PACKAGE
     from snake_bringup.runner import find_executable, ros_command
+    from snake_ros.paths import PACKAGE
 
     if name == "control_publisher":
         spec = NodeSpec("startup_bench", name, name)  # not of this package: no ready line
@@ -385,7 +385,7 @@ def dynamics_stages(spawned: float, ros_args: list[str]) -> dict[str, float]:
     """In the child: dynamics_node imported, built and spun as ``common.run`` does; when
     each stage of :data:`STAGES` ended [s since ``spawned``, the parent's time.monotonic()]."""
     marks = {"interpreter": time.monotonic()}
-    from snake_dynamics.nodes import dynamics_node
+    from snake_ros import dynamics_node
 
     marks["imports"] = time.monotonic()
     import rclpy
@@ -494,8 +494,8 @@ def main() -> int:
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
 
-    from snake_bringup.paths import robot_config
     from snake_dynamics.model import SnakeModel
+    from snake_ros.paths import robot_config
 
     joints = SnakeModel.from_yaml(robot_config("robot")).joint_names
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.nodes}
@@ -505,7 +505,7 @@ def main() -> int:
     try:
         with busy_processes(args.load), tempfile.TemporaryDirectory(prefix="snake-startup-") as tmp:
             if "dynamics_node" in args.nodes:
-                breakdown["imports_s"] = import_times("snake_dynamics.nodes.dynamics_node")
+                breakdown["imports_s"] = import_times("snake_ros.dynamics_node")
             for k in range(args.repeat):
                 for name in args.nodes:
                     folder = Path(tmp) / f"{name}-{k}"

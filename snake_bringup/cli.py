@@ -32,17 +32,17 @@ from snake_dynamics import (
 )
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.urdf import to_urdf, write_urdf
+from snake_ros.paths import robot_config
 from snake_viz.bag import BagError
 from snake_viz.compare import CompareError
-from snake_viz.web_cli import register as register_view
 
 from .arguments import non_negative, positive
 from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
+from .cli_view import register as register_view
 from .emulator import Emulator, EmulatorError
 from .graph import GraphError, demo_graph, hardware_graph, simulation_graph
-from .paths import robot_config
 from .progress import ProgressBar
 from .runner import RunError, run_graph
 

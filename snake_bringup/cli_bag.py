@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from snake_viz.bag import DEFAULT_TOPICS, BagError, open_reader
-from snake_viz.playback import REPLAY_RATES
+from snake_viz.defaults import REPLAY_RATES
 
 from .arguments import non_negative, positive
 

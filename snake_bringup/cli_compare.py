@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from snake_dynamics.model import SnakeModel
+from snake_ros.paths import robot_config as resolve_robot_config
 from snake_viz.bag_series import read_bag
 from snake_viz.compare import (
     DEFAULT_LAG_SPAN_S,
@@ -26,7 +27,6 @@ from snake_viz.compare import (
 from snake_viz.compare_report import Report, ReportSummary
 
 from .arguments import positive
-from .paths import robot_config as resolve_robot_config
 
 
 def register(subparsers: Any) -> None:

@@ -24,7 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from .paths import share_dir
+from snake_ros.paths import share_dir
+
 from .process import die_with_parent
 
 #: The firmware's default USART0 speed [baud].

@@ -19,10 +19,10 @@ from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.urdf import to_urdf
-from snake_viz.playback import REPLAY_RATES
+from snake_ros.paths import PACKAGE, robot_config, share_dir
+from snake_viz.defaults import REPLAY_RATES
 
 from .emulator import Endpoint
-from .paths import PACKAGE, robot_config, share_dir
 
 #: A parameter source: a YAML parameter file, or a dict of name -> value.
 Parameters = Path | Mapping[str, Any]
@@ -318,7 +318,7 @@ def replay_graph(
 
     Args:
         bag: the bag folder (rosbag2, MCAP or sqlite3).
-        rate: playback speed factor, within :data:`snake_viz.playback.REPLAY_RATES`.
+        rate: playback speed factor, within :data:`snake_viz.defaults.REPLAY_RATES`.
         loop: start over at the end.
         robot: robot YAML file or config name (the URDF the robot descriptions show).
         rviz: include RViz.

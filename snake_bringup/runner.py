@@ -34,10 +34,10 @@ from typing import IO
 
 import yaml
 
-from snake_dynamics.nodes import READY_TEXT
+from snake_ros import READY_TEXT
+from snake_ros.paths import PACKAGE
 
 from .graph import NodeSpec
-from .paths import PACKAGE
 from .process import die_with_parent
 
 #: How long the nodes of one stop wave get to exit after SIGINT, then after SIGTERM [s].

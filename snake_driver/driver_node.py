@@ -22,8 +22,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
-from snake_bringup.paths import robot_config
-from snake_dynamics.nodes.common import (
+from snake_ros.common import (
     declare_bool,
     declare_float,
     declare_int,
@@ -31,6 +30,7 @@ from snake_dynamics.nodes.common import (
     declare_string,
     run,
 )
+from snake_ros.paths import robot_config
 
 from .calibration import CalibrationError, load_servo_map
 from .link import ESTOP_CONFIRM_S, DriverLink, LinkEvent, Measurement

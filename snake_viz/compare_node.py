@@ -49,9 +49,8 @@ from std_msgs.msg import ColorRGBA
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from snake_bringup.paths import robot_config
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.nodes.common import (
+from snake_ros.common import (
     THROTTLE_S,
     ParameterValueError,
     declare_bool,
@@ -61,6 +60,7 @@ from snake_dynamics.nodes.common import (
     declare_string,
     run,
 )
+from snake_ros.paths import robot_config
 
 from .compare import (
     DEFAULT_LAG_SPAN_S,

@@ -47,7 +47,7 @@ from rosbags.interfaces import (
     QosTime,
 )
 
-from snake_dynamics.nodes.common import (
+from snake_ros.common import (
     WAKE_S,
     declare_float,
     declare_int,

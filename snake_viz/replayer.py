@@ -19,7 +19,7 @@ reliable subscribers have acknowledged everything (at most 0.5 s).
 Parameters:
     bag (string): the bag folder (required).
     rate (double): playback speed factor (2.0: twice as fast), within
-        :data:`snake_viz.playback.REPLAY_RATES`.
+        :data:`snake_viz.defaults.REPLAY_RATES`.
     loop (bool): play again from the start at the end.
     delay (double): wait before the first message [s].
     clock_rate (double): /clock messages per wall-clock second between messages [Hz]; 0
@@ -47,8 +47,8 @@ from rclpy.signals import SignalHandlerOptions
 from rosbags.interfaces import Connection, QosDurability, QosReliability
 from rosgraph_msgs.msg import Clock
 
-from snake_dynamics.nodes import READY_TEXT
-from snake_dynamics.nodes.common import (
+from snake_ros import READY_TEXT
+from snake_ros.common import (
     ParameterValueError,
     declare_bool,
     declare_float,
@@ -58,7 +58,7 @@ from snake_dynamics.nodes.common import (
 )
 
 from .bag import BagError, message_class, open_reader
-from .playback import REPLAY_RATES
+from .defaults import REPLAY_RATES
 
 #: Queue depth of the replay publishers.
 QUEUE_DEPTH = 100

@@ -36,17 +36,17 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from websockets.version import version as websockets_version
 
-from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
-from snake_dynamics.nodes.common import (
+from snake_dynamics.urdf import to_urdf
+from snake_ros.common import (
     declare_float,
     declare_int,
     declare_robot_config,
     run,
 )
-from snake_dynamics.urdf import to_urdf
+from snake_ros.paths import robot_config
 
-from .web_cli import DEFAULT_PORT
+from .defaults import DEFAULT_PORT
 
 #: The page and its module; the vendored packages live in ``node_modules`` below it.
 WEB_DIR = Path(__file__).resolve().with_name("web")

@@ -45,7 +45,7 @@ from snake_bringup.cli import main as snake_main  # noqa: E402
 from snake_bringup.cli_compare import compare_bag  # noqa: E402
 from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
 from snake_viz.bag import BagError, open_reader, recover, typestore  # noqa: E402
-from snake_viz.playback import REPLAY_RATES  # noqa: E402
+from snake_viz.defaults import REPLAY_RATES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: ``snake record`` / ``snake replay`` as the snake CLI runs them (its parser, our hook).

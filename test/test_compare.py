@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from snake_bringup.cli_compare import compare_bag, register
-from snake_bringup.paths import robot_config
 from snake_dynamics import SnakeModel
+from snake_ros.paths import robot_config
 from snake_viz.bag import BagRecorder, is_interrupted
 from snake_viz.compare import (
     MEASURED_TOPIC,

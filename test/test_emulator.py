@@ -13,11 +13,11 @@ import pytest
 
 from snake_bringup import emulator as emulator_module
 from snake_bringup.emulator import Emulator, build_firmware
-from snake_bringup.paths import robot_config
 from snake_driver.calibration import load_servo_map
 from snake_driver.link import DriverLink
 from snake_driver.protocol import Flag
 from snake_driver.transport import make_transport
+from snake_ros.paths import robot_config
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("avr-gcc", "socat")),

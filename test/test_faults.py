@@ -24,11 +24,11 @@ import pytest
 from fault_proxy import TcpFaultProxy, UdpLossProxy, expected_seq_gaps, intact_frames
 
 from snake_bringup.emulator import Emulator
-from snake_bringup.paths import robot_config
 from snake_driver.calibration import ServoMap, load_servo_map
 from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkEvent, Measurement
 from snake_driver.protocol import Flag, MsgType
 from snake_driver.transport import SerialTransport, make_transport
+from snake_ros.paths import robot_config
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("avr-gcc", "socat")),

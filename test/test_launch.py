@@ -25,7 +25,7 @@ from snake_bringup.graph import (
     hardware_graph,
     simulation_graph,
 )
-from snake_bringup.paths import PACKAGE, robot_config
+from snake_ros.paths import PACKAGE, robot_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / "launch" / "simulation.launch.py"

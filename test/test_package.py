@@ -10,6 +10,7 @@ import shutil
 import sys
 import sysconfig
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ PYTHON_DEPENDS = {
     "websockets": "python3-websockets",
     "rosbags": "python3-rosbags-pip",
 }
-OWN = {"snake_dynamics", "snake_driver", "snake_viz", "snake_bringup"}
+OWN = {"snake_dynamics", "snake_ros", "snake_driver", "snake_viz", "snake_bringup"}
 
 
 def imported_modules() -> set[str]:
@@ -104,14 +105,128 @@ def test_ros2_pkg_create_layout() -> None:
     assert (ROOT / "resource" / "mfm_snake").is_file()
     cfg = (ROOT / "setup.cfg").read_text()
     assert "script_dir=$base/lib/mfm_snake" in cfg and "install_scripts=$base/lib/mfm_snake" in cfg
-    for pkg in ("snake_dynamics", "snake_driver", "snake_viz"):
+    for pkg in sorted(OWN):
         assert (ROOT / pkg / "__init__.py").is_file()
 
 
-def test_core_library_imports_no_ros() -> None:
-    for path in (ROOT / "snake_dynamics").glob("*.py"):
-        text = path.read_text()
-        assert "rclpy" not in text and "sensor_msgs" not in text, path
+#: What each package may import of the others: ROS-free cores at the bottom, the one ROS helper
+#: layer (snake_ros) above the dynamics core, the driver and viz packages (their nodes use
+#: snake_ros), bringup (graphs, runner, CLI) on top.
+ALLOWED = {
+    "snake_dynamics": set(),
+    "snake_ros": {"snake_dynamics"},
+    "snake_driver": {"snake_dynamics", "snake_ros"},
+    "snake_viz": {"snake_dynamics", "snake_ros"},
+    "snake_bringup": {"snake_dynamics", "snake_ros", "snake_driver", "snake_viz"},
+}
+#: The ROS-free cores: no rclpy, no message packages (the nodes beside them are the adapters).
+ROS_FREE = [
+    "snake_dynamics",
+    "snake_driver/protocol",
+    "snake_driver/transport.py",
+    "snake_driver/link.py",
+    "snake_driver/clock.py",
+    "snake_driver/calibration.py",
+    "snake_viz/compare.py",
+    "snake_viz/compare_report.py",
+    "snake_viz/bag.py",
+    "snake_viz/bag_series.py",
+    "snake_viz/offline.py",
+    "snake_viz/defaults.py",
+]
+
+
+def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements of a module that run (not those under ``if TYPE_CHECKING:``)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            yield from (n for branch in node.orelse for n in runtime_imports(branch))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        else:
+            yield from runtime_imports(node)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Module -> the package modules it imports when it runs (absolute names; relative ones
+    resolved; ``from . import fast`` is the module ``fast``, not the package)."""
+    files = {}
+    for package in OWN:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        found = graph.setdefault(module, set())
+        base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        for node in runtime_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] in OWN}
+                continue
+            if node.level:
+                up = base[: len(base) - node.level + 1]
+                target = ".".join([*up, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] in OWN:
+                subs = {f"{target}.{a.name}" for a in node.names} & set(files)
+                found |= subs or {target}
+    return graph
+
+
+def test_imports_point_one_way_with_no_cycle() -> None:
+    """Packages import only the layers below them, and no module imports itself round a
+    cycle (checked on the modules, so a cycle inside one package counts too)."""
+    graph = module_imports()
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if target.split(".")[0] != module.split(".")[0]
+        and target.split(".")[0] not in ALLOWED[module.split(".")[0]]
+    )
+    assert upward == []
+    # modules only (a package's __init__ importing its own submodules is no cycle)
+    edges = {
+        m: {t for t in ts if t in graph and not m.startswith(t + ".") and t != m}
+        for m, ts in graph.items()
+    }
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_the_cores_import_no_ros() -> None:
+    for core in ROS_FREE:
+        paths = [ROOT / core] if core.endswith(".py") else list((ROOT / core).rglob("*.py"))
+        assert paths, core
+        for path in paths:
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
+                for name in names:
+                    top = name.split(".")[0]
+                    assert top not in {"rclpy", "snake_ros"} and not top.endswith("_msgs"), (
+                        f"{path.relative_to(ROOT)} imports {name}"
+                    )
 
 
 def test_installed_share_files_are_found_through_the_ament_index(

@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: The nodes that ship a parameter file, and their classes.
 NODES = {
-    "dynamics_node": "snake_dynamics.nodes.dynamics_node:DynamicsNode",
+    "dynamics_node": "snake_ros.dynamics_node:DynamicsNode",
     "driver_node": "snake_driver.driver_node:DriverNode",
 }
 #: Builds the node (no spinning: nothing is connected) and prints its parameters as JSON.

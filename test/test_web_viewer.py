@@ -43,8 +43,8 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
-from snake_bringup.paths import robot_config  # noqa: E402
 from snake_dynamics import SnakeModel  # noqa: E402
+from snake_ros.paths import robot_config  # noqa: E402
 from snake_viz.compare import trace_points  # noqa: E402
 from snake_viz.web_viewer import WebAssetsError, WebServer, check_assets  # noqa: E402
 

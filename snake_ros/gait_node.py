@@ -18,10 +18,10 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from snake_bringup.paths import robot_config
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, make_gait
 from snake_dynamics.model import SnakeModel
+from snake_ros.paths import robot_config
 
 from .common import (
     THROTTLE_S,

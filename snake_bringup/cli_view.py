@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-#: The default port of ``snake view`` and of web_viewer_node's ``port`` parameter (defined
-#: here, where no ROS is imported, and imported by the node).
-DEFAULT_PORT = 8765
+from snake_viz.defaults import DEFAULT_PORT
 
 
 def _port(text: str) -> int:
@@ -49,7 +47,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     """
     from rclpy.parameter import Parameter
 
-    from snake_dynamics.nodes.common import run
+    from snake_ros.common import run
     from snake_viz.web_viewer import WebAssetsError, WebViewerNode, check_assets
 
     try:

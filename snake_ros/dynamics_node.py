@@ -21,7 +21,6 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from snake_bringup.paths import robot_config
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.simulator import (
@@ -32,6 +31,7 @@ from snake_dynamics.simulator import (
     TorqueInput,
     joint_command,
 )
+from snake_ros.paths import robot_config
 
 from .common import (
     THROTTLE_S,
