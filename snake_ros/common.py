@@ -1,10 +1,13 @@
-"""What both nodes share: parameter declaration with descriptors, the clock, ``main``."""
+"""What every node shares: parameters declared with descriptors and ranges, a ROS session
+with clean signal handling, the spin loop, and flushing publishers at shutdown."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import rclpy
@@ -119,15 +122,51 @@ def clock_ns(node: Node) -> int | None:
     return now if now > 0 else None
 
 
-def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], ...] = ()) -> int:
-    """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly.
+@contextlib.contextmanager
+def session(args: list[str] | None = None) -> Iterator[threading.Event]:
+    """rclpy initialised for one process's nodes; SIGINT and SIGTERM set the event it yields.
 
     rclpy's own signal handlers shut the context down under a running callback, whose next
     publish then raises; an exception raised from a handler can land inside rclpy's C++
-    calls (taking a message) and come out as a RuntimeError. So SIGINT and SIGTERM only set
-    a flag, the executor waits at most ``WAKE_S`` at a time (a node on a silent /clock would
-    otherwise never wake up), and the loop stops between two callbacks; the node is then
-    destroyed in order. A signal during start-up takes effect once the node is built.
+    calls (taking a message) and come out as a RuntimeError. So the signals only set a flag
+    that the loops poll between callbacks. On exit rclpy is shut down and the previous
+    handlers are back.
+
+    Args:
+        args: command-line arguments for rclpy (None: ``sys.argv``, with ``--ros-args``).
+    """
+    stop = threading.Event()
+    previous = {
+        s: signal.signal(s, lambda _n, _f: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        yield stop
+    finally:
+        rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def spin(node: Node, stop: threading.Event, until: Callable[[], bool] | None = None) -> None:
+    """Run ``node``'s callbacks until ``stop`` is set, rclpy shuts down or ``until()`` is
+    true; the executor waits at most ``WAKE_S`` at a time (a node on a silent /clock would
+    otherwise never see a signal)."""
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        while rclpy.ok() and not stop.is_set() and (until is None or not until()):
+            executor.spin_once(timeout_sec=WAKE_S)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+
+
+def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], ...] = ()) -> int:
+    """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly: its
+    last messages flushed (:func:`flush_publishers`), the node destroyed, rclpy shut down.
+    A signal during start-up takes effect once the node is built.
 
     Args:
         factory: builds the node.
@@ -144,27 +183,17 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
         OSError,
         *errors,
     )
-    stop: list[int] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: stop.append(signum))
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = SingleThreadedExecutor()
-    try:
-        node = factory()
-        executor.add_node(node)
-        node.get_logger().info(READY_TEXT)
-        while rclpy.ok() and not stop:
-            executor.spin_once(timeout_sec=WAKE_S)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except startup_errors as exc:
-        rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
-        return 1
-    finally:
-        executor.shutdown()
-        if node is not None:
-            flush_publishers(node.publishers)
-            node.destroy_node()
-        rclpy.try_shutdown()
+    with session() as stop:
+        node = None
+        try:
+            node = factory()
+            node.get_logger().info(READY_TEXT)
+            spin(node, stop)
+        except startup_errors as exc:
+            rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
+            return 1
+        finally:
+            if node is not None:
+                flush_publishers(node.publishers)
+                node.destroy_node()
     return 0

@@ -24,20 +24,17 @@ Parameters:
 from __future__ import annotations
 
 import datetime as dt_module
-import signal
+import math
 import sys
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from rosbags.interfaces import (
     Qos,
     QosDurability,
@@ -48,11 +45,12 @@ from rosbags.interfaces import (
 )
 
 from snake_ros.common import (
-    WAKE_S,
     declare_float,
     declare_int,
     declare_string,
     run,
+    session,
+    spin,
 )
 
 from .bag import DEFAULT_TOPICS, FLUSH_PERIOD_S, BagError, BagRecorder, message_class
@@ -212,27 +210,14 @@ def record(duration: float | None = None, **overrides: Any) -> int:
     Raises:
         BagError: the bag cannot be created.
     """
-    stop: list[int] = []
-    previous = {
-        s: signal.signal(s, lambda n, _f: stop.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
-    }
-    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = SingleThreadedExecutor()
-    try:
+    with session(args=[]) as stop:
         node = RecorderNode(**overrides)
-        executor.add_node(node)
-        deadline = None if duration is None else time.monotonic() + duration
-        while rclpy.ok() and not stop and (deadline is None or time.monotonic() < deadline):
-            executor.spin_once(timeout_sec=WAKE_S)
-    finally:
-        executor.shutdown()
-        if node is not None:
+        try:
+            deadline = math.inf if duration is None else time.monotonic() + duration
+            spin(node, stop, until=lambda: time.monotonic() >= deadline)
+        finally:
             node.destroy_node()
-        rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 130 if stop else 0
+        return 130 if stop.is_set() else 0
 
 
 def main() -> None:

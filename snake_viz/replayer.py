@@ -30,7 +30,6 @@ Parameters:
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
@@ -43,7 +42,6 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from rosbags.interfaces import Connection, QosDurability, QosReliability
 from rosgraph_msgs.msg import Clock
 
@@ -55,6 +53,7 @@ from snake_ros.common import (
     declare_int,
     declare_string,
     flush_publishers,
+    session,
 )
 
 from .bag import BagError, message_class, open_reader
@@ -210,26 +209,19 @@ def replay() -> int:
         The exit status: 0 (played to the end), 130 (stopped by Ctrl-C or SIGTERM), or 1
         (the node could not start; logged in one line).
     """
-    stop = threading.Event()
-    previous = {
-        s: signal.signal(s, lambda _n, _f: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)
-    }
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    try:
-        node = ReplayNode()
-        node.get_logger().info(READY_TEXT)
-        node.run(stop)
-    except (BagError, ParameterException, ParameterValueError, OSError) as exc:
-        rclpy.logging.get_logger("replay_node").fatal(f"cannot start: {exc}")
-        return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 130 if stop.is_set() else 0
+    with session() as stop:
+        node = None
+        try:
+            node = ReplayNode()
+            node.get_logger().info(READY_TEXT)
+            node.run(stop)
+        except (BagError, ParameterException, ParameterValueError, OSError) as exc:
+            rclpy.logging.get_logger("replay_node").fatal(f"cannot start: {exc}")
+            return 1
+        finally:
+            if node is not None:
+                node.destroy_node()
+        return 130 if stop.is_set() else 0
 
 
 def main() -> None:
