@@ -1,5 +1,8 @@
 """driver_node: /joint_commands -> servo targets on the wire; telemetry -> /measured/joint_states.
 
+Topic names are relative (``joint_commands``, ``measured/joint_states``), so a namespace or a
+remapping moves them; ``/diagnostics`` stays absolute, as diagnostics tools expect.
+
 A thin adapter over :class:`snake_driver.link.DriverLink`: it declares the parameters,
 converts messages, runs timers (poll, commands, pings, diagnostics) and offers the
 ``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it.
@@ -90,9 +93,11 @@ class DriverNode(Node):
         self.telemetry_times: deque[float] = deque(maxlen=100)
         self.last_measurement: Measurement | None = None
 
-        self.pub_state = self.create_publisher(JointState, "/measured/joint_states", 10)
+        # relative names (the graphs run the node in the root namespace); /diagnostics is
+        # the one topic every diagnostics tool reads
+        self.pub_state = self.create_publisher(JointState, "measured/joint_states", 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, "/joint_commands", self.on_command, 10)
+        self.create_subscription(JointState, "joint_commands", self.on_command, 10)
         self.create_service(Trigger, "~/estop", self.on_estop)
         self.create_service(SetBool, "~/enable", self.on_enable)
         self.create_timer(0.004, self.on_poll)
