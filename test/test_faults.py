@@ -305,6 +305,15 @@ def test_authenticated_mode_rejects_a_wrong_key_and_a_replayed_frame() -> None:
         good.run(a, 0.5)
         good.run(None, 0.3)
         wrong.run(None, 0.1)
+        # the wrong driver's last frames may still be on their way: wait until the firmware
+        # has counted as many as were sent (or more: the equality below checks)
+        assert good.run(
+            a,
+            5.0,
+            lambda d: (
+                d.last is not None and d.last.counters.bad_auth >= wrong.link.stats.frames_sent
+            ),
+        )
         hub.paused.set()
         good.run(None, 0.2)
     last = good.last

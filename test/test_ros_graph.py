@@ -11,6 +11,7 @@ is bench/).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -493,10 +494,12 @@ def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(listener:
     t_ns = round(CLOCK_START_S * 1e9)
     deadline = time.monotonic() + 120.0
 
-    # until 100 states carry the test's efforts: how many come before the node hears this
-    # publisher depends on discovery, not on the test
+    # until 100 states in a row carry the test's efforts: how many come before the node hears
+    # this publisher depends on discovery, not on the test
     def driven() -> list[Stamped]:
-        return [s for s in states if np.array_equal(s.effort, tau)]
+        """The latest unbroken run of states that applied the test's efforts."""
+        run = itertools.takewhile(lambda s: np.array_equal(s.effort, tau), reversed(states))
+        return list(run)[::-1]
 
     while len(commands) < 100 or len(driven()) <= 100:
         t_ns += 10**7  # 10 ms of simulated time per message
