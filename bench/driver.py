@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import platform
 import random
 import statistics
@@ -35,6 +34,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
+
+from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_bringup.emulator import Emulator
 from snake_driver.calibration import ServoMap, load_servo_map
@@ -250,10 +251,7 @@ def main() -> None:
             **loops,
         },
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    emit(report, args.output)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Usage: python bench/dynamics.py [--quick] [--output bench/results/dynamics.json]
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import re
 import statistics
@@ -26,6 +25,8 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
+
+from report import emit  # bench/report.py (this folder is on sys.path)
 
 import snake_dynamics as sd
 from snake_dynamics import fast
@@ -143,10 +144,7 @@ def main() -> int:
         "fast_growth_80_over_20": fd[-1]["fast_mfm_us"] / fd[2]["fast_mfm_us"],
         "simulation_10s": simulation_costs(),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    emit(report, args.output)
     return 0
 
 

@@ -12,12 +12,12 @@ at 100 Hz like the node (what its status line reports). Target: >= 20x for the 2
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_dynamics import SnakeModel, make_gait
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
@@ -81,11 +81,7 @@ def main() -> None:
             for config, gait in (("robot.yaml", "serpenoid"), ("snake20.yaml", "sidewinding"))
         ],
     }
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
+    emit(results, args.output)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ it). ``--load N`` keeps N busy processes running meanwhile. Target: under 3 s, l
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from report import emit  # bench/report.py (this folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKE = Path(sys.executable).parent / "snake"
@@ -116,11 +117,7 @@ def main() -> int:
         "reports_written": sum(bool(r["report_written"]) for r in runs),
         "runs": runs,
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
+    emit(result, args.output)
     return 0
 
 

@@ -50,6 +50,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from report import emit  # bench/report.py (this folder is on sys.path)
+
 #: What is timed, in the order it runs.
 NODES = (
     "control_publisher",
@@ -547,11 +549,7 @@ def main() -> int:
         "runs": runs,
     }
     print(table(nodes), file=sys.stderr)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
+    emit(result, args.output)
     return 0
 
 
