@@ -7,7 +7,10 @@ integrated with RK4 at ``sim_rate`` under the servo model (``servo_stiffness``,
 clock so the reference is interpolated between commands, not extrapolated. ``torque`` mode
 integrates the efforts received on ``joint_efforts``. States (position, velocity, effort =
 applied torque) are published at ``publish_rate``, stamped with the simulated time.
-Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state.
+Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state. In prescribed mode
+the prediction also begins at the first command it receives, not at rest: commands sent
+before the node heard their publisher (a gait already running, discovery still going on)
+never reach it, and the robot is where they told it to be.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class DynamicsNode(Node):
 
         self._epoch_ns: int | None = None
         self._published_ns = -1
+        self._commanded = False  # a command has arrived (prescribed mode)
         self._stats = {"steps": 0, "rejected": 0, "skipped_s": 0.0, "busy_s": 0.0}
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
@@ -172,6 +176,9 @@ class DynamicsNode(Node):
                 f"ignored a command not newer than the previous one on {self._sub.topic_name}",
                 throttle_duration_sec=THROTTLE_S,
             )
+        elif not self._commanded:
+            self._commanded = True
+            self._restart(t)  # begin at the first command (see the module docstring)
 
     def _tick(self) -> None:
         now = self._now()

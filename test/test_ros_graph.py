@@ -463,6 +463,45 @@ def test_stop_ramps_to_rest_start_resumes_and_reset_answers(graph: Graph) -> Non
     )
 
 
+def test_the_prediction_begins_at_the_first_command(listener: Listener) -> None:
+    """A dynamics node that hears its first command while the robot is already away from rest
+    (a gait that started before the node, discovery) starts its prediction there: every
+    state from the first command on holds the commanded pose (no servo transient from rest)."""
+    common = ["-r", "__ns:=/first", "-p", "use_sim_time:=true"]
+    common += ["-p", f"robot_config:={ROOT / 'config' / 'robot.yaml'}"]
+    log = listener.tmp / "first_dynamics.log"
+    process = listener.start_node("dynamics_node", common, log)
+    node = listener.node
+    clock = node.create_publisher(Clock, "/clock", 10)
+    commands = node.create_publisher(JointState, "/first/joint_commands", 10)
+    states: list[Stamped] = []
+    node.create_subscription(
+        JointState, "/first/joint_states", lambda m: states.append(_stamped(m)), 100
+    )
+    pose = np.full(MODEL.n_joints, 0.3)
+    t_ns = round(CLOCK_START_S * 1e9)
+    first_sent = None
+    deadline = time.monotonic() + 120.0
+    while first_sent is None or len([s for s in states if s.stamp >= first_sent]) < 50:
+        t_ns += 10**7
+        stamp = Time(nanoseconds=t_ns).to_msg()
+        clock.publish(Clock(clock=stamp))
+        if commands.get_subscription_count() > 0 and states:  # heard, and running from rest
+            msg = JointState(name=list(MODEL.joint_names), position=pose.tolist())
+            msg.header.stamp = stamp
+            commands.publish(msg)
+            first_sent = t_ns * 1e-9 if first_sent is None else first_sent
+        listener.executor.spin_once(timeout_sec=0.01)
+        assert time.monotonic() < deadline, log.read_text()
+    assert first_sent is not None
+    assert np.array_equal(states[0].q, np.zeros(MODEL.n_joints))  # at rest before
+    # every state stamped after the first command it can have heard (one command period on)
+    after = [s for s in states if s.stamp >= first_sent + 0.01]
+    worst = max(float(np.max(np.abs(s.q - pose))) for s in after)
+    assert worst < 1e-6, worst
+    assert _interrupt(process, 20.0) == 0, log.read_text()
+
+
 def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(listener: Listener) -> None:
     """gait_node and dynamics_node (torque mode) with use_sim_time, on a /clock this test
     drives from CLOCK_START_S: every stamp is on that clock, the applied effort is the
