@@ -122,13 +122,18 @@ def config_file(name: str) -> Path:
     return share_dir() / "config" / name
 
 
-def _gait_node(robot_params: Mapping[str, Any], gait: str, namespace: str) -> NodeSpec:
+def _gait_node(
+    robot_params: Mapping[str, Any], gait: str, namespace: str, listeners: int
+) -> NodeSpec:
+    """gait_node; it starts the gait once the graph's ``listeners`` nodes that subscribe to
+    /joint_commands have been discovered (all of them see it from rest)."""
+    options = {"wait_for_subscribers": listeners, **({"gait": gait} if gait else {})}
     return NodeSpec(
         PACKAGE,
         "gait_node",
         "gait_node",
         namespace,
-        (config_file("gaits.yaml"), {**robot_params, **({"gait": gait} if gait else {})}),
+        (config_file("gaits.yaml"), {**robot_params, **options}),
         COMMANDS,
     )
 
@@ -217,7 +222,7 @@ def simulation_graph(
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
     nodes = [
-        _gait_node(robot_params, gait, SIM_NAMESPACE),
+        _gait_node(robot_params, gait, SIM_NAMESPACE, listeners=1),  # dynamics_node
         _dynamics_node(robot_params),
         *_robot_description(SIM_NAMESPACE, urdf, common),
     ]
@@ -271,7 +276,7 @@ def hardware_graph(
     if auth_key.strip():
         link["auth_key"] = auth_key.strip()
     nodes = [
-        _gait_node(robot_params, gait, ""),
+        _gait_node(robot_params, gait, "", listeners=2 if dynamics else 1),  # driver, dynamics
         NodeSpec(
             PACKAGE,
             "driver_node",
@@ -403,6 +408,8 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
         *(
             replace(spec, parameters=(*spec.parameters, report))
             if spec.executable == "compare_node"
+            else replace(spec, parameters=(*spec.parameters, {"wait_for_subscribers": 3}))
+            if spec.executable == "gait_node"  # the recorder listens too
             else spec
             for spec in robot
         ),

@@ -3,7 +3,13 @@
 Parameters (``config/gaits.yaml``): ``gait``, ``<gait>.<parameter>`` for every gait of
 :data:`snake_dynamics.GAITS` (with its range), ``transition_time``, ``ramp_time`` (changeable
 at run time, blended smoothly), and the read-only ``robot_config``, ``publish_rate``,
-``autostart``. Services ``~/start`` and ``~/stop`` (std_srvs/Trigger) ramp in and out.
+``autostart``, ``wait_for_subscribers``. Services ``~/start`` and ``~/stop``
+(std_srvs/Trigger) ramp in and out.
+
+With ``autostart`` the gait ramps in once ``joint_commands`` has ``wait_for_subscribers``
+subscriptions (at most ``SUBSCRIBER_TIMEOUT_S`` after the first clock reading; rest until
+then), so the robot, the prediction and a recorder all see it from rest: a subscriber that
+is still being discovered would otherwise miss the start and begin somewhere mid-gait.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from .common import (
     clock_ns,
     declare_bool,
     declare_float,
+    declare_int,
     declare_robot_config,
     declare_string,
     run,
@@ -35,6 +42,10 @@ from .common import (
 
 #: Parameters that change the gait (the rest are read-only or timing).
 GAIT_PARAMETERS = tuple(f"{gait}.{key}" for gait, spec in GAITS.items() for key in spec.params)
+
+
+#: Longest wait of ``autostart`` for ``wait_for_subscribers`` [s] (then it starts anyway).
+SUBSCRIBER_TIMEOUT_S = 10.0
 
 
 class GaitNode(Node):
@@ -47,6 +58,14 @@ class GaitNode(Node):
             self, "publish_rate", 100.0, 1.0, 1000.0, "command rate [Hz]", read_only=True
         )
         autostart = declare_bool(self, "autostart", True, "start the gait when the node starts")
+        self._wait_for = declare_int(
+            self,
+            "wait_for_subscribers",
+            0,
+            0,
+            100,
+            "with autostart: subscriptions of joint_commands to wait for before starting",
+        )
         declare_string(self, "gait", "serpenoid", "the gait to play", choices=tuple(GAITS))
         for name, spec in GAITS.items():
             for key, (default, low, high, unit) in spec.params.items():
@@ -61,6 +80,7 @@ class GaitNode(Node):
         self._epoch_ns: int | None = None
         self._last_ns = 0
         self._autostart = autostart
+        self._pending_start = False  # autostart waits for wait_for_subscribers
         self._pub = self.create_publisher(JointState, "joint_commands", 10)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
@@ -105,8 +125,7 @@ class GaitNode(Node):
                 transition_time=self._player.transition_time,
                 ramp_time=self._player.ramp_time,
             )
-            if self._autostart:
-                self._player.start(0.0)
+            self._pending_start = self._autostart
         self._last_ns = now
         return now, (now - self._epoch_ns) * 1e-9
 
@@ -117,6 +136,15 @@ class GaitNode(Node):
         if now is None:
             return
         stamp, t = now
+        if self._pending_start:
+            heard = self._pub.get_subscription_count()
+            if heard >= self._wait_for or t >= SUBSCRIBER_TIMEOUT_S:
+                self._pending_start = False
+                self._player.start(t)
+                log = (
+                    self.get_logger().info if heard >= self._wait_for else self.get_logger().warning
+                )
+                log(f"starting the gait at t = {t:.2f} s, {heard} subscriptions")
         q, qd, _ = self._player.evaluate(t)
         msg = JointState()
         msg.header.stamp = Time(nanoseconds=stamp).to_msg()

@@ -1,4 +1,5 @@
-"""Node defaults and the shipped parameter files say the same: config/<node>.yaml documents
+"""Node defaults and the shipped parameter files say the same: config/<node>.yaml (gait_node:
+config/gaits.yaml) documents
 each node's parameters, so a value there that differs from the node's own default would make
 `ros2 run` (no file) and `ros2 launch` (the file) run different robots."""
 
@@ -8,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: The nodes that ship a parameter file, and their classes.
 NODES = {
+    "gaits": "snake_ros.gait_node:GaitNode",
     "dynamics_node": "snake_ros.dynamics_node:DynamicsNode",
     "driver_node": "snake_driver.driver_node:DriverNode",
 }
@@ -31,10 +34,22 @@ rclpy.shutdown()
 """
 
 
+def flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested YAML parameters as ROS names them (``serpenoid: {amplitude: ..}`` ->
+    ``serpenoid.amplitude``)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 @pytest.mark.parametrize("node", sorted(NODES))
 def test_parameter_file_values_are_the_node_defaults(node: str) -> None:
     shipped = yaml.safe_load((ROOT / "config" / f"{node}.yaml").read_text())
-    values = shipped["/**"]["ros__parameters"]
+    values = flat(shipped["/**"]["ros__parameters"])
     out = subprocess.run(
         [sys.executable, "-c", DECLARED, NODES[node]],
         capture_output=True,
