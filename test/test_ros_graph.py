@@ -223,6 +223,8 @@ def graph(listener: Listener) -> Iterator[Graph]:
 
 
 def test_snake_sim_started_the_nodes_and_said_what_it_skipped(graph: Graph) -> None:
+    # the nodes may publish before the runner has seen every ready line (a loaded machine)
+    graph.spin_until(lambda: "all nodes ready" in graph.stdout.read_text(), 60.0, "all ready")
     text = graph.stdout.read_text()
     assert "started /sim/gait_node" in text and "started /sim/dynamics_node" in text
     assert "all nodes ready" in text
