@@ -534,6 +534,9 @@ def test_authenticated_firmware_over_udp_bridge() -> None:
                 assert time.monotonic() < end, "no authenticated pong through the bridge"
                 sock.send(host.encode(p.Ping(0)))
                 receive(0.2)
+            # the MCU MACs everything else with its boot id, which the pong carries
+            decoder.boot_id, decoder.stats = pongs[0].boot_id, p.DecoderStats()
+            assert pongs[0].boot_id != 0
 
             fresh = host.encode(p.Ping(42))
             altered = bytearray(host.encode(p.Ping(43)))

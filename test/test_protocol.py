@@ -25,6 +25,7 @@ class Vector:
     seq: int
     key: bytes | None
     counter: int | None
+    boot_id: int
 
 
 def _message(cls: type[p.Message], fields: dict[str, list[int]]) -> p.Message:
@@ -65,6 +66,7 @@ def load_vector(path: Path) -> Vector:
         seq=fields["frame_seq"][0],
         key=bytes.fromhex(text["frame_key"][0]) if "frame_key" in text else None,
         counter=fields["frame_counter"][0] if "frame_counter" in fields else None,
+        boot_id=fields["frame_boot_id"][0] if "frame_boot_id" in fields else 0,
     )
 
 
@@ -78,13 +80,15 @@ def test_every_message_type_has_a_vector() -> None:
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
 def test_vector_encodes_byte_exact(vector: Vector) -> None:
-    encoder = p.Encoder(vector.key, vector.direction, vector.seq, vector.counter or 0)
+    encoder = p.Encoder(
+        vector.key, vector.direction, vector.seq, vector.counter or 0, vector.boot_id
+    )
     assert encoder.encode(vector.message).hex(" ") == vector.frame.hex(" ")
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
 def test_vector_decodes_to_its_fields(vector: Vector) -> None:
-    decoder = p.Decoder(vector.key, vector.direction)
+    decoder = p.Decoder(vector.key, vector.direction, vector.boot_id)
     [(frame, message)] = decoder.feed_messages(vector.frame)
     assert message == vector.message
     assert (frame.seq, frame.counter) == (vector.seq, vector.counter)
@@ -136,7 +140,7 @@ def test_every_flipped_bit_is_rejected(vector: Vector) -> None:
     for bit in range(8 * len(vector.frame)):
         bad = bytearray(vector.frame)
         bad[bit // 8] ^= 1 << (bit % 8)
-        decoder = p.Decoder(vector.key, vector.direction)
+        decoder = p.Decoder(vector.key, vector.direction, vector.boot_id)
         assert decoder.feed(bytes(bad)) == [], f"bit {bit} flipped went unnoticed"
 
 
@@ -234,8 +238,8 @@ def test_undecodable_payloads_are_counted_not_raised() -> None:
     encoder = p.Encoder(direction=p.Direction.TO_HOST)
     decoder = p.Decoder()
     stream = p.encode_frame(p.MsgType.PONG, b"\x00" * 11, 1) + p.encode_frame(0x7F, b"", 2)
-    stream += encoder.encode(p.Pong(1, 2))
-    assert [m for _, m in decoder.feed_messages(stream)] == [p.Pong(1, 2)]
+    stream += encoder.encode(p.Pong(1, 2, 3))
+    assert [m for _, m in decoder.feed_messages(stream)] == [p.Pong(1, 2, 3)]
     assert decoder.stats.bad_payload == 2
     with pytest.raises(p.PayloadError):
         p.Frame(0x7F, 0, b"").message()
@@ -300,13 +304,65 @@ def test_decoder_accounts_for_every_well_framed_frame() -> None:
                 frame[flip // 8 % len(frame)] ^= 1 << flip % 8
             stream += bytes(frame)
         # the stream ends with a known-good frame and enough zeros to flush a bad length
-        last = p.Encoder(key, p.Direction.TO_HOST, counter=1 << 20).encode(p.Pong(1, 2))
+        last = p.Encoder(key, p.Direction.TO_HOST, counter=1 << 20).encode(p.Pong(1, 2, 3))
         decoded = decoder.feed_messages(stream + last + bytes(p.HEADER_LEN + p.MAX_PAYLOAD + 12))
         s = decoder.stats
-        assert decoded and decoded[-1][1] == p.Pong(1, 2)
-        # intact frames are all accepted; a flipped bit never yields an extra frame (a false
-        # frame inside a damaged one passes CRC-16 with odds 2^-16: the run is derandomised)
-        assert intact <= s.frames_ok - 1 <= len(specs), s
+        assert decoded and decoded[-1][1] == p.Pong(1, 2, 3)
+        # intact frames are all accepted (or, of the host's own types, counted as echoed); a
+        # flipped bit never yields an extra frame (a false frame inside a damaged one passes
+        # CRC-16 with odds 2^-16: the run is derandomised)
+        assert intact <= s.frames_ok + s.echoed - 1 <= len(specs), s
         assert len(decoded) + s.bad_payload == s.frames_ok, s
 
     check()
+
+
+def test_mac_binds_the_boot_id() -> None:
+    """Frames recorded in one boot never verify in another; PING always MACs with boot id 0
+    and PONG with the id it carries, so a host that does not know the id can learn it."""
+    host = p.Encoder(KEY, p.Direction.TO_MCU, counter=1, boot_id=5)
+    enable = host.encode(p.Enable(True))
+    ping = host.encode(p.Ping(9))
+    mcu = p.Decoder(KEY, p.Direction.TO_MCU, boot_id=6)  # the MCU restarted: boot 6
+    assert mcu.feed(enable) == []
+    assert mcu.stats.bad_auth == 1
+    assert [f.msg_type for f in mcu.feed(ping)] == [p.MsgType.PING]
+    mcu.boot_id = 5
+    assert [f.msg_type for f in mcu.feed(host.encode(p.Enable(True)))] == [p.MsgType.ENABLE]
+
+    pong = p.Encoder(KEY, p.Direction.TO_HOST, counter=1, boot_id=99).encode(p.Pong(9, 1, 6))
+    for known in (0, 6, 1234):  # the host's guess does not matter for a pong
+        assert [m for _, m in p.Decoder(KEY, boot_id=known).feed_messages(pong)] == [
+            p.Pong(9, 1, 6)
+        ]
+    assert p.mac_boot_id(p.Direction.TO_HOST, p.MsgType.PONG, b"", 3) == 0
+    assert p.mac_boot_id(p.Direction.TO_HOST, p.MsgType.TELEMETRY, b"", 3) == 3
+
+
+def test_own_frames_echoed_back_are_counted_not_returned() -> None:
+    host_frames = p.Encoder().encode(p.Ping(1)) + p.Encoder().encode(p.Enable(True))
+    decoder = p.Decoder()
+    assert (
+        decoder.feed(
+            host_frames + p.Encoder(direction=p.Direction.TO_HOST).encode(p.Pong(1, 2, 3))
+        )[0].msg_type
+        == p.MsgType.PONG
+    )
+    assert (decoder.stats.echoed, decoder.stats.frames_ok) == (2, 1)
+    mcu = p.Decoder(direction=p.Direction.TO_MCU)
+    assert mcu.feed(p.Encoder(direction=p.Direction.TO_HOST).encode(p.Pong(1, 2, 3))) == []
+    assert mcu.stats.echoed == 1
+
+
+def test_payload_limit_is_per_direction() -> None:
+    """Host -> MCU frames carry at most 40 payload bytes (the MCU waits for no longer
+    candidate); MCU -> host frames up to 120."""
+    assert p.MAX_PAYLOAD_TO_MCU == 40 and p.PROTOCOL_VERSION == 2
+    assert len(p.SetTargets((0,) * 16).payload()) <= p.MAX_PAYLOAD_TO_MCU
+    with pytest.raises(p.FieldRangeError):
+        p.encode_frame(0x3F, bytes(41), 0)
+    long_frame = p.encode_frame(0x7F, bytes(41), 0, direction=p.Direction.TO_HOST)
+    assert len(p.Decoder().feed(long_frame)) == 1
+    mcu = p.Decoder(direction=p.Direction.TO_MCU)
+    assert mcu.feed(long_frame) == []
+    assert mcu.stats.bad_length == 1

@@ -13,6 +13,8 @@ static bool estopped;
 static uint16_t limit_mask;
 static bool limit_hit; /* a target was clamped since the last report */
 static uint16_t bad_payload;
+static uint16_t tx_skipped; /* telemetry reports that did not fit */
+static uint16_t tx_dropped; /* replies that did not fit */
 static uint16_t pulse_us[SERVO_CHANNELS];
 static proto_parser_t parser;
 static proto_sender_t sender;
@@ -21,18 +23,26 @@ static uint32_t last_control_us;
 
 #define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
 
-static void send_frame(uint8_t type, const uint8_t *payload, uint8_t len)
+/* False when the frame did not fit the transmit buffer (the link is saturated). */
+static bool send_frame(uint8_t type, const uint8_t *payload, uint8_t len)
 {
     uint8_t frame[PROTO_MAX_FRAME];
     size_t n = protocol_encode(&sender, type, payload, len, frame);
-    (void)hal_uart_write(frame, n); /* dropped when the link is saturated */
+    return hal_uart_write(frame, n);
+}
+
+static void send_reply(uint8_t type, const uint8_t *payload, uint8_t len)
+{
+    if (!send_frame(type, payload, len)) {
+        tx_dropped++;
+    }
 }
 
 static void send_error(uint8_t code, const proto_frame_t *f)
 {
     uint8_t payload[4];
     msg_error_t e = {.code = code, .type = f->type, .seq = f->seq};
-    send_frame(MSG_ERROR, payload, msg_encode_error(&e, payload));
+    send_reply(MSG_ERROR, payload, msg_encode_error(&e, payload));
 }
 
 static bool pulses_on(void)
@@ -72,9 +82,11 @@ static bool dispatch(const proto_frame_t *f, uint32_t now)
         if (!msg_decode_ping(f, &ping)) {
             return false;
         }
-        uint8_t payload[12];
-        msg_pong_t pong = {.host_time_us = ping.host_time_us, .mcu_time_us = hal_micros()};
-        send_frame(MSG_PONG, payload, msg_encode_pong(&pong, payload));
+        uint8_t payload[MSG_PONG_LEN];
+        msg_pong_t pong = {.host_time_us = ping.host_time_us,
+                           .mcu_time_us = hal_micros(),
+                           .boot_id = sender.boot_id};
+        send_reply(MSG_PONG, payload, msg_encode_pong(&pong, payload));
         return true;
     }
     case MSG_SET_TARGETS: {
@@ -154,12 +166,16 @@ static void report(uint32_t now)
         [CNT_BAD_LENGTH] = c->bad_length, [CNT_BAD_AUTH] = c->bad_auth,
         [CNT_REPLAYED] = c->replayed,     [CNT_BAD_PAYLOAD] = bad_payload,
         [CNT_RX_DROPPED] = hal_uart_rx_dropped(),
+        [CNT_TX_SKIPPED] = tx_skipped,    [CNT_TX_DROPPED] = tx_dropped,
     };
     msg_telemetry_t t;
     telemetry_collect(&t, now, flags(), limit_mask, counters, pulse_us);
     uint8_t payload[PROTO_MAX_PAYLOAD];
-    send_frame(MSG_TELEMETRY, payload, msg_encode_telemetry(&t, payload));
-    limit_hit = false;
+    if (send_frame(MSG_TELEMETRY, payload, msg_encode_telemetry(&t, payload))) {
+        limit_hit = false;
+    } else {
+        tx_skipped++;
+    }
 }
 
 void app_init(const uint8_t *key)
@@ -170,14 +186,17 @@ void app_init(const uint8_t *key)
     limit_mask = 0;
     limit_hit = false;
     bad_payload = 0;
+    tx_skipped = 0;
+    tx_dropped = 0;
     servo_init(now);
     watchdog_configure(500, WATCHDOG_HOLD);
     watchdog_disarm();
     telemetry_configure(20, now);
-    protocol_parser_init(&parser, key, PROTO_DIR_TO_MCU, on_frame, NULL);
+    uint32_t boot_id = hal_boot_id();
+    protocol_parser_init(&parser, key, PROTO_DIR_TO_MCU, boot_id, on_frame, NULL);
     frame_handled = false;
     last_control_us = now;
-    sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST};
+    sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST, .boot_id = boot_id};
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
         pulse_us[ch] = 0;
         hal_servo_write(ch, 0);

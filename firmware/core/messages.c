@@ -70,7 +70,8 @@ uint8_t msg_encode_pong(const msg_pong_t *m, uint8_t *payload)
 {
     put_u64(payload, m->host_time_us);
     put_u32(payload + 8, m->mcu_time_us);
-    return 12;
+    put_u32(payload + MSG_PONG_BOOT_ID, m->boot_id);
+    return MSG_PONG_LEN;
 }
 
 uint8_t msg_encode_error(const msg_error_t *m, uint8_t *payload)

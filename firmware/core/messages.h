@@ -38,7 +38,10 @@ enum {
     ERR_NOT_ARMED = 3,   /* targets refused while e-stopped or tripped */
 };
 
-/* Telemetry counters, in wire order */
+/* PONG payload: host_time_us u64, mcu_time_us u32, boot_id u32 */
+enum { MSG_PONG_BOOT_ID = 12, MSG_PONG_LEN = 16 };
+
+/* Telemetry counters, in wire order (PROTOCOL.md, "Counters"); each frame counts in one */
 enum {
     CNT_FRAMES_OK,
     CNT_BAD_CRC,
@@ -47,8 +50,14 @@ enum {
     CNT_REPLAYED,
     CNT_BAD_PAYLOAD,
     CNT_RX_DROPPED,
+    CNT_RX_TIMEOUTS,
+    CNT_TX_SKIPPED,
+    CNT_TX_DROPPED,
     CNT_COUNT
 };
+
+/* Telemetry payload: time u32, flags u16, limit_mask u16, counters, count u8, then arrays */
+enum { MSG_TELEMETRY_COUNTERS = 8, MSG_TELEMETRY_ARRAYS = 9 + 2 * CNT_COUNT };
 
 typedef struct {
     uint64_t host_time_us;
@@ -57,6 +66,7 @@ typedef struct {
 typedef struct {
     uint64_t host_time_us;
     uint32_t mcu_time_us;
+    uint32_t boot_id;
 } msg_pong_t;
 
 typedef struct {

@@ -4,13 +4,18 @@
 
 #include "bytes.h"
 #include "crc16.h"
+#include "messages.h"
+
+#define BOOT_ID_LEN 4u
 
 void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_dir,
-                          proto_frame_cb on_frame, void *ctx)
+                          uint32_t boot_id, proto_frame_cb on_frame, void *ctx)
 {
     memset(p, 0, sizeof *p);
     p->key = key;
     p->rx_dir = rx_dir;
+    p->max_payload = rx_dir == PROTO_DIR_TO_MCU ? PROTO_MAX_PAYLOAD_TO_MCU : PROTO_MAX_PAYLOAD;
+    p->boot_id = boot_id;
     p->on_frame = on_frame;
     p->ctx = ctx;
 }
@@ -32,14 +37,29 @@ bool protocol_replay_accept(proto_replay_t *r, uint32_t counter)
     return true;
 }
 
-/* Tag over DIR || LEN TYPE SEQ PAYLOAD COUNTER: frame[0] (SYNC) stands in for DIR. */
-static uint32_t mac_tag(const uint8_t *key, proto_dir_t dir, uint8_t *frame, size_t covered)
+/* The boot id a frame's MAC mixes in: 0 for a PING to the MCU (the host may not know the id
+ * yet), the id a PONG carries, else the MCU's current one. */
+static uint32_t mac_boot_id(proto_dir_t dir, const uint8_t *frame, uint32_t boot_id)
 {
-    uint8_t sync = frame[0];
-    frame[0] = (uint8_t)dir;
-    uint32_t tag = (uint32_t)siphash24(key, frame, covered);
-    frame[0] = sync;
-    return tag;
+    uint8_t type = frame[2] & (uint8_t)~PROTO_TYPE_AUTH;
+    if (dir == PROTO_DIR_TO_MCU && type == MSG_PING) {
+        return 0;
+    }
+    if (dir == PROTO_DIR_TO_HOST && type == MSG_PONG) {
+        return frame[1] >= MSG_PONG_LEN ? get_u32(frame + PROTO_HEADER_LEN + MSG_PONG_BOOT_ID) : 0;
+    }
+    return boot_id;
+}
+
+/* Tag over DIR || BOOT_ID || LEN TYPE SEQ PAYLOAD COUNTER (frame[1 .. covered - 1]). */
+static uint32_t mac_tag(const uint8_t *key, proto_dir_t dir, uint32_t boot_id,
+                        const uint8_t *frame, size_t covered)
+{
+    uint8_t m[1 + BOOT_ID_LEN + PROTO_MAX_FRAME];
+    m[0] = (uint8_t)dir;
+    put_u32(m + 1, mac_boot_id(dir, frame, boot_id));
+    memcpy(m + 1 + BOOT_ID_LEN, frame + 1, covered - 1);
+    return (uint32_t)siphash24(key, m, covered + BOOT_ID_LEN);
 }
 
 /* Decide on a complete, CRC-valid frame of total length n held in p->buf. */
@@ -59,7 +79,8 @@ static void accept_frame(proto_parser_t *p, size_t n)
     if (f.authenticated) {
         size_t covered = n - PROTO_TAG_LEN - PROTO_CRC_LEN;
         f.counter = get_u32(p->buf + covered - 4);
-        if (mac_tag(p->key, p->rx_dir, p->buf, covered) != get_u32(p->buf + covered)) {
+        if (mac_tag(p->key, p->rx_dir, p->boot_id, p->buf, covered) !=
+            get_u32(p->buf + covered)) {
             p->counters.bad_auth++;
             return;
         }
@@ -90,7 +111,7 @@ static void scan(proto_parser_t *p)
         if (p->fill < 3) {
             return;
         }
-        if (p->buf[1] > PROTO_MAX_PAYLOAD) {
+        if (p->buf[1] > p->max_payload) {
             p->counters.bad_length++;
             drop(p, 1);
             continue;
@@ -138,7 +159,7 @@ size_t protocol_encode(proto_sender_t *s, uint8_t type, const uint8_t *payload, 
     if (s->key) {
         put_u32(out + n, s->counter++);
         n += 4;
-        put_u32(out + n, mac_tag(s->key, s->dir, out, n));
+        put_u32(out + n, mac_tag(s->key, s->dir, s->boot_id, out, n));
         n += PROTO_TAG_LEN;
     }
     put_u16(out + n, crc16_update(CRC16_INIT, out + 1, n - 1));

@@ -19,7 +19,8 @@
 #define PROTO_AUTH_LEN 8u     /* COUNTER TAG */
 #define PROTO_TAG_LEN 4u
 #define PROTO_CRC_LEN 2u
-#define PROTO_MAX_PAYLOAD 120u
+#define PROTO_MAX_PAYLOAD 120u       /* MCU -> host */
+#define PROTO_MAX_PAYLOAD_TO_MCU 40u /* host -> MCU */
 #define PROTO_MAX_FRAME (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD + PROTO_AUTH_LEN + PROTO_CRC_LEN)
 #define PROTO_REPLAY_WINDOW 32u
 
@@ -54,6 +55,8 @@ typedef void (*proto_frame_cb)(void *ctx, const proto_frame_t *frame);
 typedef struct {
     const uint8_t *key; /* NULL: plain mode, authenticated frames are rejected */
     proto_dir_t rx_dir;
+    uint8_t max_payload; /* of rx_dir; a longer LEN is a bad length */
+    uint32_t boot_id;    /* the MCU's boot id, mixed into the MAC (see mac_boot_id) */
     proto_replay_t replay;
     proto_counters_t counters;
     proto_frame_cb on_frame;
@@ -65,12 +68,14 @@ typedef struct {
 typedef struct {
     const uint8_t *key; /* NULL: plain frames */
     proto_dir_t dir;
+    uint32_t boot_id; /* the MCU's boot id, mixed into the MAC (see mac_boot_id) */
     uint16_t seq;     /* of the next frame */
     uint32_t counter; /* of the next authenticated frame */
 } proto_sender_t;
 
+/* boot_id: the MCU's boot id (PROTOCOL.md, "Authenticated mode"); 0 in plain mode is fine. */
 void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_dir,
-                          proto_frame_cb on_frame, void *ctx);
+                          uint32_t boot_id, proto_frame_cb on_frame, void *ctx);
 
 /* Feed received bytes; on_frame is called for every accepted frame. */
 void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len);

@@ -11,6 +11,10 @@
 
 void hal_init(void);
 
+/* This boot's id: a counter kept across resets, +1 per boot, never 0 (PROTOCOL.md, "Boot id").
+ * Valid after hal_init. */
+uint32_t hal_boot_id(void);
+
 /* Free-running microsecond clock; wraps after 2^32 us (71 minutes). */
 uint32_t hal_micros(void);
 

@@ -5,6 +5,7 @@
 #include "../hal/hal.h"
 
 uint32_t fake_now_us;
+uint32_t fake_boot_id;
 uint16_t fake_pulse_us[SERVO_CHANNELS];
 uint8_t fake_tx[4096];
 size_t fake_tx_len;
@@ -14,6 +15,7 @@ static size_t rx_len, rx_pos;
 void fake_reset(void)
 {
     fake_now_us = 1000000u;
+    fake_boot_id = 1;
     memset(fake_pulse_us, 0xff, sizeof fake_pulse_us);
     fake_tx_len = 0;
     rx_len = rx_pos = 0;
@@ -27,6 +29,11 @@ void fake_rx(const uint8_t *data, size_t len)
 
 void hal_init(void)
 {
+}
+
+uint32_t hal_boot_id(void)
+{
+    return fake_boot_id;
 }
 
 uint32_t hal_micros(void)

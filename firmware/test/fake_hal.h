@@ -8,6 +8,7 @@
 #include "../core/servo.h"
 
 extern uint32_t fake_now_us;
+extern uint32_t fake_boot_id; /* what hal_boot_id returns (fake_reset: 1) */
 extern uint16_t fake_pulse_us[SERVO_CHANNELS];
 extern uint8_t fake_tx[4096];
 extern size_t fake_tx_len;

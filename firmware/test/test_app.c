@@ -70,6 +70,7 @@ static void collect(void *ctx, const proto_frame_t *f)
         r->pongs++;
         r->pong.host_time_us = get_u64(f->payload);
         r->pong.mcu_time_us = get_u32(f->payload + 8);
+        r->pong.boot_id = get_u32(f->payload + MSG_PONG_BOOT_ID);
     } else if (f->type == MSG_TELEMETRY) {
         r->telemetry++;
         memcpy(r->telemetry_payload, f->payload, f->len);
@@ -84,7 +85,7 @@ static replies_t replies(void)
 {
     replies_t r = {0};
     proto_parser_t p;
-    protocol_parser_init(&p, NULL, PROTO_DIR_TO_HOST, collect, &r);
+    protocol_parser_init(&p, NULL, PROTO_DIR_TO_HOST, fake_boot_id, collect, &r);
     protocol_feed(&p, fake_tx, fake_tx_len);
     fake_tx_len = 0;
     return r;
@@ -110,7 +111,7 @@ static void boots_without_pulses(void)
     replies_t r = replies();
     CHECK(r.telemetry >= 1);
     CHECK(last_flags(&r) & FLAG_ENABLED);
-    CHECK_EQ(get_u16(r.telemetry_payload + 23 + 2 * SERVO_CHANNELS + 2 * 3), 2000);
+    CHECK_EQ(get_u16(r.telemetry_payload + MSG_TELEMETRY_ARRAYS + 2 * SERVO_CHANNELS + 2 * 3), 2000);
 }
 
 static void estop_latches_until_enable(void)
@@ -179,6 +180,7 @@ static void ping_answers_pong(void)
     CHECK_EQ(r.pongs, 1);
     CHECK(r.pong.host_time_us == 0x1122334455667788ull);
     CHECK_EQ(r.pong.mcu_time_us, fake_now_us);
+    CHECK_EQ(r.pong.boot_id, fake_boot_id);
 }
 
 static void bad_frames_counted_not_acted_on(void)
@@ -197,7 +199,7 @@ static void bad_frames_counted_not_acted_on(void)
     CHECK_EQ(fake_pulse_us[0], 0);
     CHECK(!(last_flags(&r) & FLAG_ENABLED));
     CHECK_EQ(r.errors, 2);
-    const uint8_t *counters = r.telemetry_payload + 8;
+    const uint8_t *counters = r.telemetry_payload + MSG_TELEMETRY_COUNTERS;
     CHECK_EQ(get_u16(counters + 2 * CNT_FRAMES_OK), 2);
     CHECK_EQ(get_u16(counters + 2 * CNT_BAD_CRC), 1);
     CHECK_EQ(get_u16(counters + 2 * CNT_BAD_PAYLOAD), 2);

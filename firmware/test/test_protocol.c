@@ -51,7 +51,7 @@ static void resync_after_garbage(void)
 {
     count_t c = {0};
     proto_parser_t p;
-    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, count, &c);
+    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, 0, count, &c);
     uint8_t frame[PROTO_MAX_FRAME];
     size_t n = ping_frame(7, NULL, 0, frame);
     const uint8_t garbage[] = {0x00, PROTO_SYNC, 0xff, PROTO_SYNC, 0x03, 0x01, 0x55};
@@ -66,7 +66,7 @@ static void truncated_then_good(void)
 {
     count_t c = {0};
     proto_parser_t p;
-    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, count, &c);
+    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, 0, count, &c);
     uint8_t frame[PROTO_MAX_FRAME];
     size_t n = ping_frame(1, NULL, 0, frame);
     protocol_feed(&p, frame, n - 4); /* cut short: its CRC will span the next frame */
@@ -84,7 +84,7 @@ static void every_flipped_bit_rejected(void)
     for (size_t bit = 0; bit < 8 * n; bit++) {
         count_t c = {0};
         proto_parser_t p;
-        protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, count, &c);
+        protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, 0, count, &c);
         uint8_t bad[PROTO_MAX_FRAME];
         memcpy(bad, frame, n);
         bad[bit / 8] ^= (uint8_t)(1u << (bit % 8));
@@ -97,7 +97,7 @@ static void auth_accepts_and_rejects(void)
 {
     count_t c = {0};
     proto_parser_t p;
-    protocol_parser_init(&p, key, PROTO_DIR_TO_MCU, count, &c);
+    protocol_parser_init(&p, key, PROTO_DIR_TO_MCU, 0, count, &c);
     uint8_t frame[PROTO_MAX_FRAME];
 
     size_t n = ping_frame(1, key, 10, frame);
@@ -139,7 +139,7 @@ static void plain_mode_rejects_auth_frames(void)
 {
     count_t c = {0};
     proto_parser_t p;
-    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, count, &c);
+    protocol_parser_init(&p, NULL, PROTO_DIR_TO_MCU, 0, count, &c);
     uint8_t frame[PROTO_MAX_FRAME];
     size_t n = ping_frame(1, key, 1, frame);
     protocol_feed(&p, frame, n);

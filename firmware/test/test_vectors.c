@@ -157,7 +157,8 @@ static void check_encoded(const vector_t *v, const proto_frame_t *f)
     uint8_t len = 0;
     if (!strcmp(v->message, "Pong")) {
         msg_pong_t m = {.host_time_us = (uint64_t)value(v, "host_time_us"),
-                        .mcu_time_us = (uint32_t)value(v, "mcu_time_us")};
+                        .mcu_time_us = (uint32_t)value(v, "mcu_time_us"),
+                        .boot_id = (uint32_t)value(v, "boot_id")};
         len = msg_encode_pong(&m, payload);
     } else if (!strcmp(v->message, "ErrorReport")) {
         msg_error_t m = {.code = (uint8_t)value(v, "code"),
@@ -200,11 +201,12 @@ static void check_vector(const char *path)
     int before = check_failures;
     const uint8_t *key = v.has_key ? v.key : NULL;
     proto_dir_t dir = (proto_dir_t)value(&v, "frame_direction");
+    uint32_t boot_id = v.has_key ? (uint32_t)value(&v, "frame_boot_id") : 0;
 
     /* decode: exactly one frame, header fields as listed */
     capture_t c = {0};
     proto_parser_t parser;
-    protocol_parser_init(&parser, key, dir, capture, &c);
+    protocol_parser_init(&parser, key, dir, boot_id, capture, &c);
     protocol_feed(&parser, v.frame, v.frame_len);
     CHECK_EQ(c.frames, 1);
     CHECK_EQ(c.frame.type, value(&v, "frame_type"));
@@ -218,7 +220,8 @@ static void check_vector(const char *path)
     proto_sender_t s = {.key = key,
                         .dir = dir,
                         .seq = (uint16_t)value(&v, "frame_seq"),
-                        .counter = v.has_key ? (uint32_t)value(&v, "frame_counter") : 0};
+                        .counter = v.has_key ? (uint32_t)value(&v, "frame_counter") : 0,
+                        .boot_id = boot_id};
     uint8_t out[PROTO_MAX_FRAME];
     size_t n = protocol_encode(&s, c.frame.type, c.payload, c.frame.len, out);
     CHECK_EQ(n, v.frame_len);

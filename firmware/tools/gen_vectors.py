@@ -50,11 +50,13 @@ def field_lines(msg: Message) -> list[str]:
     return lines
 
 
-def write(name: str, comment: str, msg: Message, seq: int, counter: int | None = None) -> None:
-    """Encode msg and write its vector file."""
+def write(
+    name: str, comment: str, msg: Message, seq: int, counter: int | None = None, boot_id: int = 0
+) -> None:
+    """Encode msg and write its vector file (keyed when counter is given)."""
     direction = Direction.TO_MCU if msg.TYPE < 0x40 else Direction.TO_HOST
     key = KEY if counter is not None else None
-    frame = Encoder(key, direction, seq, counter or 0).encode(msg)
+    frame = Encoder(key, direction, seq, counter or 0, boot_id).encode(msg)
     lines = [
         f"# {comment}",
         f"message {type(msg).__name__}",
@@ -63,7 +65,7 @@ def write(name: str, comment: str, msg: Message, seq: int, counter: int | None =
         f"frame_seq {seq}",
     ]
     if key is not None:
-        lines += [f"frame_key {key.hex()}", f"frame_counter {counter}"]
+        lines += [f"frame_key {key.hex()}", f"frame_counter {counter}", f"frame_boot_id {boot_id}"]
     lines.append("frame " + " ".join(f"{b:02x}" for b in frame))
     lines += field_lines(msg)
     (OUT / f"{name}.txt").write_text("\n".join(lines) + "\n")
@@ -73,7 +75,7 @@ def main() -> None:
     """Write every vector."""
     OUT.mkdir(parents=True, exist_ok=True)
     write("ping", "ping with a 64-bit host clock", Ping(0x0123456789ABCDEF), 1)
-    write("pong", "pong echoing the ping", Pong(0x0123456789ABCDEF, 3_000_000_123), 513)
+    write("pong", "pong echoing the ping", Pong(0x0123456789ABCDEF, 3_000_000_123, 0xFEDCBA98), 513)
     write(
         "set_targets",
         "four joints over 500 ms",
@@ -108,7 +110,7 @@ def main() -> None:
             123_456_789,
             Flag.ENABLED | Flag.LIMIT_HIT | Flag.MOVING,
             0x8001,
-            Counters(1000, 3, 2, 1, 0, 4, 5),
+            Counters(1000, 3, 2, 1, 0, 4, 5, 6, 7, 65535),
             tuple(range(-8000, 8000, 1000)),
             tuple(range(1000, 2600, 100)),
         ),
@@ -121,13 +123,31 @@ def main() -> None:
         SetTargets((1500, -1500), 20, 3),
         8,
         counter=0x01020304,
+        boot_id=0x0A0B0C0D,
+    )
+    write(
+        "auth_ping",
+        "authenticated ping (key 000102..0f): MACed with boot id 0 whatever the MCU's is",
+        Ping(7),
+        10,
+        counter=6,
+        boot_id=0x0A0B0C0D,
     )
     write(
         "auth_pong",
-        "authenticated pong from the MCU (key 000102..0f)",
-        Pong(42, 1_000_000),
+        "authenticated pong (key 000102..0f): MACed with the boot id it carries",
+        Pong(42, 1_000_000, 77),
         9,
         counter=5,
+        boot_id=0x0A0B0C0D,
+    )
+    write(
+        "auth_error",
+        "authenticated error report from the MCU in boot 3 (key 000102..0f)",
+        ErrorReport(2, 5, 300),
+        11,
+        counter=0xFFFFFFFF,
+        boot_id=3,
     )
 
 

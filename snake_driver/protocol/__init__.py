@@ -1,8 +1,9 @@
 """Wire protocol between the host and the snake firmware (specified in firmware/PROTOCOL.md).
 
-A frame is ``SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2)``, little-endian. In
-authenticated mode (bit 7 of TYPE) COUNTER is a monotonically increasing 32-bit number and
-TAG the low 32 bits of SipHash-2-4 over the frame, keyed with a shared 128-bit key.
+Protocol version 2. A frame is ``SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2)``,
+little-endian. In authenticated mode (bit 7 of TYPE) COUNTER is a monotonically increasing
+32-bit number and TAG the low 32 bits of SipHash-2-4 over the direction, the MCU's boot id
+and the frame, keyed with a shared 128-bit key.
 
 Angles are integer centidegrees [cdeg], times microseconds [us] unless a name says ``_ms``.
 Encoding raises ``ProtocolError`` subclasses for values that do not fit the wire; the
@@ -25,15 +26,19 @@ from .framing import (
     Frame,
     ReplayWindow,
     encode_frame,
+    mac_boot_id,
 )
 from .messages import (
     AUTH_LEN,
+    BOOT_ID_OFFSET,
     CRC_LEN,
     HEADER_LEN,
     KEY_LEN,
     MAX_CHANNELS,
     MAX_PAYLOAD,
+    MAX_PAYLOAD_TO_MCU,
     MESSAGE_CLASSES,
+    PROTOCOL_VERSION,
     REPLAY_WINDOW,
     SYNC,
     TAG_LEN,
@@ -66,12 +71,15 @@ from .siphash import (
 
 __all__ = [
     "AUTH_LEN",
+    "BOOT_ID_OFFSET",
     "CRC_LEN",
     "HEADER_LEN",
     "KEY_LEN",
     "MAX_CHANNELS",
     "MAX_PAYLOAD",
+    "MAX_PAYLOAD_TO_MCU",
     "MESSAGE_CLASSES",
+    "PROTOCOL_VERSION",
     "REPLAY_WINDOW",
     "SYNC",
     "TAG_LEN",
@@ -103,6 +111,7 @@ __all__ = [
     "WatchdogAction",
     "crc16",
     "encode_frame",
+    "mac_boot_id",
     "parse_key",
     "siphash24",
 ]

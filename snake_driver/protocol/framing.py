@@ -1,6 +1,10 @@
 """Frames on the wire (firmware/core's protocol.c): encoding with SEQ, COUNTER and TAG, and a
 streaming decoder that resynchronises on garbage, checks CRC and MAC, rejects replays and
-counts whatever it discards."""
+counts whatever it discards.
+
+The MAC mixes in the MCU's boot id (PROTOCOL.md, "Authenticated mode"): every frame of a
+boot uses that boot's id, except PING (always 0: the host may not know the id yet) and
+PONG (the id it carries), so frames recorded in one boot never verify in another."""
 
 from __future__ import annotations
 
@@ -14,10 +18,10 @@ from .messages import (
     _U16,
     _U32,
     AUTH_LEN,
+    BOOT_ID_OFFSET,
     CRC_LEN,
     HEADER_LEN,
     KEY_LEN,
-    MAX_PAYLOAD,
     MESSAGE_CLASSES,
     REPLAY_WINDOW,
     SYNC,
@@ -27,6 +31,7 @@ from .messages import (
     Direction,
     FieldRangeError,
     Message,
+    MsgType,
     PayloadError,
     ProtocolError,
     _check,
@@ -34,10 +39,22 @@ from .messages import (
 from .siphash import siphash24
 
 
-def _tag(key: bytes, direction: Direction, covered: bytes) -> bytes:
-    """TAG over DIR || frame[1:] up to and including COUNTER (covered starts at SYNC)."""
-    full = siphash24(key, bytes([direction]) + covered[1:])
-    return (full & 0xFFFF_FFFF).to_bytes(TAG_LEN, "little")
+def mac_boot_id(direction: Direction, msg_type: int, payload: bytes, boot_id: int) -> int:
+    """The boot id a frame's MAC mixes in: 0 for a PING to the MCU, the carried id for a PONG
+    from it (0 if its payload is too short to carry one), else boot_id."""
+    if direction is Direction.TO_MCU and msg_type == MsgType.PING:
+        return 0
+    if direction is Direction.TO_HOST and msg_type == MsgType.PONG:
+        carried = payload[BOOT_ID_OFFSET : BOOT_ID_OFFSET + 4]
+        return int.from_bytes(carried, "little") if len(carried) == 4 else 0
+    return boot_id
+
+
+def _tag(key: bytes, direction: Direction, boot_id: int, covered: bytes) -> bytes:
+    """TAG over DIR || BOOT_ID || frame[1:] up to and including COUNTER (covered starts at
+    SYNC)."""
+    m = bytes([direction]) + boot_id.to_bytes(4, "little") + covered[1:]
+    return (siphash24(key, m) & 0xFFFF_FFFF).to_bytes(TAG_LEN, "little")
 
 
 def encode_frame(
@@ -48,16 +65,19 @@ def encode_frame(
     key: bytes | None = None,
     counter: int = 0,
     direction: Direction = Direction.TO_MCU,
+    boot_id: int = 0,
 ) -> bytes:
     """Frame a payload.
 
     Args:
         msg_type: message type (without the auth bit).
-        payload: 0..120 bytes.
+        payload: 0..40 bytes to the MCU, 0..120 to the host.
         seq: 16-bit sequence number.
         key: 16-byte key for an authenticated frame, or None for a plain one.
         counter: 32-bit replay counter of an authenticated frame.
         direction: the frame's direction (mixed into the MAC).
+        boot_id: the MCU's boot id (mixed into the MAC; see :func:`mac_boot_id` for the
+            PING and PONG exceptions).
 
     Returns:
         The frame's bytes.
@@ -67,13 +87,14 @@ def encode_frame(
         AuthKeyError: for a key that is not 16 bytes.
     """
     _check("msg_type", msg_type, (0, 0x7F))
-    _check("payload length", len(payload), (0, MAX_PAYLOAD))
+    _check("payload length", len(payload), (0, direction.max_payload))
     type_byte = msg_type | (TYPE_AUTH if key is not None else 0)
     frame = bytes([SYNC, len(payload), type_byte]) + struct.pack("<H", _check("seq", seq, _U16))
     frame += payload
     if key is not None:
         frame += struct.pack("<I", _check("counter", counter, _U32))
-        frame += _tag(key, direction, frame)
+        mac_id = mac_boot_id(direction, msg_type, payload, _check("boot_id", boot_id, _U32))
+        frame += _tag(key, direction, mac_id, frame)
     return frame + struct.pack("<H", crc16(frame[1:]))
 
 
@@ -86,6 +107,7 @@ class Encoder:
         seq: sequence number of the first frame.
         counter: replay counter of the first authenticated frame; must exceed every counter
             this key has used in this direction since the receiver started.
+        boot_id: the MCU's boot id to MAC with (settable attribute; PING frames always use 0).
     """
 
     def __init__(
@@ -94,6 +116,7 @@ class Encoder:
         direction: Direction = Direction.TO_MCU,
         seq: int = 0,
         counter: int = 0,
+        boot_id: int = 0,
     ) -> None:
         if key is not None and len(key) != KEY_LEN:
             raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
@@ -101,6 +124,7 @@ class Encoder:
         self.direction = direction
         self.seq = seq
         self.counter = counter
+        self.boot_id = boot_id
 
     def encode(self, msg: Message) -> bytes:
         """Encode msg as the next frame."""
@@ -113,6 +137,7 @@ class Encoder:
             key=self.key,
             counter=self.counter,
             direction=self.direction,
+            boot_id=self.boot_id,
         )
         self.seq = (self.seq + 1) & 0xFFFF
         if self.key is not None:
@@ -165,7 +190,12 @@ class ReplayWindow:
 
 @dataclass
 class DecoderStats:
-    """What a Decoder accepted and discarded."""
+    """What a Decoder accepted and discarded.
+
+    ``echoed`` counts CRC-valid frames of the receiver's own sending direction (the host
+    receiving host -> MCU types: its own bytes came back, e.g. from a port that echoes); they
+    are not returned.
+    """
 
     frames_ok: int = 0
     bad_crc: int = 0
@@ -175,6 +205,7 @@ class DecoderStats:
     bad_payload: int = 0
     discarded_bytes: int = 0
     seq_gaps: int = 0
+    echoed: int = 0
 
 
 class Decoder:
@@ -183,18 +214,26 @@ class Decoder:
     Args:
         key: 16-byte key for authenticated mode (plain frames are then rejected), or None
             (authenticated frames are then rejected: they cannot be checked).
-        direction: direction of the frames received.
+        direction: direction of the frames received (sets the maximum payload).
+        boot_id: the MCU's boot id to verify MACs with (settable attribute; a PONG is
+            verified with the id it carries, a PING with 0).
 
     Attributes:
         stats: counters of accepted and discarded frames, and of gaps in sequence numbers.
         replay: the replay window of authenticated mode.
     """
 
-    def __init__(self, key: bytes | None = None, direction: Direction = Direction.TO_HOST) -> None:
+    def __init__(
+        self,
+        key: bytes | None = None,
+        direction: Direction = Direction.TO_HOST,
+        boot_id: int = 0,
+    ) -> None:
         if key is not None and len(key) != KEY_LEN:
             raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
         self.key = key
         self.direction = direction
+        self.boot_id = boot_id
         self.stats = DecoderStats()
         self.replay = ReplayWindow()
         self._buf = bytearray()
@@ -214,7 +253,7 @@ class Decoder:
                 continue
             if len(buf) < 3:
                 break
-            if buf[1] > MAX_PAYLOAD:
+            if buf[1] > self.direction.max_payload:
                 self.stats.bad_length += 1
                 self._drop_sync()
                 continue
@@ -248,6 +287,10 @@ class Decoder:
         del self._buf[:1]
 
     def _check(self, frame: bytes) -> Frame | None:
+        msg_type = frame[2] & ~TYPE_AUTH & 0xFF
+        if self.direction.opposite.sends(msg_type):  # our own frames, echoed back
+            self.stats.echoed += 1
+            return None
         authenticated = bool(frame[2] & TYPE_AUTH)
         if authenticated != (self.key is not None):
             self.stats.bad_auth += 1
@@ -258,7 +301,8 @@ class Decoder:
         if self.key is not None:
             covered = frame[: -TAG_LEN - CRC_LEN]
             tag = frame[-TAG_LEN - CRC_LEN : -CRC_LEN]
-            if not hmac.compare_digest(_tag(self.key, self.direction, covered), tag):
+            boot_id = mac_boot_id(self.direction, msg_type, payload, self.boot_id)
+            if not hmac.compare_digest(_tag(self.key, self.direction, boot_id, covered), tag):
                 self.stats.bad_auth += 1
                 return None
             counter = int.from_bytes(covered[-4:], "little")
@@ -270,4 +314,4 @@ class Decoder:
             self.stats.seq_gaps += ahead - 1
             self._last_seq = seq
         self.stats.frames_ok += 1
-        return Frame(frame[2] & ~TYPE_AUTH & 0xFF, seq, payload, counter)
+        return Frame(msg_type, seq, payload, counter)

@@ -9,13 +9,19 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+PROTOCOL_VERSION = 2
 SYNC = 0xA5
 TYPE_AUTH = 0x80
 HEADER_LEN = 5
 AUTH_LEN = 8
 TAG_LEN = 4
 CRC_LEN = 2
+#: largest payload of any frame (MCU -> host; the host's decoder limit) [bytes]
 MAX_PAYLOAD = 120
+#: largest payload of a host -> MCU frame (SET_TARGETS of 16 channels is 35) [bytes]
+MAX_PAYLOAD_TO_MCU = 40
+#: where a PONG payload carries the MCU's boot id [bytes]
+BOOT_ID_OFFSET = 12
 MAX_CHANNELS = 16
 KEY_LEN = 16
 REPLAY_WINDOW = 32
@@ -62,6 +68,20 @@ class Direction(enum.IntEnum):
 
     TO_MCU = 0
     TO_HOST = 1
+
+    @property
+    def max_payload(self) -> int:
+        """Largest payload of a frame in this direction [bytes]."""
+        return MAX_PAYLOAD_TO_MCU if self is Direction.TO_MCU else MAX_PAYLOAD
+
+    @property
+    def opposite(self) -> Direction:
+        """The other direction."""
+        return Direction.TO_HOST if self is Direction.TO_MCU else Direction.TO_MCU
+
+    def sends(self, msg_type: int) -> bool:
+        """True if msg_type (without the auth bit) is one of this direction's types."""
+        return 0x01 <= msg_type <= 0x3F if self is Direction.TO_MCU else 0x41 <= msg_type <= 0x7F
 
 
 class Flag(enum.IntFlag):
@@ -152,25 +172,29 @@ class Pong:
     Attributes:
         host_time_us: the ping's host_time_us, echoed [us].
         mcu_time_us: the MCU's microsecond clock when answering (wraps at 2^32) [us].
+        boot_id: the MCU's boot id (its EEPROM boot counter, never 0), which every MAC of
+            this boot mixes in; a new id means the MCU restarted.
     """
 
     TYPE: ClassVar[MsgType] = MsgType.PONG
     host_time_us: int
     mcu_time_us: int
+    boot_id: int
 
     def payload(self) -> bytes:
-        """Encode the payload (12 bytes)."""
+        """Encode the payload (16 bytes)."""
         return struct.pack(
-            "<QI",
+            "<QII",
             _check("host_time_us", self.host_time_us, _U64),
             _check("mcu_time_us", self.mcu_time_us, _U32),
+            _check("boot_id", self.boot_id, _U32),
         )
 
     @classmethod
     def from_payload(cls, data: bytes) -> Pong:
         """Decode a payload; raises PayloadError if it does not fit."""
-        _expect_len("pong", data, 12)
-        return cls(*struct.unpack("<QI", data))
+        _expect_len("pong", data, 16)
+        return cls(*struct.unpack("<QII", data))
 
 
 @dataclass(frozen=True)
@@ -337,7 +361,20 @@ class Estop:
 
 @dataclass(frozen=True)
 class Counters:
-    """Frame counters of the firmware's receiver (16-bit, wrapping)."""
+    """The firmware's frame counters (16-bit, wrapping); each frame or byte counts in one.
+
+    Attributes:
+        frames_ok: frames acted on (known type, valid payload).
+        bad_crc: candidate frames whose CRC did not match.
+        bad_length: candidates whose LEN exceeds the direction's maximum payload.
+        bad_auth: frames with a missing, unexpected or wrong MAC.
+        replayed: authenticated frames whose counter the replay window refused.
+        bad_payload: frames of an unknown type or with a payload that does not fit it.
+        rx_dropped: received bytes lost to a full receive buffer (UART overrun).
+        rx_timeouts: incomplete candidates abandoned after the inter-frame timeout.
+        tx_skipped: telemetry reports skipped to keep room for replies.
+        tx_dropped: replies (PONG, ERROR) dropped because their queue was full.
+    """
 
     frames_ok: int = 0
     bad_crc: int = 0
@@ -346,9 +383,15 @@ class Counters:
     replayed: int = 0
     bad_payload: int = 0
     rx_dropped: int = 0
+    rx_timeouts: int = 0
+    tx_skipped: int = 0
+    tx_dropped: int = 0
 
 
 _COUNTER_NAMES = tuple(Counters.__dataclass_fields__)
+_N_COUNTERS = len(_COUNTER_NAMES)
+#: telemetry payload bytes before the per-channel arrays; the count byte is the last
+_TELEMETRY_FIXED = 9 + 2 * _N_COUNTERS
 
 
 @dataclass(frozen=True)
@@ -373,7 +416,7 @@ class Telemetry:
     pulses_us: tuple[int, ...]
 
     def payload(self) -> bytes:
-        """Encode the payload (23 + 4 * n bytes)."""
+        """Encode the payload (29 + 4 * n bytes)."""
         n = len(self.angles_cdeg)
         if n != len(self.pulses_us) or n > MAX_CHANNELS:
             raise FieldRangeError(
@@ -386,7 +429,7 @@ class Telemetry:
         for i, p in enumerate(self.pulses_us):
             _check(f"pulses_us[{i}]", p, _U16)
         return struct.pack(
-            f"<IHH7HB{n}h{n}H",
+            f"<IHH{_N_COUNTERS}HB{n}h{n}H",
             _check("mcu_time_us", self.mcu_time_us, _U32),
             _check("flags", int(self.flags), _U16),
             _check("limit_mask", self.limit_mask, _U16),
@@ -399,17 +442,18 @@ class Telemetry:
     @classmethod
     def from_payload(cls, data: bytes) -> Telemetry:
         """Decode a payload; raises PayloadError if it does not fit."""
-        if len(data) < 23 or len(data) != 23 + 4 * data[22] or data[22] > MAX_CHANNELS:
+        n = data[_TELEMETRY_FIXED - 1] if len(data) >= _TELEMETRY_FIXED else 0
+        if len(data) != _TELEMETRY_FIXED + 4 * n or n > MAX_CHANNELS:
             raise PayloadError(f"telemetry payload of {len(data)} bytes does not fit its count")
-        n = data[22]
-        fields = struct.unpack(f"<IHH7HB{n}h{n}H", data)
+        fields = struct.unpack(f"<IHH{_N_COUNTERS}HB{n}h{n}H", data)
+        arrays = 4 + _N_COUNTERS
         return cls(
             fields[0],
             Flag(fields[1]),
             fields[2],
-            Counters(*fields[3:10]),
-            tuple(fields[11 : 11 + n]),
-            tuple(fields[11 + n :]),
+            Counters(*fields[3 : 3 + _N_COUNTERS]),
+            tuple(fields[arrays : arrays + n]),
+            tuple(fields[arrays + n :]),
         )
 
 

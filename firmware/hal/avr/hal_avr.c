@@ -7,6 +7,7 @@
  * Debug output PK0 (Mega A8): high while a main-loop pass runs, low from hal_idle() on, so
  * its high times are the pass times (a scope, or simavr_runner --loop-pin K0).
  */
+#include <avr/eeprom.h>
 #include <avr/interrupt.h>
 #include <avr/io.h>
 #include <avr/sleep.h>
@@ -35,6 +36,25 @@
 #define LOOP_PORT PORTK      /* main-loop busy pin, PK0 */
 #define LOOP_DDR DDRK
 #define LOOP_BIT PK0
+
+/* ---- boot counter: EEPROM bytes 0-3, little-endian ---- */
+
+#define BOOT_COUNTER_ADDR ((uint32_t *)0)
+
+static uint32_t boot_id;
+
+/* Read, increment and write back the boot counter; erased (0xFFFFFFFF) or 0 starts at 1. */
+static void boot_count(void)
+{
+    uint32_t last = eeprom_read_dword(BOOT_COUNTER_ADDR);
+    boot_id = (last == 0xFFFFFFFFul || last == 0) ? 1 : last + 1;
+    eeprom_write_dword(BOOT_COUNTER_ADDR, boot_id);
+}
+
+uint32_t hal_boot_id(void)
+{
+    return boot_id;
+}
 
 /* ---- clock ---- */
 
@@ -267,6 +287,7 @@ void hal_init(void)
 {
     MCUSR = 0;
     wdt_enable(WDTO_250MS);
+    boot_count();
     /* Port E also carries INT4-INT7 (all masked). Making them edge-triggered changes nothing
      * on the chip, but stops simavr polling them as low-level interrupts every cycle. */
     EICRB = _BV(ISC40) | _BV(ISC50) | _BV(ISC60) | _BV(ISC70);

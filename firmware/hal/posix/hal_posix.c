@@ -1,6 +1,8 @@
 /*
  * Host build: the UART is a pseudo-terminal, the clock is CLOCK_MONOTONIC and servo
  * pulses only exist as numbers (telemetry reports them, and the servo model's estimate).
+ * The boot id is the wall clock's seconds since 1970 at start-up: it grows from run to run
+ * without a file (two starts within one second share an id; the host build is for tests).
  */
 #define _DEFAULT_SOURCE /* cfmakeraw */
 #define _XOPEN_SOURCE 600 /* posix_openpt */
@@ -19,6 +21,7 @@
 
 static int uart_fd = -1;
 static struct timespec t0;
+static uint32_t boot_id;
 
 int hal_posix_open_pty(void)
 {
@@ -45,6 +48,13 @@ int hal_posix_open_pty(void)
 void hal_init(void)
 {
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    time_t now = time(NULL);
+    boot_id = now > 0 ? (uint32_t)now : 1;
+}
+
+uint32_t hal_boot_id(void)
+{
+    return boot_id;
 }
 
 uint32_t hal_micros(void)

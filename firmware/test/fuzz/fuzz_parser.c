@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     uint32_t accepted = 0;
     proto_parser_t p;
-    protocol_parser_init(&p, (data[0] & 0x80) ? key : NULL, PROTO_DIR_TO_MCU, on_frame,
+    protocol_parser_init(&p, (data[0] & 0x80) ? key : NULL, PROTO_DIR_TO_MCU, 7, on_frame,
                          &accepted);
     size_t chunk = (size_t)(data[0] & 0x7f) + 1;
     for (size_t i = 1; i < size; i += chunk) {
