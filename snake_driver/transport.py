@@ -4,13 +4,21 @@ The robot is reached over USB serial, or over Wi-Fi through a transparent serial
 that the host talks to with UDP datagrams or a TCP stream. All three look the same to
 the driver: ``open``, ``write``, ``read(timeout)``, ``close``; a link that is gone raises
 :class:`TransportError` so the driver can reconnect.
+
+Only ``open`` may block (a TCP connect, up to ``connect_timeout``): the driver runs it off
+its executor thread. ``write`` never blocks: what the device cannot take at once waits in an
+outgoing buffer, sent on by every later ``write`` and ``read``, whole and in order (a partial
+write is continued, never dropped or repeated); when no byte can leave for ``write_timeout``
+the link is stuck: a TransportError.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import socket
+import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
@@ -20,6 +28,9 @@ if TYPE_CHECKING:
 
 READ_SIZE = 4096
 MAX_DATAGRAMS_PER_READ = 256
+#: Bytes that cannot leave for this long [s] mean a stuck link (a bridge that reads nothing,
+#: a serial port nobody drains): about 5 command periods at 50 Hz (a frame has gone stale).
+WRITE_TIMEOUT_S = 0.25
 
 
 class TransportError(OSError):
@@ -27,7 +38,15 @@ class TransportError(OSError):
 
 
 class Transport(ABC):
-    """A byte stream to the microcontroller."""
+    """A byte stream to the microcontroller.
+
+    Subclasses implement ``_send_some`` (write what the device takes now, without blocking);
+    the base class keeps what is left for later and enforces ``write_timeout``.
+    """
+
+    write_timeout = WRITE_TIMEOUT_S
+    _pending = b""  # bytes accepted by write but not yet taken by the device
+    _pending_since = 0.0  # time.monotonic() of the latest progress on _pending [s]
 
     @property
     @abstractmethod
@@ -42,9 +61,54 @@ class Transport(ABC):
     def close(self) -> None:
         """Close the link (idempotent)."""
 
-    @abstractmethod
     def write(self, data: bytes) -> None:
-        """Send bytes; raises TransportError if the link is down."""
+        """Send bytes without blocking: what the device cannot take now is sent by later
+        calls of ``write`` or ``read``.
+
+        Raises:
+            TransportError: the link is down, or no byte could leave for ``write_timeout``.
+        """
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending += data
+        self.flush()
+
+    def flush(self) -> None:
+        """Send on whatever earlier writes left behind (never blocks).
+
+        Raises:
+            TransportError: the link is down, or no byte could leave for ``write_timeout``.
+        """
+        while self._pending:
+            sent = self._send_some(self._pending)
+            if sent == 0:
+                break
+            self._pending = self._pending[sent:]
+            self._pending_since = time.monotonic()
+        if self._pending and time.monotonic() - self._pending_since > self.write_timeout:
+            stuck = len(self._pending)
+            self._pending = b""
+            raise TransportError(
+                f"{self.description}: {stuck} bytes could not be sent for "
+                f"{self.write_timeout:g} s (the device or bridge reads nothing)"
+            )
+
+    @property
+    def pending(self) -> int:
+        """Bytes written but not yet taken by the device."""
+        return len(self._pending)
+
+    @abstractmethod
+    def _send_some(self, data: bytes) -> int:
+        """Write a prefix of ``data`` without blocking; return its length (0: try later).
+
+        Raises:
+            TransportError: the link is down.
+        """
+
+    def _forget_pending(self) -> None:
+        """Drop unsent bytes (on close: a new connection starts a new stream)."""
+        self._pending = b""
 
     @abstractmethod
     def read(self, timeout: float) -> bytes:
@@ -78,11 +142,12 @@ class SerialTransport(Transport):
         import serial  # here: a graph that only names the transports needs no pyserial
 
         try:
-            self._serial = serial.Serial(self.port, self.baudrate, timeout=0, write_timeout=1.0)
+            self._serial = serial.Serial(self.port, self.baudrate, timeout=0, write_timeout=0)
         except (OSError, ValueError) as exc:  # pyserial's SerialException is an OSError
             raise TransportError(f"cannot open {self.description}: {exc}") from exc
 
     def close(self) -> None:
+        self._forget_pending()
         if self._serial is not None:
             with contextlib.suppress(OSError):
                 self._serial.close()
@@ -93,13 +158,18 @@ class SerialTransport(Transport):
             raise TransportError(f"{self.description} is not open")
         return self._serial
 
-    def write(self, data: bytes) -> None:
+    def _send_some(self, data: bytes) -> int:
+        # os.write on pyserial's non-blocking descriptor: a full output buffer returns at
+        # once (pyserial's own write spins on EAGAIN when non-blocking, or blocks)
         try:
-            self._port().write(data)
-        except OSError as exc:  # pyserial's SerialException included
+            return os.write(self._port().fileno(), data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
             raise TransportError(f"{self.description}: write failed: {exc}") from exc
 
     def read(self, timeout: float) -> bytes:
+        self.flush()
         port = self._port()
         try:
             ready, _, _ = select.select([port.fileno()], [], [], timeout)
@@ -142,6 +212,7 @@ class _SocketTransport(Transport):
         self._sock = sock
 
     def close(self) -> None:
+        self._forget_pending()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -151,13 +222,18 @@ class _SocketTransport(Transport):
             raise TransportError(f"{self.description} is not open")
         return self._sock
 
-    def write(self, data: bytes) -> None:
+    def _send_some(self, data: bytes) -> int:
+        # non-blocking send: TCP takes a prefix, UDP the whole buffer as one datagram or
+        # nothing (the decoder reassembles frames across datagrams either way)
         try:
-            self._socket().sendall(data)
+            return self._socket().send(data)
+        except BlockingIOError:
+            return 0
         except OSError as exc:
             raise TransportError(f"{self.description}: send failed: {exc}") from exc
 
     def read(self, timeout: float) -> bytes:
+        self.flush()
         sock = self._socket()
         try:
             ready, _, _ = select.select([sock], [], [], timeout)

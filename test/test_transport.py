@@ -1,16 +1,22 @@
 """Serial (over a pty pair), UDP and TCP transports on 127.0.0.1: data both ways, timeouts,
-and a lost link reported as TransportError (never a hang, never a silent drop)."""
+writes larger than the kernel takes at once (finished later, intact, never blocking), and a
+lost or stuck link reported as TransportError (never a hang, never a silent drop)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import socket
 import threading
 import time
+import tty
+from collections.abc import Callable
 
 import pytest
+from conftest import wait_for
 
-from snake_driver.transport import TransportError, make_transport
+from snake_driver.transport import Transport, TransportError, make_transport
 
 
 def read_exactly(transport, size: int, timeout: float = 2.0) -> bytes:  # type: ignore[no-untyped-def]
@@ -108,3 +114,89 @@ def test_serial_reports_the_emulator_going_away() -> None:
             transport.read(0.1)
     transport.close()
     os.close(device)
+
+
+#: A transport, a non-blocking read of what reached the device's end, a clean-up.
+Pair = tuple[Transport, Callable[[], bytes], Callable[[], None]]
+
+
+def _pty_pair() -> Pair:
+    controller, device = os.openpty()
+    tty.setraw(controller)
+    os.set_blocking(controller, False)
+    transport = make_transport("serial", os.ttyname(device))
+    transport.open()
+
+    def recv() -> bytes:
+        with contextlib.suppress(BlockingIOError):
+            return os.read(controller, 1 << 16)
+        return b""
+
+    def close() -> None:
+        transport.close()
+        os.close(controller)
+        os.close(device)
+
+    return transport, recv, close
+
+
+def _tcp_pair() -> Pair:
+    server = socket.create_server(("127.0.0.1", 0))
+    transport = make_transport("tcp", str(server.getsockname()[1]))
+    transport.open()
+    conn, _ = server.accept()
+    conn.setblocking(False)
+
+    def recv() -> bytes:
+        with contextlib.suppress(BlockingIOError):
+            return conn.recv(1 << 16)
+        return b""
+
+    def close() -> None:
+        transport.close()
+        conn.close()
+        server.close()
+
+    return transport, recv, close
+
+
+#: More than the kernel holds between the two ends [bytes] (a pty: a few KiB; loopback TCP:
+#: the socket buffers, up to a few MiB each).
+PAIRS = {"serial": (_pty_pair, 1 << 20), "tcp": (_tcp_pair, 32 << 20)}
+
+
+@pytest.mark.parametrize("kind", list(PAIRS))
+def test_a_write_the_device_cannot_take_at_once_is_finished_later_intact(kind: str) -> None:
+    """More than the kernel buffers hold, to a device that is not reading yet: ``write``
+    returns at once with the rest pending (it never blocks the driver), and once the device
+    reads, later flushes deliver every byte in order (a partial write continued, not lost)."""
+    make, size = PAIRS[kind]
+    transport, recv, close = make()
+    data = random.Random(3).randbytes(size)
+    try:
+        transport.write(data)
+        assert transport.pending > 0, "the kernel took it all at once: nothing was tested"
+        received = bytearray()
+
+        def drained() -> bool:
+            for _ in range(1000):  # many reads a poll: a pty hands out a few KiB a read
+                received.extend(recv())
+                transport.flush()
+            return len(received) == len(data)
+
+        wait_for(drained, 30.0, "every byte at the device")
+        assert bytes(received) == data and transport.pending == 0
+    finally:
+        close()
+
+
+@pytest.mark.parametrize("kind", list(PAIRS))
+def test_a_device_that_reads_nothing_is_a_lost_link(kind: str) -> None:
+    make, size = PAIRS[kind]
+    transport, _, close = make()
+    try:
+        transport.write(bytes(size))
+        with pytest.raises(TransportError, match="could not be sent"):
+            wait_for(lambda: transport.read(0.01) is None, 10.0, "the write timeout")
+    finally:
+        close()
