@@ -4,6 +4,12 @@ A ping leaves the host at t_send and its pong, stamped with the MCU clock m, arr
 t_recv. Assuming symmetric delays the MCU read m at host time (t_send + t_recv) / 2; the
 exchanges with the smallest round-trip time carry the least queueing noise, so the offset
 and drift are fitted to those: host_time = offset + (1 + drift) * mcu_time.
+
+The midpoint assumption errs by up to half the round trip, so a mapping is only trusted from
+good exchanges: one whose round trip exceeds ``max_rtt`` (a ping that waited in a frozen
+bridge, a pong queued behind telemetry) is ignored, and there is no estimate before
+``min_exchanges`` good ones. Keeping published stamps monotonic across re-fits and sessions
+is the link's job (:class:`snake_driver.link.DriverLink`).
 """
 
 from __future__ import annotations
@@ -57,16 +63,34 @@ class ClockSync:
     Args:
         window: exchanges kept [count].
         best_fraction: share of the kept exchanges, lowest round-trip first, used in the fit.
+        min_exchanges: good exchanges needed before the first estimate [count].
+        max_rtt: exchanges with a longer round trip are ignored [s].
+
+    Attributes:
+        estimate: the current mapping, or None before ``min_exchanges`` good exchanges.
+        last_rtt_s: round trip of the latest exchange, good or not [s].
+        ignored: exchanges ignored for their round trip [count].
     """
 
-    def __init__(self, window: int = 64, best_fraction: float = 0.5) -> None:
-        if window < 2 or not 0.0 < best_fraction <= 1.0:
-            raise ValueError("window must be >= 2 and best_fraction in (0, 1]")
+    def __init__(
+        self,
+        window: int = 64,
+        best_fraction: float = 0.5,
+        min_exchanges: int = 3,
+        max_rtt: float = 0.1,
+    ) -> None:
+        if window < 2 or not 0.0 < best_fraction <= 1.0 or not 1 <= min_exchanges <= window:
+            raise ValueError(
+                "window must be >= 2, best_fraction in (0, 1], min_exchanges in 1..window"
+            )
         self._samples: deque[tuple[float, float, float]] = deque(maxlen=window)
         self._best_fraction = best_fraction
+        self._min_exchanges = min_exchanges
+        self.max_rtt = max_rtt
         self.unwrapper = ClockUnwrapper()
         self.estimate: ClockEstimate | None = None
         self.last_rtt_s: float | None = None
+        self.ignored = 0
 
     def add_exchange(self, host_send_s: float, mcu_us: int, host_recv_s: float) -> None:
         """Record one ping (sent at host_send_s) answered with MCU time mcu_us at host_recv_s."""
@@ -75,8 +99,12 @@ class ClockSync:
             return  # a pong older than its ping: not ours, ignore
         self.last_rtt_s = rtt
         mcu_s = self.unwrapper.unwrap(mcu_us) * 1e-6
+        if rtt > self.max_rtt:
+            self.ignored += 1
+            return
         self._samples.append((mcu_s, 0.5 * (host_send_s + host_recv_s), rtt))
-        self.estimate = self._fit()
+        if len(self._samples) >= self._min_exchanges:
+            self.estimate = self._fit()
 
     def _fit(self) -> ClockEstimate:
         data = np.array(self._samples)
@@ -92,7 +120,7 @@ class ClockSync:
         return ClockEstimate(offset, drift, len(data), float(best[0, 2]))
 
     def to_host(self, mcu_us: int) -> float | None:
-        """Host time [s] of a raw MCU timestamp [us], or None before the first exchange."""
+        """Host time [s] of a raw MCU timestamp [us], or None before the first estimate."""
         if self.estimate is None:
             return None
         return self.estimate.to_host(self.unwrapper.unwrap(mcu_us) * 1e-6)

@@ -1,29 +1,50 @@
-"""The driver's link to the firmware (no ROS): connect, configure, command, decode, reconnect.
+"""The driver's link to the firmware (no ROS): connect, handshake, configure, command, decode,
+reconnect.
 
 A :class:`DriverLink` owns a transport, the frame encoder/decoder, the servo map and the
 clock estimate. It never raises on what the wire brings: bad frames are counted by the
 decoder, a lost link becomes a :class:`LinkEvent` and a reconnect attempt after a backoff
-that doubles up to ``max_backoff``. A link that stays open but brings no valid frame for
-``link_timeout`` counts as lost too, and an MCU that restarted behind an open link (its clock
-jumps) is configured again. Telemetry stamps are in the clock of ``now()`` (the driver node
-passes ROS time); timeouts, backoff and e-stop repeats run on ``time.monotonic``, as the
-wire does, whatever ROS time does.
+that doubles up to ``max_backoff``. Nothing in it blocks its caller: the transport is opened
+on a worker thread (a TCP connect to a bridge that does not answer takes up to its
+``connect_timeout``), and ``poll`` only looks whether the opening has finished. Telemetry
+stamps are in the clock of ``now()`` (the driver node passes ROS time); timeouts, backoff
+and e-stop repeats run on ``time.monotonic``, as the wire does, whatever ROS time does.
 
-Every connection, and every MCU restart, starts a *session*: a fresh decoder (the MCU's
-sequence numbers and replay counter start again), a fresh clock mapping (its clock starts
-again), then the configuration, and ENABLE(1) only while the servos are meant to be armed.
+**Handshake.** On an open transport the link sends nothing but PINGs (every
+``HANDSHAKE_PING_S``) until a valid PONG answers one of them (protocol v2): the PONG carries
+the MCU's boot id, which every later frame's MAC mixes in. Only then is the link
+``connected`` (the "connected" event): a port that echoes, says nothing, speaks garbage or
+fails authentication never gets configuration, ENABLE or targets, and after ``link_timeout``
+the attempt is given up with a hint naming the likely cause (:mod:`.health`).
+
+**Sessions.** Every handshake starts a *session*: a fresh decoder (the MCU's sequence
+numbers and replay counter start again), a fresh clock mapping, then the configuration, and
+ENABLE(1) only while the servos are meant to be armed. A PONG with another boot id, or an
+MCU clock that jumps, means the MCU restarted behind an open link: handshake and session
+again. An open session without a valid frame for ``link_timeout`` is lost.
+
+**Targets** are sent from the session's first telemetry on, slew-limited (:class:`.Ramp`,
+at the configured servo speed) from where the robot is (its telemetry's angles while it is
+armed, else the last targets sent) until they have caught up with the commands: no jump after
+a reconnect. **Stamps** are never earlier than the previous published one nor later than the
+report's arrival; a report that would break that is delivered unstamped (counted).
+
 An e-stop is latched in the link: until ``enable(True)`` it sends no targets, every session
 starts with ESTOP instead of ENABLE, and ESTOP is repeated until telemetry confirms it.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .calibration import ServoMap, channel_positions
 from .clock import WRAP_US, ClockSync
+from .health import Counts, silence_hint
 from .protocol import (
     Counters,
     Decoder,
@@ -39,6 +60,7 @@ from .protocol import (
     Pong,
     Telemetry,
 )
+from .ramp import Ramp
 from .transport import Transport, TransportError
 
 #: Target frames between two configuration refresh frames (50 Hz targets: a frame every
@@ -55,6 +77,10 @@ MCU_CLOCK_BACK_S = 0.1
 #: ... and run ahead of the host's clock by this much [s] (one frame's latency); a larger
 #: jump either way means the MCU restarted.
 MCU_CLOCK_AHEAD_S = 1.0
+#: PINGs during a handshake, and while the clock mapping has too few good exchanges [s].
+HANDSHAKE_PING_S = 0.05
+#: Pings remembered, so that only a PONG answering one of ours counts [count].
+PINGS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -85,10 +111,11 @@ class Measurement:
 class LinkEvent:
     """Something worth a log line.
 
-    ``kind`` is connected, lost (a failed read or write, or no valid frame for
-    ``link_timeout``), open_failed, mcu_reset (the MCU restarted behind an open link),
-    send_failed (a message that cannot be encoded) or error_report (the firmware refused a
-    frame).
+    ``kind`` is connected (the handshake completed), lost (a failed read or write, or no
+    valid frame for ``link_timeout``), no_answer (an open transport whose device answered no
+    PING within ``link_timeout``; the message says why, e.g. an echo), open_failed,
+    mcu_reset (the MCU restarted behind an open link), rearmed, send_failed (a message
+    that cannot be encoded) or error_report (the firmware refused a frame).
     """
 
     kind: str
@@ -100,26 +127,39 @@ class LinkStats:
     """Link-level counters (the decoder's frame counters are in ``DriverLink.decoder.stats``).
 
     Attributes:
-        connects: transports opened.
-        disconnects: open transports lost (including timeouts).
-        timeouts: links lost because no valid frame came for ``link_timeout``.
+        opens: transports opened.
+        connects: handshakes completed on an open transport (sessions begun by a connect).
+        no_answers: open transports given up because no PING was answered.
+        disconnects: sessions lost (including timeouts).
+        timeouts: sessions lost because no valid frame came for ``link_timeout``.
         mcu_resets: MCU restarts seen behind an open link.
         rearms: ENABLEs sent again because targets flowed to a disarmed firmware.
         frames_sent: frames written.
-        telemetry: telemetry reports received.
-        pongs: pongs received.
+        bytes_received: bytes read from the transport.
+        telemetry: telemetry reports received in a session.
+        pongs: pongs received that answer one of our pings.
+        stray_pongs: valid pongs that answer no ping of this connection (ignored).
         error_reports: error reports received.
+        unstamped: reports delivered without a stamp because their mapped time was not
+            after the previous stamp.
+        ramped_targets: target frames slew-limited by the ramp.
     """
 
+    opens: int = 0
     connects: int = 0
+    no_answers: int = 0
     disconnects: int = 0
     timeouts: int = 0
     mcu_resets: int = 0
     rearms: int = 0
     frames_sent: int = 0
+    bytes_received: int = 0
     telemetry: int = 0
     pongs: int = 0
+    stray_pongs: int = 0
     error_reports: int = 0
+    unstamped: int = 0
+    ramped_targets: int = 0
 
 
 def auth_counter_start(wall_time_s: float) -> int:
@@ -146,14 +186,20 @@ class DriverLink:
         min_backoff: first reconnect delay [s].
         max_backoff: longest reconnect delay [s].
         link_timeout: an open link without a valid frame from the MCU for this long is
-            lost [s].
+            lost, and a handshake without a PONG for this long is given up [s].
+        command_period: time between two ``send_targets`` calls [s]: the ramp moves each
+            joint by at most the servo speed times this per frame.
 
     Attributes:
+        state: "closed" (waiting for the next attempt), "opening" (the transport is being
+            opened on a worker thread), "handshake" (open, only PINGs sent) or "session".
+        boot_id: the MCU's boot id learnt in the handshake (0 before the first).
         want_enabled: the servos are to be armed (the last ``enable``, or ``enable_on_connect``).
         estopped: an e-stop is latched: no targets, no ENABLE, until ``enable(True)``.
         estop_confirmed: telemetry has shown the firmware's e-stop flag since the latest
             ESTOP was sent.
         lost_reason: why the link was last lost ("" if never).
+        ramp: the slew limit of the targets after a session starts.
     """
 
     def __init__(
@@ -166,6 +212,7 @@ class DriverLink:
         min_backoff: float = 0.25,
         max_backoff: float = 4.0,
         link_timeout: float = 1.0,
+        command_period: float = 0.02,
     ) -> None:
         self.transport = transport
         self.servos = servos
@@ -178,47 +225,126 @@ class DriverLink:
         self.decoder = Decoder(key, Direction.TO_HOST)
         self.clock = ClockSync()
         self.stats = LinkStats()
-        self.connected = False
+        self.state = "closed"
+        self.boot_id = 0
         self.want_enabled = enable_on_connect
         self.estopped = False
         self.estop_confirmed = False
         self.lost_reason = ""
+        speed = servos.system.servo_speed_cdeg_s * math.pi / 18000.0  # [rad/s]
+        self.ramp = Ramp(speed, command_period)
         self._backoff = min_backoff
         self._next_attempt = 0.0
+        self._opening: threading.Thread | None = None
+        self._open_error: TransportError | None = None
+        self._generation = 0  # +1 per close: an opening that finishes after it is undone
+        self._handshake_counts = Counts(0.0)  # the counters when the handshake began
+        self._restarting = False  # the handshake follows an MCU restart, not a connect
+        self._pings: deque[int] = deque(maxlen=PINGS_KEPT)  # host_time_us of our pings
+        self._next_sync_ping = 0.0  # [s, time.monotonic()]
         self._targets_sent = 0
         self._config_cursor = 0
-        self._last_rx = 0.0  # time.monotonic() of the session's latest valid frame [s]
+        self._last_rx = 0.0  # time.monotonic() of the latest valid frame, or handshake start
         self._last_mcu: tuple[int, float] | None = None  # latest MCU time [us], received [s]
         self._estop_until = 0.0  # end of the ESTOP repeats [s, time.monotonic()]
         self._next_estop = 0.0  # next ESTOP repeat [s, time.monotonic()]
         self._mcu_flags: Flag | None = None  # of the session's latest telemetry
+        self._mcu_angles: dict[str, float] | None = None  # of the session's latest telemetry
+        self._last_sent: dict[str, float] | None = None  # latest targets sent [rad]
+        self._ramp_pending = False  # the session's ramp origin is still to be chosen
         self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, time.monotonic()]
+        self._last_stamp: float | None = None  # latest stamp delivered [s]
+
+    @property
+    def connected(self) -> bool:
+        """The handshake completed: a session is running."""
+        return self.state == "session"
+
+    def counts(self) -> Counts:
+        """The link's cumulative counters now, for :class:`.health.LinkMonitor`."""
+        dec = self.decoder.stats
+        return Counts(
+            t=time.monotonic(),
+            bytes_received=self.stats.bytes_received,
+            telemetry=self.stats.telemetry,
+            pongs=self.stats.pongs,
+            frames_ok=dec.frames_ok,
+            bad_frames=dec.bad_crc + dec.bad_length + dec.bad_payload,
+            bad_auth=dec.bad_auth,
+            replayed=dec.replayed,
+            echoed=dec.echoed,
+        )
 
     # ------------------------------------------------------------------ connection
-    def _connect(self, events: list[LinkEvent]) -> None:
-        if time.monotonic() < self._next_attempt:
-            return
-        try:
-            self.transport.open()
-        except TransportError as exc:
-            self._lost(str(exc), events, "open_failed")
-            return
-        self.connected = True
-        self.stats.connects += 1
-        events.append(LinkEvent("connected", f"connected to {self.transport.description}"))
-        events += self._start_session()
+    def _open_async(self) -> None:
+        """Start opening the transport on a worker thread (a connect may block)."""
+        self.state = "opening"
+        self._open_error = None
+        generation = self._generation
 
-    def _start_session(self) -> list[LinkEvent]:
-        """A new stream from a (maybe restarted) MCU: its sequence numbers, replay counter and
-        clock start again (the decoder's counts carry on). Configure it, then arm it or
-        repeat the latched e-stop, and ping for the clock mapping."""
+        def work() -> None:
+            try:
+                self.transport.open()
+            except TransportError as exc:
+                self._open_error = exc
+                return
+            if generation != self._generation:  # closed meanwhile: undo
+                self.transport.close()
+
+        self._opening = threading.Thread(target=work, name="snake-link-open", daemon=True)
+        self._opening.start()
+
+    def _advance_connection(self, events: list[LinkEvent]) -> None:
+        """Start an opening when due; finish one that is done; time out a handshake."""
+        if self.state == "closed" and time.monotonic() >= self._next_attempt:
+            self._open_async()
+        if self.state == "opening":
+            if self._opening is not None and self._opening.is_alive():
+                return
+            if self._open_error is not None:
+                self._lost(str(self._open_error), events, "open_failed")
+                return
+            self.stats.opens += 1
+            self._begin_handshake()
+        if self.state == "handshake" and self.silence_s > self.link_timeout:
+            hint = silence_hint(self.counts().minus(self._handshake_counts))
+            self.stats.no_answers += 1
+            self._lost(
+                f"{self.transport.description}: no PONG within {self.link_timeout:g} s ({hint})",
+                events,
+                "no_answer",
+            )
+
+    def _begin_handshake(self) -> None:
+        """Only PINGs from now until a PONG answers one (boot id 0 in their MACs)."""
+        self.state = "handshake"
         stats = self.decoder.stats
         self.decoder = Decoder(self.key, Direction.TO_HOST)
         self.decoder.stats = stats
-        self.clock = ClockSync()
+        self._pings.clear()
         self._last_rx = time.monotonic()
-        self._last_mcu = None
+        self._handshake_counts = self.counts()
+        self._next_sync_ping = 0.0
+        self._restarting = False
+
+    def _start_session(self, pong: Pong, received: float) -> list[LinkEvent]:
+        """A new stream from a (maybe restarted) MCU, whose boot id ``pong`` carries: its
+        sequence numbers, replay counter and clock start again (the decoder's counts carry
+        on). Configure it, then arm it or repeat the latched e-stop."""
+        self.state = "session"
+        self.boot_id = pong.boot_id
+        self.encoder.boot_id = pong.boot_id
+        stats = self.decoder.stats
+        self.decoder = Decoder(self.key, Direction.TO_HOST, boot_id=pong.boot_id)
+        self.decoder.stats = stats
+        self.clock = ClockSync()
+        self.clock.add_exchange(pong.host_time_us * 1e-6, pong.mcu_time_us, received)
+        self._last_rx = time.monotonic()
+        self._last_mcu = (pong.mcu_time_us, self._last_rx)
         self._mcu_flags = None
+        self._mcu_angles = None
+        self._ramp_pending = True
+        self.ramp.stop()
         events: list[LinkEvent] = []
         for msg in self.servos.config_messages():
             events += self.send(msg)
@@ -226,30 +352,35 @@ class DriverLink:
             events += self._begin_estop()
         elif self.want_enabled:
             events += self._send_enable(True)
-        return events + self.ping()
+        return events
 
     def _lost(self, reason: str, events: list[LinkEvent], kind: str = "lost") -> None:
         if self.connected:
             self.stats.disconnects += 1
-        self.connected = False
+        self._close_transport()
         self.lost_reason = reason
-        self.transport.close()
         delay = self._backoff
         self._next_attempt = time.monotonic() + delay
         self._backoff = min(2.0 * self._backoff, self.max_backoff)
         events.append(LinkEvent(kind, f"{reason}; retrying in {delay:.2g} s"))
 
+    def _close_transport(self) -> None:
+        self._generation += 1
+        self.state = "closed"
+        if self._opening is None or not self._opening.is_alive():
+            self.transport.close()  # else the worker closes what it opens (generation)
+
     def close(self) -> None:
         """Close the transport (no reconnect until the next ``poll``)."""
-        self.transport.close()
-        self.connected = False
+        self._close_transport()
 
     # ------------------------------------------------------------------ sending
     def send(self, msg: Message) -> list[LinkEvent]:
-        """Send a message if connected; a write failure becomes a ``lost`` event, a message
-        that cannot be encoded (the replay counter is exhausted) a ``send_failed`` one."""
+        """Send a message in a session (a PING also during the handshake); a write failure
+        becomes a ``lost`` event, a message that cannot be encoded (the replay counter is
+        exhausted) a ``send_failed`` one."""
         events: list[LinkEvent] = []
-        if not self.connected:
+        if not (self.connected or (self.state == "handshake" and isinstance(msg, Ping))):
             return events
         try:
             self.transport.write(self.encoder.encode(msg))
@@ -282,12 +413,46 @@ class DriverLink:
     def send_targets(
         self, positions: Mapping[str, float], duration_ms: int = 0
     ) -> tuple[list[str], list[LinkEvent]]:
-        """Send joint targets [rad] (clamped to the limits); returns the clamped joints.
-        Nothing is sent while an e-stop is latched."""
-        if self.estopped:
-            return [], []
+        """Send joint targets [rad] (clamped to the limits, slew-limited while the session's
+        ramp runs); returns the clamped joints. Nothing is sent while an e-stop is latched,
+        outside a session, or before the session's first telemetry (where the robot is)
+        unless telemetry is off.
+
+        Raises:
+            CalibrationError: a mapped joint is missing from ``positions``.
+        """
         message, clamped = self.servos.targets(positions, duration_ms)
-        return clamped, self._rearm() + self.send(message) + self._refresh_config()
+        if self.estopped or not self.connected or not self._ramp_ready():
+            return clamped, []
+        safe = {c.joint: c.clamp(positions[c.joint]) for c in self.servos.channels}
+        if self.ramp.active:
+            safe = self.ramp.step(safe)
+            self.stats.ramped_targets += 1
+            message, _ = self.servos.targets(safe, duration_ms)
+        events = self._rearm() + self.send(message)
+        if self.connected:
+            self._last_sent = safe
+        return clamped, events + self._refresh_config()
+
+    def _ramp_ready(self) -> bool:
+        """Choose the session's ramp origin once: the telemetry's angles while the firmware
+        is armed (the servos are there), else the last targets sent (a restarted MCU's angle
+        estimate is not where the servos are), else the telemetry's angles. False until the
+        session's first telemetry, unless telemetry is off (no origin: no ramp)."""
+        if not self._ramp_pending:
+            return True
+        if self._mcu_flags is None:
+            if self.servos.system.telemetry_period_ms:
+                return False
+            origin = self._last_sent
+        elif self._mcu_flags & Flag.ENABLED or self._last_sent is None:
+            origin = self._mcu_angles
+        else:
+            origin = self._last_sent
+        if origin is not None:
+            self.ramp.start(origin)
+        self._ramp_pending = False
+        return True
 
     def _rearm(self) -> list[LinkEvent]:
         """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
@@ -314,13 +479,18 @@ class DriverLink:
         return self.send(Enable(on))
 
     def ping(self) -> list[LinkEvent]:
-        """Send a ping stamped with the host clock (for round-trip time and clock mapping)."""
-        return self.send(Ping(max(0, int(self.now() * 1e6))))
+        """Send a ping stamped with the host clock (for the handshake, round-trip time and
+        clock mapping); sent during the handshake and in a session."""
+        host_us = max(0, int(self.now() * 1e6))
+        events = self.send(Ping(host_us))
+        self._pings.append(host_us)
+        return events
 
     def estop(self) -> list[LinkEvent]:
-        """Latch the e-stop: send ESTOP now and repeat it (in ``poll``, every
-        ``ESTOP_REPEAT_S`` for ``ESTOP_CONFIRM_S``) until telemetry shows the e-stop flag;
-        send no targets and no ENABLE (not even after a reconnect) until ``enable(True)``."""
+        """Latch the e-stop: send ESTOP now (in a session; else at the session's start) and
+        repeat it (in ``poll``, every ``ESTOP_REPEAT_S`` for ``ESTOP_CONFIRM_S``) until
+        telemetry shows the e-stop flag; send no targets and no ENABLE (not even after a
+        reconnect) until ``enable(True)``."""
         self.estopped = True
         return self._begin_estop()
 
@@ -335,6 +505,7 @@ class DriverLink:
         if (
             not self.estopped
             or self.estop_confirmed
+            or not self.connected
             or not self._next_estop <= t < self._estop_until
         ):
             return []
@@ -352,35 +523,42 @@ class DriverLink:
     # ------------------------------------------------------------------ receiving
     @property
     def silence_s(self) -> float:
-        """Time since the session's latest valid frame from the MCU (or its start) [s]."""
+        """Time since the latest valid frame from the MCU (or the handshake's start) [s]."""
         return time.monotonic() - self._last_rx
 
     def poll(self, timeout: float = 0.0) -> tuple[list[Measurement], list[LinkEvent]]:
-        """Connect when due, read what arrived within ``timeout`` [s] and decode it; lose the
-        link if no valid frame came for ``link_timeout``; repeat an unconfirmed ESTOP."""
+        """Advance the connection (never blocking on it), read what arrived within
+        ``timeout`` [s] and decode it; lose the link if no valid frame came for
+        ``link_timeout``; repeat an unconfirmed ESTOP."""
         events: list[LinkEvent] = []
         measurements: list[Measurement] = []
-        if not self.connected:
-            self._connect(events)
-            if not self.connected:
-                return measurements, events
+        self._advance_connection(events)
+        if self.state not in ("handshake", "session"):
+            return measurements, events
+        if self.state == "handshake" or self.clock.estimate is None:
+            t = time.monotonic()
+            if t >= self._next_sync_ping:
+                self._next_sync_ping = t + HANDSHAKE_PING_S
+                events += self.ping()
         try:
             data = self.transport.read(timeout)
         except TransportError as exc:
             self._lost(str(exc), events)
             return measurements, events
+        self.stats.bytes_received += len(data)
         received = self.now()
         for _frame, msg in self.decoder.feed_messages(data):
-            self._last_rx = time.monotonic()
-            self._backoff = self.min_backoff  # the MCU answers: the next loss retries soon
-            if isinstance(msg, Telemetry | Pong):
+            if isinstance(msg, Pong):
+                events += self._on_pong(msg, received)
+            elif self.state != "session":
+                continue  # nothing but a PONG counts before the handshake completes
+            elif isinstance(msg, Telemetry):
+                self._last_rx = time.monotonic()
                 events += self._follow_mcu_clock(msg.mcu_time_us)
-            if isinstance(msg, Telemetry):
-                measurements.append(self._measurement(msg))
-            elif isinstance(msg, Pong):
-                self.stats.pongs += 1
-                self.clock.add_exchange(msg.host_time_us * 1e-6, msg.mcu_time_us, received)
+                if self.state == "session":
+                    measurements.append(self._measurement(msg, received))
             elif isinstance(msg, ErrorReport):
+                self._last_rx = time.monotonic()
                 self.stats.error_reports += 1
                 events.append(LinkEvent("error_report", f"firmware refused a frame: {msg}"))
         silent = self.silence_s
@@ -394,43 +572,77 @@ class DriverLink:
             )
         return measurements, events + self._repeat_estop()
 
+    def _on_pong(self, pong: Pong, received: float) -> list[LinkEvent]:
+        """A PONG answering one of our pings completes the handshake, reveals an MCU restart
+        (another boot id), or is a clock exchange; any other PONG is ignored."""
+        if pong.host_time_us not in self._pings:
+            self.stats.stray_pongs += 1
+            return []
+        self.stats.pongs += 1
+        self._last_rx = time.monotonic()
+        self._backoff = self.min_backoff  # the MCU answers: the next loss retries soon
+        if self.state == "handshake" and self._restarting:
+            return self._start_session(pong, received)
+        if self.state == "handshake":
+            self.stats.connects += 1
+            event = LinkEvent(
+                "connected",
+                f"connected to {self.transport.description} (MCU boot id {pong.boot_id})",
+            )
+            return [event, *self._start_session(pong, received)]
+        if pong.boot_id != self.boot_id:
+            return self._mcu_restarted(
+                f"the MCU's boot id changed from {self.boot_id} to {pong.boot_id}", pong, received
+            )
+        self.clock.add_exchange(pong.host_time_us * 1e-6, pong.mcu_time_us, received)
+        self._last_mcu = (pong.mcu_time_us, time.monotonic())
+        return []
+
+    def _mcu_restarted(self, why: str, pong: Pong | None, received: float) -> list[LinkEvent]:
+        """A restarted MCU behind the open link: a new session, at once when its PONG is at
+        hand, else after a new handshake."""
+        self.stats.mcu_resets += 1
+        event = LinkEvent(
+            "mcu_reset",
+            f"{why}: the MCU restarted; configuring it again"
+            + (" (e-stop still latched)" if self.estopped else ""),
+        )
+        if pong is not None:
+            return [event, *self._start_session(pong, received)]
+        self._begin_handshake()
+        self._restarting = True
+        return [event]
+
     def _follow_mcu_clock(self, mcu_us: int) -> list[LinkEvent]:
-        """Check a frame's MCU time [us] against the session's latest: a clock that went
-        back, or ran ahead of the host's, means the MCU restarted: start a new session."""
+        """Check a telemetry's MCU time [us] against the session's latest: a clock that went
+        back, or ran ahead of the host's, means the MCU restarted (with the same boot id if
+        its EEPROM was not kept, as in a fresh emulator): handshake again."""
         t = time.monotonic()
-        events: list[LinkEvent] = []
         if self._last_mcu is not None:
             last_us, last_t = self._last_mcu
             step_s = mcu_clock_step_us(last_us, mcu_us) * 1e-6
             if step_s < -MCU_CLOCK_BACK_S or step_s > t - last_t + MCU_CLOCK_AHEAD_S:
-                self.stats.mcu_resets += 1
-                events.append(
-                    LinkEvent(
-                        "mcu_reset",
-                        f"the MCU clock jumped from {last_us} us to {mcu_us} us: the MCU "
-                        "restarted; configuring it again"
-                        + (" (e-stop still latched)" if self.estopped else ""),
-                    )
-                )
-                events += self._start_session()
-            elif step_s <= 0.0:
-                return events  # reordered: keep the latest
+                why = f"the MCU clock jumped from {last_us} us to {mcu_us} us"
+                return self._mcu_restarted(why, None, 0.0)
+            if step_s <= 0.0:
+                return []  # reordered: keep the latest
         self._last_mcu = (mcu_us, t)
-        return events
+        return []
 
-    def _measurement(self, msg: Telemetry) -> Measurement:
+    def _measurement(self, msg: Telemetry, received: float) -> Measurement:
         self.stats.telemetry += 1
         self._mcu_flags = Flag(msg.flags)
         if self.estopped and msg.flags & Flag.ESTOP:
             self.estop_confirmed = True
         positions = channel_positions(self.servos, msg.angles_cdeg)
+        self._mcu_angles = positions
         pulses = {
             c.joint: msg.pulses_us[c.channel]
             for c in self.servos.channels
             if c.channel < len(msg.pulses_us)
         }
         return Measurement(
-            self.clock.to_host(msg.mcu_time_us),
+            self._stamp(msg.mcu_time_us, received),
             msg.mcu_time_us,
             positions,
             pulses,
@@ -438,3 +650,16 @@ class DriverLink:
             msg.limit_mask,
             msg.counters,
         )
+
+    def _stamp(self, mcu_us: int, received: float) -> float | None:
+        """The host time of an MCU time [s]: never after the report's arrival, and after
+        every earlier stamp across sessions and clock re-fits (else None, counted)."""
+        stamp = self.clock.to_host(mcu_us)
+        if stamp is None:
+            return None
+        stamp = min(stamp, received)
+        if self._last_stamp is not None and stamp <= self._last_stamp:
+            self.stats.unstamped += 1
+            return None
+        self._last_stamp = stamp
+        return stamp

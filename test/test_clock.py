@@ -43,9 +43,28 @@ def test_offset_and_drift_are_recovered_from_noisy_exchanges() -> None:
 
 
 def test_no_estimate_before_the_first_pong_and_stale_pongs_are_ignored() -> None:
-    sync = ClockSync()
+    sync = ClockSync(min_exchanges=1)
     assert sync.to_host(123) is None
     sync.add_exchange(10.0, 1_000, 9.0)  # received before sent: not ours
     assert sync.estimate is None
     sync.add_exchange(10.0, 1_000_000, 10.002)
     assert sync.to_host(1_000_000) == pytest.approx(10.001)
+
+
+def test_no_estimate_from_too_few_or_slow_exchanges() -> None:
+    """After a 3 s bridge freeze the first pongs answer pings that waited in the bridge: their
+    round trips are seconds, the midpoint is off by half of that. They never make the
+    mapping, and the first estimate needs ``min_exchanges`` good ones."""
+    true_offset = 100.0
+    sync = ClockSync(min_exchanges=3, max_rtt=0.1)
+    for k, delay in enumerate((2.8, 2.6, 2.4)):  # queued on the way up, answered at once
+        mcu_s = 1.0 + 0.01 * k
+        sync.add_exchange(true_offset + mcu_s - delay, int(mcu_s * 1e6), true_offset + mcu_s)
+    assert sync.estimate is None and sync.ignored == 3
+    for k in range(3):
+        mcu_s = 2.0 + 0.2 * k
+        sync.add_exchange(
+            true_offset + mcu_s - 0.001, int(mcu_s * 1e6), true_offset + mcu_s + 0.001
+        )
+        assert (sync.estimate is None) == (k < 2)
+    assert sync.to_host(2_500_000) == pytest.approx(true_offset + 2.5, abs=1e-6)

@@ -1,7 +1,10 @@
 """DriverLink against the real firmware core (the POSIX host build over a pty): configure,
 command, telemetry in joint terms, clock mapping, e-stop, authentication, reconnect, and
 behind a TCP bridge whose connection and MCU fail independently: a latched e-stop across a
-dropped connection, an MCU that restarts or falls silent while the connection stays up.
+dropped connection, an MCU that restarts or falls silent while the connection stays up, a
+bridge that freezes for 3 s, one that accepts no connection, 90 % of the telemetry
+corrupted, the ramp after a reconnect. Devices that are not the robot (a port that echoes,
+one that says nothing, one that speaks garbage) get nothing but PINGs and a hint.
 
 References: the firmware binary's own telemetry (flags, pulses, counters), and the host's
 monotonic clock for the stamps (a report is stamped before it arrives, by at most the
@@ -10,9 +13,11 @@ latency of a pty on this machine)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import queue
+import random
 import select
 import shutil
 import socket
@@ -20,16 +25,37 @@ import subprocess
 import threading
 import time
 import tty
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
+from fault_proxy import TcpFaultProxy
 
-from snake_driver.calibration import load_servo_map
+from snake_driver.calibration import load_servo_map, to_cdeg
+from snake_driver.health import (
+    HINT_AUTH,
+    HINT_ECHO,
+    HINT_GARBAGE,
+    HINT_SILENT,
+    Level,
+    LinkMonitor,
+    judge,
+)
 from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkEvent, Measurement
-from snake_driver.protocol import Decoder, Direction, Estop, Flag
-from snake_driver.transport import SerialTransport, TcpTransport
+from snake_driver.protocol import (
+    Decoder,
+    Direction,
+    Encoder,
+    Estop,
+    Flag,
+    Message,
+    Ping,
+    Pong,
+    SetTargets,
+)
+from snake_driver.transport import SerialTransport, TcpTransport, UdpTransport
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
@@ -181,9 +207,13 @@ def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
         )
         assert run_for(good, 0.3), "authenticated telemetry"
         good.close()
-        wrong = DriverLink(SerialTransport(pty), servos, now=time.monotonic, key=bytes(16))
-        assert run_for(wrong, 0.3) == []  # nothing it can verify
-        assert wrong.decoder.stats.bad_auth > 0
+        wrong = DriverLink(
+            SerialTransport(pty), servos, now=time.monotonic, key=bytes(16), link_timeout=0.3
+        )
+        events: list[LinkEvent] = []
+        assert run_for(wrong, 0.8, events=events) == []  # nothing it can verify
+        assert wrong.decoder.stats.bad_auth > 0 and wrong.stats.connects == 0
+        assert [e.kind for e in events][:1] == ["no_answer"] and HINT_AUTH in events[0].message
     finally:
         proc.kill()
         proc.wait(timeout=5)
@@ -279,6 +309,7 @@ class PtyBridge:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.server.getsockname()[1])
         self.received = bytearray()  # everything the client sent
+        self.frozen = threading.Event()  # while set: nothing forwarded, nothing accepted
         self._requests: queue.Queue[tuple[str | None, threading.Event]] = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -323,7 +354,7 @@ class PtyBridge:
             watched: list[socket.socket | int] = [self.server]
             watched += [client] if client is not None else []
             watched += [fd] if fd is not None else []
-            ready, _, _ = select.select(watched, [], [], 0.01)
+            ready, _, _ = select.select([] if self.frozen.is_set() else watched, [], [], 0.01)
             if client is not None and client in ready:
                 try:
                     data = client.recv(4096)
@@ -398,19 +429,20 @@ def test_estop_stays_latched_across_a_dropped_connection(firmware, bridge) -> No
     assert last.pulses_us["joint_1"] == servos.by_joint()["joint_1"].pulse_us(0.2)
 
 
-def test_an_unconfirmed_estop_is_repeated_for_a_bounded_time(firmware_binary, bridge) -> None:
-    """An MCU that never answers (nothing behind the bridge): ESTOP goes out every
-    ESTOP_REPEAT_S for ESTOP_CONFIRM_S, then stops; it is never taken as confirmed."""
+def test_an_unconfirmed_estop_is_repeated_for_a_bounded_time() -> None:
+    """An MCU that answers pings but never reports (a device that only pongs): ESTOP goes
+    out every ESTOP_REPEAT_S for ESTOP_CONFIRM_S, then stops; it is never taken as
+    confirmed."""
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
-    link = DriverLink(
-        TcpTransport("127.0.0.1", bridge.port), servos, now=time.monotonic, link_timeout=5.0
-    )
-    link.poll(0.0)  # connect: configuration, ENABLE and a ping into the void
-    assert link.connected
-    link.estop()
-    run_for(link, 2 * ESTOP_CONFIRM_S)  # the bridge has read it all well before the end
-    received = Decoder(None, Direction.TO_MCU).feed_messages(bridge.received)
-    estops = sum(isinstance(msg, Estop) for _, msg in received)
+    with FakeDevice("pong") as device:
+        link = DriverLink(
+            TcpTransport("127.0.0.1", device.port), servos, now=time.monotonic, link_timeout=5.0
+        )
+        wait_for(lambda: link.poll(0.01) and link.connected, 5.0, "the handshake")
+        link.estop()
+        run_for(link, 2 * ESTOP_CONFIRM_S)  # the device has read it all well before the end
+        received = sent_messages(device.received)
+    estops = sum(isinstance(msg, Estop) for msg in received)
     assert 2 <= estops <= round(ESTOP_CONFIRM_S / ESTOP_REPEAT_S)
     assert not link.estop_confirmed and link.estopped
 
@@ -494,7 +526,10 @@ def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
         events: list[LinkEvent] = []
         run_for(link, 1.0, events=events)
         assert events[0].kind == "lost" and link.stats.timeouts >= 1
-        assert "no valid frame from the MCU" in link.lost_reason
+        assert "no valid frame from the MCU" in events[0].message
+        # reconnecting meanwhile: the bridge opens, nothing answers the pings
+        assert {e.kind for e in events[1:]} == {"no_answer"}
+        assert HINT_SILENT in link.lost_reason
         second, pty2 = start_firmware(firmware_binary)
         bridge.attach(pty2)
         measurements = run_for(link, 2.0)
@@ -504,3 +539,268 @@ def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
                 proc.kill()
                 proc.wait(timeout=5)
     assert link.connected and measurements[-1].flags & Flag.ENABLED
+
+
+def sent_messages(stream: bytes) -> list[Message]:
+    """The host's messages in a byte stream it sent."""
+    return [msg for _, msg in Decoder(None, Direction.TO_MCU).feed_messages(stream)]
+
+
+class FakeDevice:
+    """A TCP device that is not the robot's firmware: ``echo`` returns every byte (a loopback),
+    ``silent`` reads and says nothing, ``garbage`` sends seeded random bytes (as a wrong baud
+    rate does), ``pong`` answers PINGs (boot id 7) and nothing else. ``received`` holds
+    everything the host sent."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        self.received = bytearray()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> FakeDevice:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self.server.close()
+
+    def _run(self) -> None:
+        rng = random.Random(11)
+        decoder = Decoder(None, Direction.TO_MCU)
+        encoder = Encoder(None, Direction.TO_HOST)
+        client: socket.socket | None = None
+        while not self._stop.is_set():
+            watched = [self.server] + ([client] if client is not None else [])
+            ready, _, _ = select.select(watched, [], [], 0.01)
+            if self.server in ready:
+                if client is not None:
+                    client.close()
+                client, _ = self.server.accept()
+                continue
+            if client is None:
+                continue
+            try:
+                if client in ready:
+                    data = client.recv(4096)
+                    if not data:
+                        client.close()
+                        client = None
+                        continue
+                    self.received += data
+                    if self.mode == "echo":
+                        client.sendall(data)
+                    for _, msg in decoder.feed_messages(data) if self.mode == "pong" else ():
+                        if isinstance(msg, Ping):
+                            pong = Pong(msg.host_time_us, int(time.monotonic() * 1e6) % 2**32, 7)
+                            client.sendall(encoder.encode(pong))
+                if self.mode == "garbage":
+                    client.sendall(rng.randbytes(64))
+            except OSError:
+                client.close()
+                client = None
+        if client is not None:
+            client.close()
+
+
+def drive(link: DriverLink, attempts: int, timeout: float = 10.0) -> list[LinkEvent]:
+    """Poll until ``attempts`` connection attempts were given up; the events."""
+    events: list[LinkEvent] = []
+
+    def given_up() -> bool:
+        events.extend(link.poll(0.01)[1])
+        return sum(e.kind in ("no_answer", "open_failed") for e in events) >= attempts
+
+    wait_for(given_up, timeout, f"{attempts} connection attempts given up")
+    return events
+
+
+@pytest.mark.parametrize(
+    ("mode", "hint"), [("echo", HINT_ECHO), ("silent", HINT_SILENT), ("garbage", HINT_GARBAGE)]
+)
+def test_a_device_that_is_not_the_robot_gets_nothing_but_pings_and_a_hint(
+    mode: str, hint: str
+) -> None:
+    """No configuration, ENABLE or target ever reaches a device that has not answered a PING
+    with a PONG; the link never says "connected"; each attempt is given up with the hint."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    with FakeDevice(mode) as device:
+        link = DriverLink(
+            TcpTransport("127.0.0.1", device.port),
+            servos,
+            now=time.monotonic,
+            link_timeout=0.3,
+            min_backoff=0.05,
+            max_backoff=0.1,
+        )
+        link.send_targets(dict.fromkeys(servos.joint_names, 0.1))
+        link.estop()
+        events = drive(link, attempts=2)
+        received = sent_messages(bytes(device.received))
+    assert received and all(isinstance(m, Ping) for m in received)
+    assert link.stats.connects == 0 and "connected" not in [e.kind for e in events]
+    given_up = [e for e in events if e.kind == "no_answer"]
+    assert given_up and all(hint in e.message for e in given_up)
+    if mode == "echo":
+        assert link.decoder.stats.echoed >= len(received) > 0
+
+
+def test_a_dead_udp_bridge_is_never_reported_connected() -> None:
+    """UDP "opens" whatever is there: connected means the handshake completed."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as dead:
+        dead.bind(("127.0.0.1", 0))
+        link = DriverLink(
+            UdpTransport("127.0.0.1", dead.getsockname()[1]),
+            servos,
+            now=time.monotonic,
+            link_timeout=0.2,
+            min_backoff=0.05,
+            max_backoff=0.1,
+        )
+        events = drive(link, attempts=3)
+    assert link.stats.opens >= 3 and link.stats.connects == 0
+    assert "connected" not in [e.kind for e in events]
+
+
+def test_a_bridge_that_accepts_no_connection_never_blocks_the_poll_loop() -> None:
+    """A listener whose accept queue is full drops the SYN: the connect hangs for the
+    transport's connect_timeout (2 s). Meanwhile every poll returns at once (the connect runs
+    on a worker thread); the attempt ends as open_failed."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(3):  # fill the accept queue (backlog 0 holds one)
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        link = DriverLink(TcpTransport("127.0.0.1", port), servos, now=time.monotonic)
+        events: list[LinkEvent] = []
+        polls_while_pending = 0
+
+        def ended() -> bool:
+            nonlocal polls_while_pending
+            events.extend(link.poll(0.0)[1])
+            polls_while_pending += not events
+            return bool(events)
+
+        wait_for(ended, 10.0, "the connect attempt to end")
+    finally:
+        for sock in (*fillers, server):
+            sock.close()
+    assert events[0].kind == "open_failed" and "timed out" in events[0].message
+    assert polls_while_pending >= 10  # ~200 polls of 10 ms fit in the 2 s connect timeout
+
+
+def test_measured_stamps_stay_monotonic_through_a_bridge_freeze(firmware, bridge) -> None:
+    """The bridge forwards nothing for 3 s (Wi-Fi gone), then everything it held: the link is
+    lost, reconnects, pings that waited in the bridge come back with round trips of seconds.
+    Every stamp is later than the one before and no later than its report's arrival."""
+    _, pty = firmware
+    bridge.attach(pty)
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    link = DriverLink(
+        TcpTransport("127.0.0.1", bridge.port),
+        servos,
+        now=time.monotonic,
+        min_backoff=0.05,
+        max_backoff=0.2,
+    )
+    arrivals: list[float] = []
+    events: list[LinkEvent] = []
+    measurements = run_for(link, 1.0, arrivals, events)
+    bridge.frozen.set()
+    measurements += run_for(link, 3.0, arrivals, events)
+    bridge.frozen.clear()
+    before = len(measurements)
+    wait_for(
+        lambda: (
+            measurements.extend(run_for(link, 0.1, arrivals, events))
+            or sum(m.stamp is not None for m in measurements[before:]) > 50
+        ),
+        15.0,
+        "stamped telemetry after the freeze",
+    )
+    assert "lost" in [e.kind for e in events] and link.stats.connects >= 2
+    stamped = [(m.stamp, t) for m, t in zip(measurements, arrivals, strict=True) if m.stamp]
+    assert all(stamp <= arrived for stamp, arrived in stamped)
+    assert all(a[0] < b[0] for a, b in itertools.pairwise(stamped))
+
+
+def test_after_a_reconnect_the_targets_ramp_from_where_the_robot_is(firmware, bridge) -> None:
+    """Connected and holding pose a; the connection drops while the commands jump to pose b.
+    After the reconnect the targets start at a (the armed firmware's telemetry) and move at
+    most the servo speed times the command period per frame until they reach b."""
+    _, pty = firmware
+    bridge.attach(pty)
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    period = 0.05
+    link = DriverLink(
+        TcpTransport("127.0.0.1", bridge.port), servos, now=time.monotonic, command_period=period
+    )
+    a = {n: math.radians(10.0 * (k + 1)) for k, n in enumerate(servos.joint_names)}
+    b = {n: -x for n, x in a.items()}
+
+    def reach(target: dict[str, float]) -> Callable[[], bool]:
+        def check() -> bool:
+            link.send_targets(target)
+            last = run_for(link, period)
+            return bool(last) and all(
+                abs(last[-1].positions[j] - x) < 1e-3 for j, x in target.items()
+            )
+
+        return check
+
+    wait_for(reach(a), 10.0, "pose a")
+    mark = len(bridge.received)
+    bridge.drop()
+    wait_for(reach(b), 10.0, "pose b after the reconnect")
+    targets = [
+        m.targets_cdeg
+        for m in sent_messages(bytes(bridge.received[mark:]))
+        if isinstance(m, SetTargets)
+    ]
+    channel = [c.channel for c in servos.channels]
+    step_cdeg = to_cdeg(link.ramp.max_step) + 1  # + rounding to whole centidegrees
+    poses = [tuple(to_cdeg(a[j]) for j in servos.joint_names)]
+    poses += [tuple(t[c] for c in channel) for t in targets]
+    assert poses[-1] == tuple(to_cdeg(b[j]) for j in servos.joint_names)
+    steps = [
+        max(abs(x - y) for x, y in zip(p, q, strict=True)) for p, q in itertools.pairwise(poses)
+    ]
+    assert max(steps) <= step_cdeg
+    assert link.stats.ramped_targets >= 5  # 160 deg at 600 deg/s and 20 Hz: 6 frames
+
+
+def test_heavy_corruption_is_diagnosed(firmware, bridge) -> None:
+    """About 90 % of the telemetry corrupted (a bit flip in most forwarded chunks, and
+    garbage): the monitor says so, never OK."""
+    _, pty = firmware
+    bridge.attach(pty)
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    with TcpFaultProxy(bridge.port, seed=9, p_flip=0.025, p_garbage=0.005) as proxy:
+        link = DriverLink(
+            TcpTransport("127.0.0.1", proxy.port), servos, now=time.monotonic, link_timeout=5.0
+        )
+        monitor = LinkMonitor(window=2.0)
+        wait_for(lambda: run_for(link, 0.1) and link.connected, 10.0, "a clean session")
+        monitor.restart(link.counts())
+        run_for(link, 1.0)
+        clean = monitor.delta(link.counts())
+        monitor.restart(link.counts())
+        proxy.faults.set()
+        run_for(link, 2.5)
+        faulty = monitor.delta(link.counts())
+    assert judge(clean, 50.0)[0] == Level.OK
+    level, message = judge(faulty, 50.0)
+    assert level >= Level.WARN and "frames bad" in message, message
