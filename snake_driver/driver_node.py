@@ -5,19 +5,27 @@ remapping moves them; ``/diagnostics`` stays absolute, as diagnostics tools expe
 
 A thin adapter over :class:`snake_driver.link.DriverLink`: it declares the parameters,
 converts messages, runs timers (poll, commands, pings, diagnostics) and offers the
-``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it.
+``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it, and no
+callback waits: the link connects on a worker thread, and the services answer from state.
 
 ``~/estop`` latches the e-stop in the link (no targets, and no ENABLE on a reconnect, until
-``~/enable`` true) and answers success only once telemetry shows the firmware's e-stop flag,
-waiting at most ``ESTOP_CONFIRM_S`` while it keeps polling the link.
+``~/enable`` true), sends ESTOP and answers at once: success means "sent and latched" (false:
+latched only, not connected or not encodable; it is sent at the next session's start); the
+message says whether the firmware has confirmed it yet. The link repeats ESTOP until the
+firmware's telemetry shows its e-stop flag; a caller learns the confirmation from the
+diagnostics key ``estop_confirmed`` (or the flag ``estop``).
+
+Commands (``joint_commands``) are refused, counted and warned about (throttled) when they are
+not finite, name unknown joints, differ in name and position counts, or are stamped outside
+``command_max_age`` of now (older, or in the future by more than that; a zero stamp means
+"now"). Diagnostics are OK only while valid telemetry arrives at about its configured rate
+(:mod:`snake_driver.health`); otherwise WARN or ERROR with a one-line hint.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import time
-from collections import deque
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
@@ -36,7 +44,8 @@ from snake_ros.common import (
 from snake_ros.paths import robot_config
 
 from .calibration import CalibrationError, load_servo_map
-from .link import ESTOP_CONFIRM_S, DriverLink, LinkEvent, Measurement
+from .health import Counts, Level, LinkMonitor, judge
+from .link import DriverLink, LinkEvent, Measurement
 from .protocol import AuthKeyError, Flag, parse_key
 from .transport import TRANSPORTS, make_transport
 
@@ -71,6 +80,15 @@ class DriverNode(Node):
         self.interpolate = declare_bool(
             self, "interpolate", True, "let the firmware interpolate over one command period"
         )
+        self.command_max_age = declare_float(
+            self,
+            "command_max_age",
+            0.5,
+            0.001,
+            3600.0,
+            "refuse commands stamped more than this before now, or after now [s] (a zero "
+            "stamp counts as now)",
+        )
 
         model, self.servos = load_servo_map(robot_config(config))
         try:
@@ -85,13 +103,18 @@ class DriverNode(Node):
             key=key,
             enable_on_connect=bool(enable),
             link_timeout=link_timeout,
+            command_period=1.0 / command_rate,
         )
         self.command_period_ms = int(1000.0 / command_rate)
+        period_ms = self.servos.system.telemetry_period_ms
+        self.expected_telemetry_hz = 1000.0 / period_ms if period_ms else None
         self.targets: dict[str, float] | None = None
         self.rejected = 0
+        self.stale = 0
         self.clamped = 0
-        self.telemetry_times: deque[float] = deque(maxlen=100)
+        self.monitor = LinkMonitor()
         self.last_measurement: Measurement | None = None
+        self._session = -1  # link.stats.connects + mcu_resets when the monitor restarted
 
         # relative names (the graphs run the node in the root namespace); /diagnostics is
         # the one topic every diagnostics tool reads
@@ -131,9 +154,21 @@ class DriverNode(Node):
 
     # ------------------------------------------------------------------ topics
     def on_command(self, msg: JointState) -> None:
-        """Accept a command only if it names known joints with finite positions."""
+        """Accept a command only if it names known joints with finite positions and is
+        stamped within ``command_max_age`` of now (a zero stamp: now)."""
         known = self.servos.by_joint()
         problem = None
+        stamp = Time.from_msg(msg.header.stamp).nanoseconds * 1e-9
+        age = self._now() - stamp if stamp else 0.0
+        if not -self.command_max_age <= age <= self.command_max_age:
+            self.stale += 1
+            when = f"{age:.3g} s old" if age > 0 else f"{-age:.3g} s in the future"
+            self.get_logger().warning(
+                f"refused /joint_commands stamped {when} (command_max_age "
+                f"{self.command_max_age:g} s): a stale or wrongly stamped command",
+                throttle_duration_sec=2.0,
+            )
+            return
         if len(msg.name) != len(msg.position):
             problem = f"{len(msg.name)} names but {len(msg.position)} positions"
         elif not all(math.isfinite(x) for x in msg.position):
@@ -168,7 +203,6 @@ class DriverNode(Node):
         self.log_events(events)
         for m in measurements:
             self.last_measurement = m
-            self.telemetry_times.append(self._now())
             if m.stamp is None:
                 continue  # no clock mapping yet: never stamp with arrival time
             msg = JointState()
@@ -179,25 +213,22 @@ class DriverNode(Node):
 
     # ------------------------------------------------------------------ services
     def on_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """Latch the e-stop; success once telemetry shows it (polling for ESTOP_CONFIRM_S)."""
+        """Latch the e-stop and send ESTOP; answer at once (see the module docstring)."""
         events = self.link.estop()
         self.log_events(events)
-        deadline = time.monotonic() + ESTOP_CONFIRM_S
-        while self.link.connected and not self.link.estop_confirmed and time.monotonic() < deadline:
-            self.on_poll(0.01)
-        response.success = self.link.estop_confirmed
-        latched = "latched in the driver: no targets, no enable until ~/enable true"
         failed = [e.message for e in events if e.kind == "send_failed"]
-        if response.success:
-            response.message = f"e-stop confirmed by the firmware's telemetry; {latched}"
-        elif failed:
+        response.success = self.link.connected and not failed
+        latched = "latched in the driver: no targets, no enable until ~/enable true"
+        if failed:
             response.message = f"e-stop not sent: {failed[0]}; {latched}"
         elif not self.link.connected:
-            response.message = f"not connected: e-stop not confirmed, sent on reconnect; {latched}"
+            response.message = f"not connected: e-stop sent when the link is back; {latched}"
+        elif self.link.estop_confirmed:
+            response.message = f"e-stop sent; the firmware already reports it; {latched}"
         else:
             response.message = (
-                f"e-stop sent but not confirmed by telemetry within {ESTOP_CONFIRM_S:g} s "
-                f"(sent again on every reconnect); {latched}"
+                "e-stop sent, repeated until the firmware confirms it (diagnostics "
+                f"estop_confirmed); {latched}"
             )
         self.get_logger().warning(f"~/estop: {response.message}")
         return response
@@ -214,38 +245,48 @@ class DriverNode(Node):
 
     # ------------------------------------------------------------------ diagnostics
     def on_diagnostics(self) -> None:
+        link = self.link
         status = DiagnosticStatus(
-            name="mfm_snake driver: link", hardware_id=self.link.transport.description
+            name="mfm_snake driver: link", hardware_id=link.transport.description
         )
         m = self.last_measurement
-        stats, dec = self.link.stats, self.link.decoder.stats
-        times = self.telemetry_times
-        rate = (
-            (len(times) - 1) / (times[-1] - times[0])
-            if len(times) > 1 and times[-1] > times[0]
-            else 0.0
-        )
+        stats, dec = link.stats, link.decoder.stats
+        counts = link.counts()
+        session = stats.connects + stats.mcu_resets
+        if session != self._session:  # a new session: judge it on its own frames
+            self._session = session
+            self.monitor.restart(counts)
+        delta = self.monitor.delta(counts)
+        rate = delta.telemetry / delta.t if delta.t > 0 else 0.0
         values = {
-            "connected": self.link.connected,
-            "round_trip_ms": None
-            if self.link.clock.last_rtt_s is None
-            else 1e3 * self.link.clock.last_rtt_s,
+            "connected": link.connected,
+            "state": link.state,
+            "boot_id": link.boot_id,
+            "round_trip_ms": None if link.clock.last_rtt_s is None else 1e3 * link.clock.last_rtt_s,
             "telemetry_rate_hz": rate,
+            "expected_telemetry_hz": self.expected_telemetry_hz,
             "frames_ok": dec.frames_ok,
             "bad_crc": dec.bad_crc,
             "bad_length": dec.bad_length,
             "bad_auth": dec.bad_auth,
             "replayed": dec.replayed,
             "bad_payload": dec.bad_payload,
+            "echoed": dec.echoed,
             "sequence_gaps": dec.seq_gaps,
             "discarded_bytes": dec.discarded_bytes,
-            "last_frame_age_s": self.link.silence_s if self.link.connected else None,
+            "bytes_received": stats.bytes_received,
+            "last_frame_age_s": link.silence_s if link.connected else None,
             "reconnects": max(0, stats.connects - 1),
+            "no_answers": stats.no_answers,
             "link_timeouts": stats.timeouts,
             "mcu_resets": stats.mcu_resets,
             "rearms": stats.rearms,
-            "estop_latched": self.link.estopped,
+            "ramping": link.ramp.active,
+            "unstamped_reports": stats.unstamped,
+            "estop_latched": link.estopped,
+            "estop_confirmed": link.estop_confirmed,
             "commands_rejected": self.rejected,
+            "commands_stale": self.stale,
             "commands_clamped": self.clamped,
             "error_reports": stats.error_reports,
         }
@@ -255,28 +296,38 @@ class DriverNode(Node):
                 "estop": bool(m.flags & Flag.ESTOP),
                 "watchdog_tripped": bool(m.flags & Flag.WATCHDOG_TRIPPED),
                 "limit_hit": bool(m.flags & Flag.LIMIT_HIT),
-                "firmware_bad_crc": m.counters.bad_crc,
-                "firmware_bad_auth": m.counters.bad_auth,
-                "firmware_replayed": m.counters.replayed,
+                **{f"firmware_{k}": v for k, v in vars(m.counters).items()},
             }
         status.values = [
             KeyValue(key=k, value=f"{v:.3f}" if isinstance(v, float) else str(v))
             for k, v in values.items()
         ]
-        if not self.link.connected:
-            reason = self.link.lost_reason or "connecting"
-            status.level, status.message = DiagnosticStatus.ERROR, f"not connected: {reason}"
-        elif self.link.estopped:
-            status.level = DiagnosticStatus.WARN
-            status.message = "e-stop latched by the driver: ~/enable true to re-arm"
-        elif m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
-            status.level, status.message = DiagnosticStatus.WARN, "e-stop or watchdog tripped"
-        else:
-            status.level, status.message = DiagnosticStatus.OK, "connected"
+        level, status.message = self._judge(delta, m)
+        status.level = bytes([level])
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = [status]
         self.pub_diag.publish(array)
+
+    def _judge(self, delta: Counts, m: Measurement | None) -> tuple[Level, str]:
+        """The link's level and one-line message: not connected (with the reason and its
+        hint), an e-stop or watchdog trip, else what the session's window shows."""
+        link = self.link
+        if not link.connected:
+            what = {"opening": "connecting", "handshake": "waiting for a PONG"}.get(link.state)
+            reason = link.lost_reason or what or "connecting"
+            prefix = f"{what} after: " if what and link.lost_reason else ""
+            return Level.ERROR, f"not connected: {prefix}{reason}"
+        if delta.t <= 0.0:
+            return Level.WARN, "session starting"
+        level, message = judge(delta, self.expected_telemetry_hz)
+        if level != Level.OK:
+            return level, message
+        if link.estopped:
+            return Level.WARN, "e-stop latched by the driver: ~/enable true to re-arm"
+        if m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
+            return Level.WARN, "e-stop or watchdog tripped"
+        return level, message
 
 
 def main() -> None:

@@ -8,8 +8,11 @@ and one upstream bridge, dropping each with a given probability; replies go to e
 the stream as the sender sent it and where it was damaged, so a test can compute exactly
 which frames a correct receiver must still accept (:func:`intact_frames`).
 
+:class:`FakeDevice` is a TCP device that is not the robot at all (an echoing port, a silent
+one, one speaking garbage, one that only answers PINGs).
+
 Everything runs in one daemon thread per proxy, on 127.0.0.1 only, with every wait bounded
-by ``lifetime_s``; ``close`` stops it.
+by ``lifetime_s`` (the device: until its ``with`` block ends); ``close`` stops it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,20 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
 
-from snake_driver.protocol import AUTH_LEN, CRC_LEN, HEADER_LEN, MAX_PAYLOAD, SYNC, TYPE_AUTH, crc16
+from snake_driver.protocol import (
+    AUTH_LEN,
+    CRC_LEN,
+    HEADER_LEN,
+    MAX_PAYLOAD,
+    SYNC,
+    TYPE_AUTH,
+    Decoder,
+    Direction,
+    Encoder,
+    Ping,
+    Pong,
+    crc16,
+)
 
 POLL_S = 0.02  # longest a proxy thread blocks before checking for stop [s]
 
@@ -309,3 +325,64 @@ class UdpLossProxy(_Proxy):
         finally:
             self._front.close()
             self._back.close()
+
+
+class FakeDevice:
+    """A TCP device that is not the robot's firmware: ``echo`` returns every byte (a loopback),
+    ``silent`` reads and says nothing, ``garbage`` sends seeded random bytes (as a wrong baud
+    rate does), ``pong`` answers PINGs (boot id 7) and nothing else. ``received`` holds
+    everything the host sent."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        self.received = bytearray()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> FakeDevice:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self.server.close()
+
+    def _run(self) -> None:
+        rng = random.Random(11)
+        decoder = Decoder(None, Direction.TO_MCU)
+        encoder = Encoder(None, Direction.TO_HOST)
+        client: socket.socket | None = None
+        while not self._stop.is_set():
+            watched = [self.server] + ([client] if client is not None else [])
+            ready, _, _ = select.select(watched, [], [], 0.01)
+            if self.server in ready:
+                if client is not None:
+                    client.close()
+                client, _ = self.server.accept()
+                continue
+            if client is None:
+                continue
+            try:
+                if client in ready:
+                    data = client.recv(4096)
+                    if not data:
+                        client.close()
+                        client = None
+                        continue
+                    self.received += data
+                    if self.mode == "echo":
+                        client.sendall(data)
+                    for _, msg in decoder.feed_messages(data) if self.mode == "pong" else ():
+                        if isinstance(msg, Ping):
+                            pong = Pong(msg.host_time_us, int(time.monotonic() * 1e6) % 2**32, 7)
+                            client.sendall(encoder.encode(pong))
+                if self.mode == "garbage":
+                    client.sendall(rng.randbytes(64))
+            except OSError:
+                client.close()
+                client = None
+        if client is not None:
+            client.close()

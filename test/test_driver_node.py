@@ -1,11 +1,13 @@
 """driver_node (a real process, real rclpy) against the firmware core's POSIX build on a pty:
-commands in, time-stamped measurements out, diagnostics, a confirmed and latched e-stop, bad
-commands rejected, and authenticated mode set up from the hardware graph's arguments."""
+commands in, time-stamped measurements out, diagnostics, a latched e-stop answered at once
+and confirmed in the diagnostics, bad and stale commands rejected, and authenticated mode
+set up from the hardware graph's arguments."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import os
 import subprocess
@@ -15,12 +17,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fault_proxy import FakeDevice
 
 from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph
+from snake_driver.protocol import Decoder, Direction, Estop
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
@@ -196,8 +201,9 @@ def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
 
 
 def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
-    """~/estop answers success once the firmware's telemetry shows the e-stop; from then on
-    the driver sends no targets (the firmware refuses none as NOT_ARMED) until ~/enable."""
+    """~/estop answers success (sent and latched) at once; the diagnostics say when the
+    firmware's telemetry confirms it; from then on the driver sends no targets (the firmware
+    refuses none as NOT_ARMED) until ~/enable."""
     node = rclpy.create_node("driver_estop")
     measured: list[JointState] = []
     diagnostics: list[DiagnosticArray] = []
@@ -221,11 +227,15 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     assert spin_until(node, following(0.15), 20.0)
     future = estop.call_async(Trigger.Request())
     assert spin_until(node, future.done, 5.0)
-    assert future.result().success and "confirmed" in future.result().message
+    assert future.result().success and "latched" in future.result().message
 
     def latched() -> bool:
         pub.publish(command([-0.15] * 8))
-        return values().get("estop") == "True" and values().get("estop_latched") == "True"
+        return (
+            values().get("estop") == "True"
+            and values().get("estop_latched") == "True"
+            and values().get("estop_confirmed") == "True"
+        )
 
     assert spin_until(node, latched, 5.0)
     refused, reports = int(values()["error_reports"]), len(diagnostics)
@@ -240,6 +250,91 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     assert spin_until(node, lambda: values().get("estop_latched") == "False", 5.0)
     assert values()["estop"] == "False"
     node.destroy_node()
+
+
+def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
+    """Commands stamped in 1970, an hour ago or 1e6 s ahead are never acted on; each is
+    counted in the diagnostics (unstamped ones, as the other tests send, count as now)."""
+    node = rclpy.create_node("driver_stale_commands")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+
+    def settled() -> bool:
+        pub.publish(command([0.05] * 8))
+        return bool(measured) and all(abs(a - 0.05) < 1e-3 for a in measured[-1].position)
+
+    def stale_count() -> int:
+        values = (
+            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+        )
+        return int(values.get("commands_stale", 0))
+
+    assert spin_until(node, settled, 20.0)
+    assert spin_until(node, lambda: bool(diagnostics), 5.0)
+    before = stale_count()
+    now = node.get_clock().now().nanoseconds * 1e-9
+    for stamp in (1.0, now - 3600.0, now + 1e6):
+        msg = command([-0.4] * 8)
+        msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
+        pub.publish(msg)
+    assert spin_until(node, lambda: stale_count() >= before + 3, 10.0)
+    measured.clear()
+    assert spin_until(node, lambda: len(measured) > 10, 5.0)
+    assert all(abs(a - 0.05) < 1e-3 for m in measured for a in m.position)
+    node.destroy_node()
+
+
+#: Builds driver_node against a device that answers PINGs only (never confirms an e-stop),
+#: waits for the session, calls the e-stop service's callback directly and reports how often
+#: it polled the link meanwhile.
+ESTOP_PROBE = """
+import json, sys, time, rclpy
+from std_srvs.srv import Trigger
+rclpy.init(args=["--ros-args", "-p", "transport:=tcp", "-p", "port:='" + sys.argv[1] + "'",
+                 "-p", "robot_config:=robot"])
+from snake_driver.driver_node import DriverNode
+node = DriverNode()
+deadline = time.monotonic() + 20.0
+while not node.link.connected and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.05)
+polls = []
+poll = node.link.poll
+node.link.poll = lambda timeout=0.0: (polls.append(timeout), poll(timeout))[1]
+response = node.on_estop(Trigger.Request(), Trigger.Response())
+print(json.dumps({"connected": node.link.connected, "polls": len(polls),
+                  "success": response.success, "message": response.message}))
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+def test_estop_answers_from_state_without_polling(domain) -> None:
+    """The e-stop callback never waits for the firmware (the old one polled the link for up
+    to 0.3 s inside the callback, stalling every timer): it latches, sends and answers."""
+    with FakeDevice("pong") as device:
+        out = subprocess.run(
+            [sys.executable, "-c", ESTOP_PROBE, str(device.port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ros_env(),
+        )
+        sent = sent_estops(bytes(device.received))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["connected"] and result["polls"] == 0
+    assert result["success"] and "until the firmware confirms" in result["message"]
+    assert sent >= 1
+
+
+def sent_estops(stream: bytes) -> int:
+    """ESTOP frames in what the host sent."""
+    return sum(
+        isinstance(m, Estop) for _, m in Decoder(None, Direction.TO_MCU).feed_messages(stream)
+    )
 
 
 def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:

@@ -17,7 +17,6 @@ import itertools
 import math
 import os
 import queue
-import random
 import select
 import shutil
 import socket
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
-from fault_proxy import TcpFaultProxy
+from fault_proxy import FakeDevice, TcpFaultProxy
 
 from snake_driver.calibration import load_servo_map, to_cdeg
 from snake_driver.health import (
@@ -47,12 +46,10 @@ from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkE
 from snake_driver.protocol import (
     Decoder,
     Direction,
-    Encoder,
     Estop,
     Flag,
     Message,
     Ping,
-    Pong,
     SetTargets,
 )
 from snake_driver.transport import SerialTransport, TcpTransport, UdpTransport
@@ -544,67 +541,6 @@ def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
 def sent_messages(stream: bytes) -> list[Message]:
     """The host's messages in a byte stream it sent."""
     return [msg for _, msg in Decoder(None, Direction.TO_MCU).feed_messages(stream)]
-
-
-class FakeDevice:
-    """A TCP device that is not the robot's firmware: ``echo`` returns every byte (a loopback),
-    ``silent`` reads and says nothing, ``garbage`` sends seeded random bytes (as a wrong baud
-    rate does), ``pong`` answers PINGs (boot id 7) and nothing else. ``received`` holds
-    everything the host sent."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.server.getsockname()[1])
-        self.received = bytearray()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> FakeDevice:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-        self.server.close()
-
-    def _run(self) -> None:
-        rng = random.Random(11)
-        decoder = Decoder(None, Direction.TO_MCU)
-        encoder = Encoder(None, Direction.TO_HOST)
-        client: socket.socket | None = None
-        while not self._stop.is_set():
-            watched = [self.server] + ([client] if client is not None else [])
-            ready, _, _ = select.select(watched, [], [], 0.01)
-            if self.server in ready:
-                if client is not None:
-                    client.close()
-                client, _ = self.server.accept()
-                continue
-            if client is None:
-                continue
-            try:
-                if client in ready:
-                    data = client.recv(4096)
-                    if not data:
-                        client.close()
-                        client = None
-                        continue
-                    self.received += data
-                    if self.mode == "echo":
-                        client.sendall(data)
-                    for _, msg in decoder.feed_messages(data) if self.mode == "pong" else ():
-                        if isinstance(msg, Ping):
-                            pong = Pong(msg.host_time_us, int(time.monotonic() * 1e6) % 2**32, 7)
-                            client.sendall(encoder.encode(pong))
-                if self.mode == "garbage":
-                    client.sendall(rng.randbytes(64))
-            except OSError:
-                client.close()
-                client = None
-        if client is not None:
-            client.close()
 
 
 def drive(link: DriverLink, attempts: int, timeout: float = 10.0) -> list[LinkEvent]:
