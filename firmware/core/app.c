@@ -1,5 +1,7 @@
 #include "app.h"
 
+#include <string.h>
+
 #include "../hal/hal.h"
 #include "messages.h"
 #include "protocol.h"
@@ -12,30 +14,66 @@ static bool enabled;
 static bool estopped;
 static uint16_t limit_mask;
 static bool limit_hit; /* a target was clamped since the last report */
-static uint16_t bad_payload;
-static uint16_t tx_skipped; /* telemetry reports that did not fit */
-static uint16_t tx_dropped; /* replies that did not fit */
+static uint16_t frames_ok;  /* frames acted on: known type, valid payload */
+static uint16_t bad_payload; /* unknown type or a payload that does not fit */
+static uint16_t tx_skipped;  /* telemetry reports skipped to keep room for replies */
+static uint16_t tx_dropped;  /* replies that found the reply queue full */
 static uint16_t pulse_us[SERVO_CHANNELS];
 static proto_parser_t parser;
 static proto_sender_t sender;
 static bool frame_handled; /* since the last control update */
 static uint32_t last_control_us;
+static uint32_t last_rx_us; /* clock after the read of the pass that took the latest byte */
 
 #define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
+#define T_GAP_US 2000u          /* inter-frame timeout (PROTOCOL.md) */
+#define RX_PER_PASS 32u         /* received bytes parsed per main-loop pass, at most */
+#define REPLY_QUEUE 4u          /* replies waiting for room in the transmit buffer */
 
-/* False when the frame did not fit the transmit buffer (the link is saturated). */
-static bool send_frame(uint8_t type, const uint8_t *payload, uint8_t len)
+/* Replies (PONG, ERROR) not yet in the transmit buffer, oldest first. */
+static struct {
+    uint8_t type, len;
+    uint8_t payload[MSG_PONG_LEN]; /* the largest reply */
+} replies[REPLY_QUEUE];
+static uint8_t reply_first, reply_count;
+
+/* Bytes on the wire of a frame with a payload of len bytes. */
+static size_t frame_size(uint8_t len)
+{
+    return PROTO_HEADER_LEN + len + PROTO_CRC_LEN + (sender.key ? PROTO_AUTH_LEN : 0);
+}
+
+/* Encode (SEQ, COUNTER) and queue a frame the transmit buffer has room for. */
+static void send_frame(uint8_t type, const uint8_t *payload, uint8_t len)
 {
     uint8_t frame[PROTO_MAX_FRAME];
     size_t n = protocol_encode(&sender, type, payload, len, frame);
-    return hal_uart_write(frame, n);
+    (void)hal_uart_write(frame, n); /* cannot fail: the caller checked the room */
+}
+
+/* Move waiting replies into the transmit buffer, in order, while they fit. */
+static void flush_replies(void)
+{
+    while (reply_count > 0 && hal_uart_tx_free() >= frame_size(replies[reply_first].len)) {
+        send_frame(replies[reply_first].type, replies[reply_first].payload,
+                   replies[reply_first].len);
+        reply_first = (uint8_t)((reply_first + 1u) % REPLY_QUEUE);
+        reply_count--;
+    }
 }
 
 static void send_reply(uint8_t type, const uint8_t *payload, uint8_t len)
 {
-    if (!send_frame(type, payload, len)) {
+    if (reply_count == REPLY_QUEUE) {
         tx_dropped++;
+        return;
     }
+    uint8_t slot = (uint8_t)((reply_first + reply_count) % REPLY_QUEUE);
+    replies[slot].type = type;
+    replies[slot].len = len;
+    memcpy(replies[slot].payload, payload, len);
+    reply_count++;
+    flush_replies();
 }
 
 static void send_error(uint8_t code, const proto_frame_t *f)
@@ -57,9 +95,11 @@ static void set_targets(const msg_set_targets_t *m, uint32_t now, const proto_fr
         return;
     }
     /* while disabled, targets are preloaded: the first pulse after enable goes there */
-    limit_mask = servo_set_targets(m->first, m->count, m->target_cdeg,
-                                   enabled ? m->duration_ms : 0, now);
-    limit_hit = limit_hit || limit_mask != 0;
+    uint16_t clamped = servo_set_targets(m->first, m->count, m->target_cdeg,
+                                         enabled ? m->duration_ms : 0, now);
+    uint16_t addressed = (uint16_t)((((uint32_t)1 << m->count) - 1u) << m->first);
+    limit_mask = (uint16_t)((limit_mask & ~addressed) | clamped);
+    limit_hit = limit_hit || clamped != 0;
 }
 
 static void set_enabled(bool on, uint32_t now)
@@ -70,6 +110,17 @@ static void set_enabled(bool on, uint32_t now)
         watchdog_arm(now);
     } else {
         watchdog_disarm();
+    }
+}
+
+/* E-stop: every output low at once, running pulses cut. */
+static void estop(uint32_t now)
+{
+    estopped = true;
+    set_enabled(false, now);
+    hal_servo_cut();
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        pulse_us[ch] = 0;
     }
 }
 
@@ -87,6 +138,7 @@ static bool dispatch(const proto_frame_t *f, uint32_t now)
                            .mcu_time_us = hal_micros(),
                            .boot_id = sender.boot_id};
         send_reply(MSG_PONG, payload, msg_encode_pong(&pong, payload));
+        frames_ok++;
         return true;
     }
     case MSG_SET_TARGETS: {
@@ -126,8 +178,7 @@ static bool dispatch(const proto_frame_t *f, uint32_t now)
         if (f->len != 0) {
             return false;
         }
-        estopped = true;
-        set_enabled(false, now);
+        estop(now);
         break;
     default:
         send_error(ERR_UNKNOWN_TYPE, f);
@@ -135,6 +186,7 @@ static bool dispatch(const proto_frame_t *f, uint32_t now)
         return true;
     }
     watchdog_feed(now); /* every valid command except ping */
+    frames_ok++;
     return true;
 }
 
@@ -162,16 +214,20 @@ static void report(uint32_t now)
 {
     const proto_counters_t *c = &parser.counters;
     const uint16_t counters[CNT_COUNT] = {
-        [CNT_FRAMES_OK] = c->frames_ok,   [CNT_BAD_CRC] = c->bad_crc,
-        [CNT_BAD_LENGTH] = c->bad_length, [CNT_BAD_AUTH] = c->bad_auth,
-        [CNT_REPLAYED] = c->replayed,     [CNT_BAD_PAYLOAD] = bad_payload,
-        [CNT_RX_DROPPED] = hal_uart_rx_dropped(),
-        [CNT_TX_SKIPPED] = tx_skipped,    [CNT_TX_DROPPED] = tx_dropped,
+        [CNT_FRAMES_OK] = frames_ok,          [CNT_BAD_CRC] = c->bad_crc,
+        [CNT_BAD_LENGTH] = c->bad_length,     [CNT_BAD_AUTH] = c->bad_auth,
+        [CNT_REPLAYED] = c->replayed,         [CNT_BAD_PAYLOAD] = bad_payload,
+        [CNT_RX_DROPPED] = hal_uart_rx_dropped(), [CNT_RX_TIMEOUTS] = c->rx_timeouts,
+        [CNT_TX_SKIPPED] = tx_skipped,        [CNT_TX_DROPPED] = tx_dropped,
     };
     msg_telemetry_t t;
     telemetry_collect(&t, now, flags(), limit_mask, counters, pulse_us);
     uint8_t payload[PROTO_MAX_PAYLOAD];
-    if (send_frame(MSG_TELEMETRY, payload, msg_encode_telemetry(&t, payload))) {
+    uint8_t len = msg_encode_telemetry(&t, payload);
+    /* replies first: a report goes out only behind no waiting reply and if two of the
+     * largest replies still fit after it */
+    if (reply_count == 0 && hal_uart_tx_free() >= frame_size(len) + 2 * frame_size(MSG_PONG_LEN)) {
+        send_frame(MSG_TELEMETRY, payload, len);
         limit_hit = false;
     } else {
         tx_skipped++;
@@ -185,9 +241,12 @@ void app_init(const uint8_t *key)
     estopped = false;
     limit_mask = 0;
     limit_hit = false;
+    frames_ok = 0;
     bad_payload = 0;
     tx_skipped = 0;
     tx_dropped = 0;
+    reply_first = 0;
+    reply_count = 0;
     servo_init(now);
     watchdog_configure(500, WATCHDOG_HOLD);
     watchdog_disarm();
@@ -196,6 +255,7 @@ void app_init(const uint8_t *key)
     protocol_parser_init(&parser, key, PROTO_DIR_TO_MCU, boot_id, on_frame, NULL);
     frame_handled = false;
     last_control_us = now;
+    last_rx_us = now;
     sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST, .boot_id = boot_id};
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
         pulse_us[ch] = 0;
@@ -222,19 +282,27 @@ static void control(uint32_t now)
     frame_handled = false;
 }
 
+/* Bounded work: at most RX_PER_PASS bytes parsed (PROTOCOL.md, "Flood behaviour"), one
+ * control update, the waiting replies and one report; then the watchdog kick. */
 void app_step(void)
 {
-    uint8_t rx[32];
-    size_t n;
-    while ((n = hal_uart_read(rx, sizeof rx)) > 0) {
+    uint8_t rx[RX_PER_PASS];
+    size_t n = hal_uart_read(rx, sizeof rx);
+    uint32_t now = hal_micros(); /* after the read: no earlier than any byte it took */
+    if (n > 0) {
         protocol_feed(&parser, rx, n);
+        last_rx_us = now;
+    } else if (protocol_held(&parser) && now - last_rx_us >= T_GAP_US) {
+        protocol_timeout(&parser);
     }
-    uint32_t now = hal_micros();
+    now = hal_micros();
     if (frame_handled || now - last_control_us >= CONTROL_PERIOD_US) {
         control(now);
     }
+    flush_replies();
     if (telemetry_due(now)) {
         report(now);
     }
+    hal_kick();
     hal_idle();
 }

@@ -62,15 +62,15 @@ static uint32_t mac_tag(const uint8_t *key, proto_dir_t dir, uint32_t boot_id,
     return (uint32_t)siphash24(key, m, covered + BOOT_ID_LEN);
 }
 
-/* Decide on a complete, CRC-valid frame of total length n held in p->buf. */
-static void accept_frame(proto_parser_t *p, size_t n)
+/* Decide on a complete, CRC-valid frame of total length n. */
+static void accept_frame(proto_parser_t *p, const uint8_t *frame, size_t n)
 {
     proto_frame_t f;
-    f.type = p->buf[2] & (uint8_t)~PROTO_TYPE_AUTH;
-    f.seq = get_u16(p->buf + 3);
-    f.len = p->buf[1];
-    f.payload = p->buf + PROTO_HEADER_LEN;
-    f.authenticated = (p->buf[2] & PROTO_TYPE_AUTH) != 0;
+    f.type = frame[2] & (uint8_t)~PROTO_TYPE_AUTH;
+    f.seq = get_u16(frame + 3);
+    f.len = frame[1];
+    f.payload = frame + PROTO_HEADER_LEN;
+    f.authenticated = (frame[2] & PROTO_TYPE_AUTH) != 0;
     f.counter = 0;
     if (f.authenticated != (p->key != NULL)) {
         p->counters.bad_auth++;
@@ -78,9 +78,8 @@ static void accept_frame(proto_parser_t *p, size_t n)
     }
     if (f.authenticated) {
         size_t covered = n - PROTO_TAG_LEN - PROTO_CRC_LEN;
-        f.counter = get_u32(p->buf + covered - 4);
-        if (mac_tag(p->key, p->rx_dir, p->boot_id, p->buf, covered) !=
-            get_u32(p->buf + covered)) {
+        f.counter = get_u32(frame + covered - 4);
+        if (mac_tag(p->key, p->rx_dir, p->boot_id, frame, covered) != get_u32(frame + covered)) {
             p->counters.bad_auth++;
             return;
         }
@@ -93,40 +92,43 @@ static void accept_frame(proto_parser_t *p, size_t n)
     p->on_frame(p->ctx, &f);
 }
 
+/* Forget the first n bytes held (no copying: the rest moves only when room runs out). */
 static void drop(proto_parser_t *p, size_t n)
 {
-    p->fill = (uint8_t)(p->fill - n);
-    memmove(p->buf, p->buf + n, p->fill);
+    p->held = (uint8_t)(p->held - n);
+    p->head = p->held ? (uint8_t)(p->head + n) : 0;
 }
 
-/* Consume as many complete frames (or bad prefixes) from the buffer as possible. */
+/* Consume complete frames and bad candidates from the front until an incomplete candidate
+ * (or nothing) is left. */
 static void scan(proto_parser_t *p)
 {
-    while (p->fill > 0) {
-        if (p->buf[0] != PROTO_SYNC) {
-            const uint8_t *sync = memchr(p->buf, PROTO_SYNC, p->fill);
-            drop(p, sync ? (size_t)(sync - p->buf) : p->fill);
+    while (p->held > 0) {
+        const uint8_t *b = p->buf + p->head;
+        if (b[0] != PROTO_SYNC) {
+            const uint8_t *sync = memchr(b, PROTO_SYNC, p->held);
+            drop(p, sync ? (size_t)(sync - b) : p->held);
             continue;
         }
-        if (p->fill < 3) {
+        if (p->held < 3) {
             return;
         }
-        if (p->buf[1] > p->max_payload) {
+        if (b[1] > p->max_payload) {
             p->counters.bad_length++;
             drop(p, 1);
             continue;
         }
-        size_t n = PROTO_HEADER_LEN + p->buf[1] + PROTO_CRC_LEN +
-                   ((p->buf[2] & PROTO_TYPE_AUTH) ? PROTO_AUTH_LEN : 0);
-        if (p->fill < n) {
+        size_t n = PROTO_HEADER_LEN + b[1] + PROTO_CRC_LEN +
+                   ((b[2] & PROTO_TYPE_AUTH) ? PROTO_AUTH_LEN : 0);
+        if (p->held < n) {
             return;
         }
-        if (crc16_update(CRC16_INIT, p->buf + 1, n - 3) != get_u16(p->buf + n - 2)) {
+        if (crc16_update(CRC16_INIT, b + 1, n - 3) != get_u16(b + n - 2)) {
             p->counters.bad_crc++;
             drop(p, 1); /* the next frame may start inside this one */
             continue;
         }
-        accept_frame(p, n);
+        accept_frame(p, b, n);
         drop(p, n);
     }
 }
@@ -134,12 +136,25 @@ static void scan(proto_parser_t *p)
 void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len)
 {
     while (len > 0) {
-        size_t room = sizeof p->buf - p->fill;
+        if (p->head > 0 && p->head + p->held == sizeof p->buf) {
+            memmove(p->buf, p->buf + p->head, p->held);
+            p->head = 0;
+        }
+        size_t room = sizeof p->buf - p->head - p->held;
         size_t chunk = len < room ? len : room;
-        memcpy(p->buf + p->fill, data, chunk);
-        p->fill = (uint8_t)(p->fill + chunk);
+        memcpy(p->buf + p->head + p->held, data, chunk);
+        p->held = (uint8_t)(p->held + chunk);
         data += chunk;
         len -= chunk;
+        scan(p);
+    }
+}
+
+void protocol_timeout(proto_parser_t *p)
+{
+    while (p->held > 0) { /* after scan: an incomplete candidate, SYNC first */
+        p->counters.rx_timeouts++;
+        drop(p, 1);
         scan(p);
     }
 }

@@ -3,6 +3,11 @@
  * See firmware/PROTOCOL.md. The parser resynchronises on the next sync byte after any
  * bad frame and only hands over frames that pass CRC and, in authenticated mode, the MAC
  * and the replay window.
+ *
+ * Bounded work: a candidate is at most max_payload + 15 bytes (55 towards the MCU), each
+ * held byte starts at most one candidate that is checked (CRC, then MAC only if the CRC
+ * matches, and a frame with a matching CRC is consumed whole), so feeding k bytes costs at
+ * most (k + bytes held before) candidate checks of at most one candidate's length each.
  */
 #ifndef PROTOCOL_H
 #define PROTOCOL_H
@@ -42,6 +47,7 @@ typedef struct {
     uint16_t bad_length;
     uint16_t bad_auth; /* missing, unexpected or wrong MAC */
     uint16_t replayed;
+    uint16_t rx_timeouts; /* incomplete candidates abandoned by protocol_timeout */
 } proto_counters_t;
 
 typedef struct {
@@ -61,7 +67,7 @@ typedef struct {
     proto_counters_t counters;
     proto_frame_cb on_frame;
     void *ctx;
-    uint8_t fill;
+    uint8_t head, held; /* the bytes held: buf[head .. head + held) */
     uint8_t buf[PROTO_MAX_FRAME];
 } proto_parser_t;
 
@@ -79,6 +85,16 @@ void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_
 
 /* Feed received bytes; on_frame is called for every accepted frame. */
 void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len);
+
+/* The inter-frame timeout ran out: abandon every incomplete candidate held (each counts as
+ * rx_timeouts), handing over any complete frame found behind them. */
+void protocol_timeout(proto_parser_t *p);
+
+/* Bytes held (an incomplete candidate), waiting for more or for protocol_timeout. */
+static inline uint8_t protocol_held(const proto_parser_t *p)
+{
+    return p->held;
+}
 
 /* Accept counter if it is new and within the window behind the highest one seen. */
 bool protocol_replay_accept(proto_replay_t *r, uint32_t counter);

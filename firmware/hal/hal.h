@@ -24,14 +24,25 @@ size_t hal_uart_read(uint8_t *buf, size_t max);
 /* Queue len bytes for sending, all or nothing; false if there is no room. */
 bool hal_uart_write(const uint8_t *data, size_t len);
 
+/* Bytes hal_uart_write can take now. */
+size_t hal_uart_tx_free(void);
+
 /* Received bytes lost because the receive buffer was full. */
 uint16_t hal_uart_rx_dropped(void);
 
-/* Pulse width of a servo channel from its next period on; 0 stops its pulses. */
+/* Pulse width of a servo channel from its next period on. 0 stops its pulses: a pulse
+ * already running ends at its natural end (no runt pulse), and no new one starts. */
 void hal_servo_write(uint8_t channel, uint16_t pulse_us);
 
-/* Called once per main-loop pass: kick the hardware watchdog and wait (briefly) for input
- * or a timer tick. */
+/* E-stop: every servo output low at once, running pulses cut; no pulses until the next
+ * hal_servo_write with a width. */
+void hal_servo_cut(void);
+
+/* Kick the hardware watchdog: called once at the end of every main-loop pass, whose work is
+ * bounded well below the watchdog's period. */
+void hal_kick(void);
+
+/* Called once per main-loop pass, after hal_kick: wait (briefly) for input or a timer tick. */
 void hal_idle(void);
 
 #endif

@@ -9,7 +9,10 @@ uint32_t fake_boot_id;
 uint16_t fake_pulse_us[SERVO_CHANNELS];
 uint8_t fake_tx[4096];
 size_t fake_tx_len;
-static uint8_t rx[1024];
+size_t fake_tx_room;
+int fake_cuts;
+int fake_kicks;
+static uint8_t rx[4096];
 static size_t rx_len, rx_pos;
 
 void fake_reset(void)
@@ -18,11 +21,17 @@ void fake_reset(void)
     fake_boot_id = 1;
     memset(fake_pulse_us, 0xff, sizeof fake_pulse_us);
     fake_tx_len = 0;
+    fake_tx_room = sizeof fake_tx;
+    fake_cuts = 0;
+    fake_kicks = 0;
     rx_len = rx_pos = 0;
 }
 
 void fake_rx(const uint8_t *data, size_t len)
 {
+    if (rx_pos == rx_len) {
+        rx_pos = rx_len = 0;
+    }
     memcpy(rx + rx_len, data, len);
     rx_len += len;
 }
@@ -49,9 +58,14 @@ size_t hal_uart_read(uint8_t *buf, size_t max)
     return n;
 }
 
+size_t hal_uart_tx_free(void)
+{
+    return fake_tx_room - fake_tx_len;
+}
+
 bool hal_uart_write(const uint8_t *data, size_t len)
 {
-    if (fake_tx_len + len > sizeof fake_tx) {
+    if (len > hal_uart_tx_free()) {
         return false;
     }
     memcpy(fake_tx + fake_tx_len, data, len);
@@ -67,6 +81,17 @@ uint16_t hal_uart_rx_dropped(void)
 void hal_servo_write(uint8_t channel, uint16_t pulse_us)
 {
     fake_pulse_us[channel] = pulse_us;
+}
+
+void hal_servo_cut(void)
+{
+    fake_cuts++;
+    memset(fake_pulse_us, 0, sizeof fake_pulse_us);
+}
+
+void hal_kick(void)
+{
+    fake_kicks++;
 }
 
 void hal_idle(void)

@@ -12,6 +12,9 @@ extern uint32_t fake_boot_id; /* what hal_boot_id returns (fake_reset: 1) */
 extern uint16_t fake_pulse_us[SERVO_CHANNELS];
 extern uint8_t fake_tx[4096];
 extern size_t fake_tx_len;
+extern size_t fake_tx_room; /* transmit buffer size seen by the core (fake_reset: 4096) */
+extern int fake_cuts;       /* hal_servo_cut calls */
+extern int fake_kicks;      /* hal_kick calls */
 
 void fake_reset(void);
 void fake_rx(const uint8_t *data, size_t len); /* bytes the next hal_uart_read returns */

@@ -29,7 +29,8 @@
 #define SOFT_DDR DDRA
 #define SOFT_SLOT 6000u      /* ticks per software channel slot (3 ms) */
 #define SOFT_FRAME 40000u    /* ticks per software frame (20 ms) */
-#define SOFT_EARLY 16u       /* the compare fires this many ticks before the edge */
+#define SOFT_EARLY 64u       /* the compare fires this many ticks (32 us) before the edge:
+                              * room for other interrupts and atomic blocks to finish */
 #define SOFT_GUARD 32u       /* keep the compare point clear of the ISR's own run time */
 #define RX_SIZE 128u
 #define TX_SIZE 256u         /* uint8_t indices wrap by themselves */
@@ -96,12 +97,24 @@ static const uint8_t hw_com[HW_CHANNELS] = {
     _BV(COM4A1), _BV(COM4B1), _BV(COM4C1), _BV(COM5A1), _BV(COM5B1), _BV(COM5C1),
 };
 
+/* Counters and output-compare interrupt enables; OCIEnA/B/C are bits 1-3 of every TIMSKn. */
+static volatile uint16_t *const hw_tcnt[HW_CHANNELS] = {
+    &TCNT1, &TCNT1, &TCNT1, &TCNT3, &TCNT3, &TCNT3,
+    &TCNT4, &TCNT4, &TCNT4, &TCNT5, &TCNT5, &TCNT5,
+};
+static volatile uint8_t *const hw_timsk[HW_CHANNELS] = {
+    &TIMSK1, &TIMSK1, &TIMSK1, &TIMSK3, &TIMSK3, &TIMSK3,
+    &TIMSK4, &TIMSK4, &TIMSK4, &TIMSK5, &TIMSK5, &TIMSK5,
+};
+#define HW_COMPARE_BIT(ch) _BV(1 + (ch) % 3)
+
 /* The pins behind them: OCnA/B/C are bits 5-7 of PORTB (timer 1) and 3-5 of PORTE, PORTH
  * and PORTL (timers 3, 4, 5). */
 static volatile uint8_t *const hw_port[HW_CHANNELS] = {
     &PORTB, &PORTB, &PORTB, &PORTE, &PORTE, &PORTE,
     &PORTH, &PORTH, &PORTH, &PORTL, &PORTL, &PORTL,
 };
+
 static const uint8_t hw_pin[HW_CHANNELS] = {
     _BV(PB5), _BV(PB6), _BV(PB7), _BV(PE3), _BV(PE4), _BV(PE5),
     _BV(PH3), _BV(PH4), _BV(PH5), _BV(PL3), _BV(PL4), _BV(PL5),
@@ -190,32 +203,103 @@ static void soft_init(void)
     TCCR2B = _BV(CS21); /* clk/8: 0.5 us ticks */
 }
 
+/* Disconnect a hardware channel's pin from its timer: the pin goes back to its port bit,
+ * which is always 0. Interrupts off. */
+static void hw_disconnect(uint8_t ch)
+{
+    *hw_timsk[ch] &= (uint8_t)~HW_COMPARE_BIT(ch);
+    *hw_tccra[ch] &= (uint8_t)~hw_com[ch];
+}
+
+/* Stop a hardware channel without a runt. Fast PWM raises the pin at BOTTOM and clears it
+ * at the compare match: a pulse that has ended (the count is past the match by 2 ticks or
+ * more) is disconnected at once; otherwise the compare interrupt is enabled and its handler
+ * disconnects the pin once the count is past the match, before the next period starts. The
+ * match flag is left as it is: set by an earlier match, it only makes the handler look now.
+ * (The pin level cannot tell: simavr 1.6 does not show compare output in PINx.) */
+static void hw_stop_after_pulse(uint8_t ch)
+{
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        if (*hw_tccra[ch] & hw_com[ch]) {
+            if (*hw_tcnt[ch] > *hw_ocr[ch] + 1u) {
+                hw_disconnect(ch);
+            } else {
+                *hw_timsk[ch] |= HW_COMPARE_BIT(ch);
+            }
+        }
+    }
+}
+
+/* The one-shot stop: only once the count is past the match (an earlier match's flag, or
+ * simavr delivering one that happened while disabled, calls it before). At the match tick
+ * itself it waits for the next tick (8 cycles), when the pin is low for certain. */
+#define STOP_AT_MATCH(vector, ch)                                                           \
+    ISR(vector)                                                                             \
+    {                                                                                       \
+        uint16_t match = *hw_ocr[ch];                                                       \
+        if (*hw_tcnt[ch] >= match) {                                                        \
+            while (*hw_tcnt[ch] == match) {                                                 \
+            }                                                                               \
+            hw_disconnect(ch);                                                              \
+        }                                                                                   \
+    }
+STOP_AT_MATCH(TIMER1_COMPA_vect, 0)
+STOP_AT_MATCH(TIMER1_COMPB_vect, 1)
+STOP_AT_MATCH(TIMER1_COMPC_vect, 2)
+STOP_AT_MATCH(TIMER3_COMPA_vect, 3)
+STOP_AT_MATCH(TIMER3_COMPB_vect, 4)
+STOP_AT_MATCH(TIMER3_COMPC_vect, 5)
+STOP_AT_MATCH(TIMER4_COMPA_vect, 6)
+STOP_AT_MATCH(TIMER4_COMPB_vect, 7)
+STOP_AT_MATCH(TIMER4_COMPC_vect, 8)
+STOP_AT_MATCH(TIMER5_COMPA_vect, 9)
+STOP_AT_MATCH(TIMER5_COMPB_vect, 10)
+STOP_AT_MATCH(TIMER5_COMPC_vect, 11)
+
 void hal_servo_write(uint8_t channel, uint16_t pulse_us)
 {
     if (channel < HW_CHANNELS) {
         if (pulse_us) {
-            *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
-            *hw_tccra[channel] |= hw_com[channel];
-        } else {
-            /* Stop now, cutting a running pulse: the pin goes back to its port bit, which is
-             * written low here rather than trusted to be (simavr 1.6 also leaves a pin at its
-             * compare-output level when the output is disconnected; silicon does not). */
             ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
             {
-                *hw_tccra[channel] &= (uint8_t)~hw_com[channel];
-                *hw_port[channel] &= (uint8_t)~hw_pin[channel];
+                *hw_timsk[channel] &= (uint8_t)~HW_COMPARE_BIT(channel); /* no pending stop */
+                *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
+                *hw_tccra[channel] |= hw_com[channel];
             }
+        } else {
+            hw_stop_after_pulse(channel);
         }
     } else if (channel < HW_CHANNELS + SOFT_CHANNELS) {
         uint8_t soft_ch = (uint8_t)(channel - HW_CHANNELS);
         ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
         {
             soft_ticks[soft_ch] = (uint16_t)(2u * pulse_us);
-            if (!pulse_us) { /* stop now, like the hardware channels: cut a running pulse */
+            /* a running pulse ends at its scheduled fall; a rise already planned is dropped */
+            if (!pulse_us && soft.event == 2u * soft_ch) {
                 soft.port_next &= (uint8_t)~_BV(soft_ch);
-                SOFT_PORT &= (uint8_t)~_BV(soft_ch);
             }
         }
+    }
+}
+
+void hal_servo_cut(void)
+{
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        /* The port bits are written (low) as well: simavr 1.6 leaves a disconnected pin at
+         * its compare-output level, high inside a pulse, until its port is written; silicon
+         * does not. Only here: writing a port in simavr also drives its other timer pins to
+         * their port bits, which would cut pulses still running on them. */
+        for (uint8_t ch = 0; ch < HW_CHANNELS; ch++) {
+            hw_disconnect(ch);
+            *hw_port[ch] &= (uint8_t)~hw_pin[ch];
+        }
+        for (uint8_t ch = 0; ch < SOFT_CHANNELS; ch++) {
+            soft_ticks[ch] = 0;
+        }
+        soft.port_next = 0;
+        SOFT_PORT = 0;
     }
 }
 
@@ -256,10 +340,14 @@ size_t hal_uart_read(uint8_t *buf, size_t max)
     return n;
 }
 
+size_t hal_uart_tx_free(void)
+{
+    return (uint8_t)(tx_tail - tx_head - 1u); /* one byte read: atomic */
+}
+
 bool hal_uart_write(const uint8_t *data, size_t len)
 {
-    uint8_t free_bytes = (uint8_t)(tx_tail - tx_head - 1u);
-    if (len > free_bytes) {
+    if (len > hal_uart_tx_free()) {
         return false;
     }
     uint8_t head = tx_head;
@@ -317,11 +405,15 @@ void hal_init(void)
     sei();
 }
 
+void hal_kick(void)
+{
+    wdt_reset();
+}
+
 /* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
 void hal_idle(void)
 {
     LOOP_PORT &= (uint8_t)~_BV(LOOP_BIT); /* the pass ends here */
-    wdt_reset();
     set_sleep_mode(SLEEP_MODE_IDLE);
     cli();
     if (rx_head == rx_tail) {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <termios.h>
@@ -71,10 +72,34 @@ size_t hal_uart_read(uint8_t *buf, size_t max)
     return n > 0 ? (size_t)n : 0;
 }
 
+/* The kernel buffers the pty; a full buffer is waited out (at most WRITE_WAIT_MS per stall),
+ * partial writes continued and interrupted ones retried, so a frame goes out whole. */
+#define WRITE_WAIT_MS 100
+
 bool hal_uart_write(const uint8_t *data, size_t len)
 {
-    ssize_t n = write(uart_fd, data, len);
-    return n == (ssize_t)len;
+    while (len > 0) {
+        ssize_t n = write(uart_fd, data, len);
+        if (n > 0) {
+            data += n;
+            len -= (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd p = {.fd = uart_fd, .events = POLLOUT};
+            if (poll(&p, 1, WRITE_WAIT_MS) <= 0) {
+                return false; /* nobody reads the pty: the rest of the frame is lost */
+            }
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t hal_uart_tx_free(void)
+{
+    return SIZE_MAX; /* writes wait for the kernel's buffer instead */
 }
 
 uint16_t hal_uart_rx_dropped(void)
@@ -86,6 +111,14 @@ void hal_servo_write(uint8_t channel, uint16_t pulse_us)
 {
     (void)channel;
     (void)pulse_us;
+}
+
+void hal_servo_cut(void)
+{
+}
+
+void hal_kick(void)
+{
 }
 
 void hal_idle(void)
