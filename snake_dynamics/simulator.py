@@ -124,6 +124,11 @@ class CommandReference:
         self._qd = np.vstack([self._qd[keep], qd])
         return True
 
+    @property
+    def latest(self) -> FloatArray:
+        """The newest commanded angles [rad], shape (n,) (the held ones before a command)."""
+        return (self._q[-1] if self._t.size else self._rest).copy()
+
     def hold(self, q: ArrayLike) -> None:
         """Forget the commands and hold ``q`` [rad] at rest."""
         self._rest = np.array(q, dtype=np.float64)

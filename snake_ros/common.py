@@ -1,9 +1,11 @@
 """What every node shares: parameters declared with descriptors and ranges, a ROS session
-with clean signal handling, the spin loop, and flushing publishers at shutdown."""
+with clean signal handling, the spin loop, flushing publishers at shutdown, and the account
+of the input a node rejects (:class:`InputMonitor`, on ``/diagnostics``)."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import threading
 import time
@@ -11,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
@@ -29,6 +32,8 @@ THROTTLE_S = 2.0
 WAKE_S = 0.1
 #: Longest wait, when a node stops, for subscribers to acknowledge its last messages [s].
 ACK_TIMEOUT_S = 0.5
+#: Period of each node's input status on /diagnostics [s].
+DIAGNOSTICS_PERIOD_S = 1.0
 
 
 def flush_publishers(publishers: Iterable[Publisher[Any]]) -> None:
@@ -112,6 +117,112 @@ def declare_bool(node: Node, name: str, default: bool, description: str) -> bool
     return bool(node.declare_parameter(name, default, descriptor).value)
 
 
+class InputMonitor:
+    """The account of what a node did with its input, published on ``/diagnostics``.
+
+    Every message a node cannot use is rejected through :meth:`reject` (a warning, throttled
+    to one per ``THROTTLE_S`` per topic, and a count); one it uses after changing it (a joint
+    command clamped to the joint limits) through :meth:`clamp`; other events (a simulation
+    restarted) through :meth:`event`. Every ``DIAGNOSTICS_PERIOD_S`` the node publishes one
+    ``DiagnosticStatus`` named ``<node>: input`` on ``/diagnostics`` (absolute, where
+    diagnostics tools look): level WARN while the counts grow (since the previous status),
+    else OK; message the latest problem; values every count, as ``<topic> rejected`` etc.
+
+    Args:
+        node: the node whose input this is.
+    """
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self.counts: dict[str, int] = {}  # "<topic> accepted|rejected|clamped", "<event>"
+        self._reported: dict[str, int] = {}
+        self._warned: dict[str, float] = {}  # key -> monotonic time of its last warning [s]
+        self._latest = ""
+        self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        node.create_timer(DIAGNOSTICS_PERIOD_S, self.publish)
+
+    @property
+    def rejected(self) -> int:
+        """Messages rejected so far, on every topic."""
+        return sum(n for key, n in self.counts.items() if key.endswith(" rejected"))
+
+    def accept(self, topic: str) -> None:
+        """Count a message of ``topic`` used as it came."""
+        self._count(f"{topic} accepted")
+
+    def reject(self, topic: str, reason: str) -> None:
+        """Count a message of ``topic`` the node did not use, and warn (throttled)."""
+        self._problem(f"{topic} rejected", f"rejected a message on {topic}: {reason}")
+
+    def clamp(self, topic: str, reason: str) -> None:
+        """Count a message of ``topic`` used after a change (clamped), and warn (throttled)."""
+        self._problem(f"{topic} clamped", f"clamped a message on {topic}: {reason}")
+
+    def event(self, name: str, message: str) -> None:
+        """Count an event ``name`` (e.g. ``simulation restarts``) and log it (throttled)."""
+        self._problem(name, message)
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def _problem(self, key: str, message: str) -> None:
+        self._count(key)
+        self._latest = message
+        now = time.monotonic()
+        if now - self._warned.get(key, -math.inf) >= THROTTLE_S:
+            self._warned[key] = now
+            self._node.get_logger().warning(f"{message} ({self.counts[key]} so far)")
+
+    def status(self) -> DiagnosticStatus:
+        """The status now (and the counts it shows become the reference for the next)."""
+        grown = any(
+            n > self._reported.get(key, 0)
+            for key, n in self.counts.items()
+            if not key.endswith(" accepted")
+        )
+        self._reported = dict(self.counts)
+        return DiagnosticStatus(
+            level=DiagnosticStatus.WARN if grown else DiagnosticStatus.OK,
+            name=f"{self._node.get_fully_qualified_name()}: input",
+            message=self._latest if grown else "all input used",
+            values=[KeyValue(key=k, value=str(n)) for k, n in sorted(self.counts.items())],
+        )
+
+    def publish(self) -> None:
+        """Publish :meth:`status` on ``/diagnostics``."""
+        array = DiagnosticArray(status=[self.status()])
+        array.header.stamp = self._node.get_clock().now().to_msg()
+        self._pub.publish(array)
+
+
+def stamp_problem(stamp_ns: int, now_ns: int | None, ahead_s: float, behind_s: float) -> str | None:
+    """Why a header stamp is unusable at the node's clock time ``now_ns`` [ns], or None.
+
+    Args:
+        stamp_ns: the stamp [ns] (0: none).
+        now_ns: the node's clock [ns], or None before /clock (then only stamps <= 0 are
+            a problem).
+        ahead_s: stamps further ahead of the clock than this are from the future [s].
+        behind_s: stamps further behind than this are stale [s].
+    """
+    if stamp_ns <= 0:
+        return "no header stamp" if stamp_ns == 0 else "a negative header stamp"
+    if now_ns is None:
+        return None
+    offset = (stamp_ns - now_ns) * 1e-9
+    if offset > ahead_s:
+        return (
+            f"stamped {offset:.3f} s ahead of the clock (more than {ahead_s:g} s): check the "
+            "publisher's clock and use_sim_time"
+        )
+    if -offset > behind_s:
+        return (
+            f"stamped {-offset:.3f} s behind the clock (stale: more than {behind_s:g} s): "
+            "check the publisher's clock and use_sim_time"
+        )
+    return None
+
+
 class ParameterValueError(ValueError):
     """A node parameter whose value the node cannot work with."""
 
@@ -174,7 +285,9 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
         errors: further exception types that mean "bad configuration" (logged in one line).
 
     Returns:
-        The process exit status: 0, or 1 when the node could not start (logged in one line).
+        The process exit status: 0, or 1 when the node could not start or one of its
+        callbacks raised one of these errors (logged in one line; a node is meant to
+        handle every input itself, so the second is a defect to report).
     """
     startup_errors: tuple[type[Exception], ...] = (
         SnakeDynamicsError,
@@ -184,16 +297,18 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
         *errors,
     )
     with session() as stop:
-        node = None
         try:
             node = factory()
-            node.get_logger().info(READY_TEXT)
-            spin(node, stop)
         except startup_errors as exc:
             rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
             return 1
+        try:
+            node.get_logger().info(READY_TEXT)
+            spin(node, stop)
+        except startup_errors as exc:
+            node.get_logger().fatal(f"stopped by an error while running: {exc}")
+            return 1
         finally:
-            if node is not None:
-                flush_publishers(node.publishers)
-                node.destroy_node()
+            flush_publishers(node.publishers)
+            node.destroy_node()
     return 0

@@ -11,6 +11,17 @@ Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state. In pre
 the prediction also begins at the first command it receives, not at rest: commands sent
 before the node heard their publisher (a gait already running, discovery still going on)
 never reach it, and the robot is where they told it to be.
+
+No input stops the node (see :class:`~snake_ros.common.InputMonitor` for where the counts
+show). A command with a wrong size, unknown or missing joints, NaN or inf, rates beyond
+``MAX_RATE`` or a stamp further than ``command_timeout`` from the clock (ahead: from the
+future; behind: stale) is rejected; positions beyond the robot's joint limits
+(``config/robot.yaml``) are clamped to them, as the driver clamps the same command, and
+efforts (torque mode) to the servo's ``JOINT_EFFORT_LIMIT``. A simulation that leaves the
+finite numbers, or (prescribed mode, where the servos hold commanded angles) passes a joint
+limit by more than ``LIMIT_SLACK``, restarts at rest at the newest command (torque mode: at
+rest). Torque mode integrates the model, which has no joint stops, as it is: its joints may
+turn past the limits.
 """
 
 from __future__ import annotations
@@ -34,22 +45,30 @@ from snake_dynamics.simulator import (
     TorqueInput,
     joint_command,
 )
+from snake_dynamics.urdf import JOINT_EFFORT_LIMIT, JOINT_VELOCITY_LIMIT
 from snake_ros.paths import robot_config
 
 from .common import (
     THROTTLE_S,
+    InputMonitor,
     ParameterValueError,
     clock_ns,
     declare_float,
     declare_robot_config,
     declare_string,
     run,
+    stamp_problem,
 )
 
 MODES = ("prescribed", "torque")
 #: Unread commands kept: 1 s at 100 Hz. Each is a sample of the reference; one dropped
 #: (a burst, or a node busy for a moment) would leave a gap in the interpolation.
 COMMAND_QUEUE_DEPTH = 100
+#: Largest commanded joint rate accepted [rad/s]: ten times the servo's no-load speed.
+MAX_RATE = 10.0 * JOINT_VELOCITY_LIMIT
+#: How far a simulated joint may pass its limit (servo overshoot) before the state counts as
+#: one the robot cannot reach, and the simulation restarts [rad].
+LIMIT_SLACK = 0.2
 
 
 class DynamicsNode(Node):
@@ -77,7 +96,8 @@ class DynamicsNode(Node):
             0.5,
             0.01,
             10.0,
-            "commands older than this: hold; stamped further ahead of the clock: reject [s]",
+            "commands older than this: hold; stamped further ahead of or behind the clock: "
+            "reject [s]",
         )
         self._command_timeout = timeout
         max_lag = static("max_lag", 0.1, 0.01, 10.0, "skip simulated time beyond this lag [s]")
@@ -106,7 +126,9 @@ class DynamicsNode(Node):
         self._epoch_ns: int | None = None
         self._published_ns = -1
         self._commanded = False  # a command has arrived (prescribed mode)
-        self._stats = {"steps": 0, "rejected": 0, "skipped_s": 0.0, "busy_s": 0.0}
+        self._stats = {"steps": 0, "skipped_s": 0.0, "busy_s": 0.0}
+        self._lower, self._upper = self._model.joint_limits.T
+        self._monitor = InputMonitor(self)
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
         topic = "joint_commands" if prescribed else "joint_efforts"
@@ -131,49 +153,73 @@ class DynamicsNode(Node):
         return (now - self._epoch_ns) * 1e-9
 
     def _restart(self, t: float) -> None:
-        """Restart the simulation at time t [s] from the commanded state (rest in torque mode)."""
+        """Restart the simulation at time t [s] from the commanded state (rest in torque mode).
+
+        A reference that cannot be evaluated there (not finite) is replaced by the newest
+        command held at rest.
+        """
         q, qd, _ = self._reference.evaluate(np.array([t]))
         if self._mode == "torque":
             q, qd = np.zeros_like(q), np.zeros_like(qd)
-        self._sim.reset(t, q[0], qd[0])
+        try:
+            self._sim.reset(t, q[0], qd[0])
+        except StateError:
+            self._reference.hold(self._reference.latest)
+            self._sim.reset(t, self._reference.latest, np.zeros(self._model.n_joints))
+
+    def _recover(self, problem: str) -> None:
+        """Restart a simulation that left the physical states, at rest at the newest command
+        (the interpolation that led there is forgotten); counted as ``simulation restarts``."""
+        self._monitor.event(
+            "simulation restarts", f"{problem}; restarting at rest at the newest command"
+        )
+        if self._mode == "prescribed":
+            self._reference.hold(self._reference.latest)
+        self._restart(self._sim.time)
 
     # ------------------------------------------------------------------ callbacks
     def _on_command(self, msg: JointState) -> None:
         now = self._now()
-        if now is None:
+        if now is None or self._epoch_ns is None:
             return
+        topic = self._sub.topic_name
+        prescribed = self._mode == "prescribed"
         try:
             values, rates = joint_command(
                 self._model.joint_names,
                 msg.name,
-                msg.position if self._mode == "prescribed" else msg.effort,
-                msg.velocity if self._mode == "prescribed" else (),
+                msg.position if prescribed else msg.effort,
+                msg.velocity if prescribed else (),
             )
-        except StateError as exc:
-            self._stats["rejected"] += 1
-            self.get_logger().warning(
-                f"rejected a message on {self._sub.topic_name}: {exc}",
-                throttle_duration_sec=THROTTLE_S,
-            )
+        except (StateError, ValueError) as exc:  # ValueError: a value numpy cannot take
+            self._monitor.reject(topic, str(exc))
             return
-        stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
-        epoch_ns = self._epoch_ns if self._epoch_ns is not None else stamp_ns  # set by _now()
-        t = (stamp_ns - epoch_ns) * 1e-9 if stamp_ns > 0 else now
-        if t > now + self._command_timeout:
-            # accepted, it would make every later (real) command look older than it
-            self._stats["rejected"] += 1
-            self.get_logger().warning(
-                f"rejected a message on {self._sub.topic_name} stamped {t - now:.3f} s in the "
-                f"future (more than command_timeout {self._command_timeout:g} s): check the "
-                "publisher's clock and use_sim_time",
-                throttle_duration_sec=THROTTLE_S,
-            )
+        if np.max(np.abs(rates), initial=0.0) > MAX_RATE:
+            self._monitor.reject(topic, f"joint rates beyond {MAX_RATE:g} rad/s")
             return
-        if self._mode == "torque":
-            self._torques.push(t, values)
-        elif not self._reference.push(t, values, rates):
+        stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        if stamp_ns != 0:
+            late = stamp_problem(
+                stamp_ns, clock_ns(self), self._command_timeout, self._command_timeout
+            )
+            if late is not None:  # accepted from the future, it would shadow the real ones
+                self._monitor.reject(topic, f"{late} (command_timeout)")
+                return
+        t = (stamp_ns - self._epoch_ns) * 1e-9 if stamp_ns > 0 else now
+        if prescribed:
+            clamped, limits = np.clip(values, self._lower, self._upper), "the joint limits"
+        else:
+            clamped = np.clip(values, -JOINT_EFFORT_LIMIT, JOINT_EFFORT_LIMIT)
+            limits = f"+-{JOINT_EFFORT_LIMIT:g} N m"
+        if not np.array_equal(clamped, values):
+            self._monitor.clamp(topic, f"to {limits}")
+        else:
+            self._monitor.accept(topic)
+        if not prescribed:
+            self._torques.push(t, clamped)
+        elif not self._reference.push(t, clamped, rates):
             self.get_logger().warning(
-                f"ignored a command not newer than the previous one on {self._sub.topic_name}",
+                f"ignored a command not newer than the previous one on {topic}",
                 throttle_duration_sec=THROTTLE_S,
             )
         elif not self._commanded:
@@ -196,11 +242,16 @@ class DynamicsNode(Node):
         start = time.perf_counter()
         try:
             report = self._sim.run_until(target, self._source, self._max_steps)
-        except SimulationError as exc:
-            self.get_logger().error(
-                f"{exc}; restarting from the commanded state", throttle_duration_sec=THROTTLE_S
-            )
-            self._restart(self._sim.time)
+        except SimulationError as exc:  # DivergenceError too
+            self._recover(str(exc))
+            return
+        beyond = np.maximum(self._lower - self._sim.q, self._sim.q - self._upper)
+        if self._mode == "prescribed" and np.max(beyond) > LIMIT_SLACK:
+            joint = self._model.joint_names[int(np.argmax(beyond))]
+            self._recover(f"{joint} passed its limit by {np.max(beyond):.3g} rad")
+            return
+        if not np.all(np.isfinite(self._sim.tau)):
+            self._recover("the applied torques left the finite numbers")
             return
         self._stats["busy_s"] += time.perf_counter() - start
         self._stats["steps"] += report.steps
@@ -234,7 +285,8 @@ class DynamicsNode(Node):
         speed = s["steps"] * self._sim.dt / s["busy_s"] if s["busy_s"] > 0 else float("inf")
         self.get_logger().info(
             f"t = {self._sim.time:.1f} s: {s['steps']:.0f} RK4 steps at {speed:.0f}x real time, "
-            f"{s['rejected']:.0f} messages rejected, {s['skipped_s']:.3f} s skipped"
+            f"{self._monitor.rejected} messages rejected, {s['skipped_s']:.3f} s skipped, "
+            f"{self._monitor.counts.get('simulation restarts', 0)} simulation restarts"
         )
 
     def destroy_node(self) -> None:

@@ -27,6 +27,12 @@ request, from the whole history); the node writes it on shutdown too
 tables, summary) itself and hands the plots to :mod:`snake_viz.report_plots`, a process of
 its own that outlives the node (``plots.log`` appears in the folder when they are done), so
 a Ctrl-C stops the node at once. All parameters are read at start-up.
+
+A message that cannot be compared is rejected and counted (``<node>: input`` on
+``/diagnostics``, :class:`~snake_ros.common.InputMonitor`; ``rejected_messages`` in the
+report's ``config.yaml``): names and positions of different lengths, no known joint, NaN or
+inf, an angle beyond its joint's limits by more than ``LIMIT_SLACK``, no stamp, or a stamp
+more than ``STAMP_AHEAD_S`` ahead of or ``STAMP_BEHIND_S`` behind the node's clock.
 """
 
 from __future__ import annotations
@@ -51,14 +57,16 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from snake_dynamics.model import SnakeModel
 from snake_ros.common import (
-    THROTTLE_S,
+    InputMonitor,
     ParameterValueError,
+    clock_ns,
     declare_bool,
     declare_float,
     declare_int,
     declare_robot_config,
     declare_string,
     run,
+    stamp_problem,
 )
 from snake_ros.paths import robot_config
 
@@ -84,6 +92,12 @@ from .report_plots import start_plotter
 QUEUE_DEPTH = 500
 #: (namespace prefix, frame, line width [m], alpha) of the two robots' traces.
 ROBOTS = (("sim", "sim/base_link", 0.004, 1.0), ("measured", "measured/base_link", 0.008, 0.5))
+#: Samples stamped further ahead of the node's clock are rejected (from the future) [s].
+STAMP_AHEAD_S = 5.0
+#: Samples stamped further behind the node's clock are rejected (stale) [s].
+STAMP_BEHIND_S = 60.0
+#: Angles beyond a joint's limits by more than this are rejected: no robot gets there [rad].
+LIMIT_SLACK = 0.5
 
 
 def default_report_dir() -> Path:
@@ -147,7 +161,8 @@ class CompareNode(Node):
         names = self.model.joint_names
         self.sim = SampleBuffer(names, max_samples)
         self.measured = SampleBuffer(names, max_samples)
-        self.rejected = 0
+        self.monitor = InputMonitor(self)
+        self.limits = dict(zip(names, self.model.joint_limits.tolist(), strict=True))
         self.last: tuple[float, np.ndarray, np.ndarray, float] | None = None
         self.traced_stamp = -math.inf
         points = max(2, int(trace_length * marker_rate))
@@ -160,13 +175,16 @@ class CompareNode(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "compare/markers", 10)
         # deep queues: writing a report blocks the executor for a second or two
         sim, measured = SIM_TOPIC.lstrip("/"), MEASURED_TOPIC.lstrip("/")
-        self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
-        self.create_subscription(JointState, measured, self.on_measured, QUEUE_DEPTH)
+        self.sub_sim = self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
+        self.sub_measured = self.create_subscription(
+            JointState, measured, self.on_measured, QUEUE_DEPTH
+        )
         self.create_service(Trigger, "~/report", self.on_report)
         self.create_timer(1.0 / error_rate, self.on_error_timer)
         self.create_timer(1.0 / marker_rate, self.on_marker_timer)
         self.get_logger().info(
-            f"comparing {SIM_TOPIC} and {MEASURED_TOPIC} for {len(names)} joints of "
+            f"comparing {self.sub_sim.topic_name} and {self.sub_measured.topic_name} for "
+            f"{len(names)} joints of "
             f"{self.model.name}; report: {self.folder}/"
         )
 
@@ -180,25 +198,40 @@ class CompareNode(Node):
 
     # ------------------------------------------------------------------ topics
     def _store(self, buffer: SampleBuffer, msg: JointState, topic: str) -> None:
-        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        problem = None
-        if stamp <= 0.0:
-            problem = "no header stamp"
-        elif len(msg.name) != len(msg.position):
-            problem = f"{len(msg.name)} names but {len(msg.position)} positions"
-        elif buffer.append(stamp, list(msg.name), list(msg.position)) == 0:
+        problem = self._problem(msg)
+        if problem is None and buffer.append(self._stamp(msg), msg.name, list(msg.position)) == 0:
             problem = f"no known joint in {list(msg.name)[:4]}"
-        if problem is not None:
-            self.rejected += 1
-            self.get_logger().warning(
-                f"ignored a message on {topic}: {problem}", throttle_duration_sec=THROTTLE_S
-            )
+        if problem is None:
+            self.monitor.accept(topic)
+        else:
+            self.monitor.reject(topic, problem)
+
+    @staticmethod
+    def _stamp(msg: JointState) -> float:
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+    def _problem(self, msg: JointState) -> str | None:
+        """Why a joint-state message cannot be compared (None: it can)."""
+        stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        late = stamp_problem(stamp_ns, clock_ns(self), STAMP_AHEAD_S, STAMP_BEHIND_S)
+        if late is not None:
+            return late
+        if len(msg.name) != len(msg.position):
+            return f"{len(msg.name)} names but {len(msg.position)} positions"
+        q = np.asarray(msg.position, dtype=np.float64)
+        if not np.all(np.isfinite(q)):
+            return "positions must be finite (got NaN or inf)"
+        for name, value in zip(msg.name, q, strict=True):
+            lower, upper = self.limits.get(name, (-math.inf, math.inf))
+            if not lower - LIMIT_SLACK <= value <= upper + LIMIT_SLACK:
+                return f"{name} at {value:.6g} rad, beyond its limits by over {LIMIT_SLACK:g} rad"
+        return None
 
     def on_sim(self, msg: JointState) -> None:
-        self._store(self.sim, msg, SIM_TOPIC)
+        self._store(self.sim, msg, self.sub_sim.topic_name)
 
     def on_measured(self, msg: JointState) -> None:
-        self._store(self.measured, msg, MEASURED_TOPIC)
+        self._store(self.measured, msg, self.sub_measured.topic_name)
 
     # ------------------------------------------------------------------ timers
     def recent(self) -> Aligned:
@@ -287,7 +320,7 @@ class CompareNode(Node):
                 "lag_span_s": DEFAULT_LAG_SPAN_S,
                 "max_gap_s": self.max_gap,
                 "dropped_samples": {"sim": self.sim.dropped, "measured": self.measured.dropped},
-                "rejected_messages": self.rejected,
+                "rejected_messages": self.monitor.rejected,
                 "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
             }
             summary = Report(self.folder, self.model, plots=False).write(comparison, config)

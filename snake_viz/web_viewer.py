@@ -39,6 +39,7 @@ from websockets.version import version as websockets_version
 from snake_dynamics import SnakeModel
 from snake_dynamics.urdf import to_urdf
 from snake_ros.common import (
+    InputMonitor,
     declare_float,
     declare_int,
     declare_robot_config,
@@ -299,6 +300,7 @@ class WebViewerNode(Node):
         root = check_assets()
         model = SnakeModel.from_yaml(robot_config(config))
         self.server = WebServer(root, to_urdf(model), port, rate)
+        self.monitor = InputMonitor(self)
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)  # any publisher
         for topic in TOPICS:
             self.create_subscription(
@@ -315,14 +317,12 @@ class WebViewerNode(Node):
         return self.server.url
 
     def on_state(self, topic: str, msg: JointState) -> None:
-        """Forward a drawable message; warn (throttled) about the others."""
+        """Forward a drawable message; reject the others (:class:`InputMonitor`)."""
         text = state_message(topic, msg)
         if text is None:
-            self.get_logger().warning(
-                f"dropped {topic}: names and positions differ in length or are not finite",
-                throttle_duration_sec=2.0,
-            )
+            self.monitor.reject(topic, "names and positions differ in length or are not finite")
             return
+        self.monitor.accept(topic)
         self.server.publish(topic, text)
 
     def destroy_node(self) -> None:
