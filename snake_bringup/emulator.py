@@ -119,6 +119,17 @@ def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tupl
     return fw / built[1], build / "tools" / "simavr_runner"
 
 
+def default_eeprom() -> Path:
+    """Where the emulated MCU keeps its EEPROM (its boot counter) between runs:
+    ``$ROS_HOME/mfm_snake/emulator_eeprom.bin`` (``~/.ros`` unless set), so that restarting
+    the emulator is a new boot (a new boot id), as power-cycling the robot is."""
+    return (
+        Path(os.environ.get("ROS_HOME") or Path.home() / ".ros")
+        / "mfm_snake"
+        / ("emulator_eeprom.bin")
+    )
+
+
 def firmware_build_dir(fw: Path) -> Path:
     """Where the firmware in ``fw`` builds: its ``build/`` folder when ``fw`` is writable (a
     checkout, a venv), else a per-user cache (the sources installed read-only with a ROS
@@ -141,6 +152,8 @@ class Emulator:
         baud: the firmware's UART speed [baud] (a build option).
         runner_args: further simavr_runner options (e.g. ``--loop-pin K0``); what the runner
             prints stays in :attr:`output`.
+        eeprom: the file holding the MCU's EEPROM across runs (default:
+            :func:`default_eeprom`); the runner writes it whenever the firmware changes it.
     """
 
     def __init__(
@@ -152,6 +165,7 @@ class Emulator:
         vcd: Path | None = None,
         baud: int = DEFAULT_BAUD,
         runner_args: Sequence[str] = (),
+        eeprom: Path | None = None,
     ) -> None:
         if bridge not in (None, "tcp", "udp"):
             raise EmulatorError(f"bridge must be tcp or udp, got {bridge!r}")
@@ -162,6 +176,7 @@ class Emulator:
         self.vcd = vcd
         self.baud = baud
         self.runner_args = tuple(runner_args)
+        self.eeprom = eeprom or default_eeprom()
         self.started = 0.0  # time.monotonic() when simavr started [s]
         self._drainer: threading.Thread | None = None
         self.runner: subprocess.Popen[str] | None = None
@@ -181,7 +196,14 @@ class Emulator:
     def start(self) -> Endpoint:
         """Build if needed, start simavr (and socat); return the endpoint."""
         elf, runner = build_firmware(self.key_hex, self.baud)
-        args = [str(runner), "--realtime", *self.runner_args]
+        try:
+            self.eeprom.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EmulatorError(
+                f"cannot create {self.eeprom.parent} for the emulator's EEPROM ({e.strerror}): "
+                "set ROS_HOME to a writable folder"
+            ) from None
+        args = [str(runner), "--realtime", "--eeprom", str(self.eeprom), *self.runner_args]
         if self.seconds is not None:
             args += ["--seconds", f"{self.seconds:g}"]
         if self.vcd is not None:

@@ -8,8 +8,15 @@
  * (PK0 in hal/avr) are measured in CPU cycles; the runner prints "LOOP passes=N
  * max_cycles=M max_at_cycle=C p99_cycles=P median_cycles=Q mean_cycles=A" before its END line.
  *
+ * Resets: SIGUSR1 resets the MCU (as its reset pin would); every reset, whatever its cause
+ * (the signal, the MCU's own watchdog), prints "RESET n=N cycle=C cause=signal|mcu", and the
+ * END line counts them (resets=N). With --eeprom FILE the EEPROM (the firmware's boot
+ * counter) is loaded from FILE at start (if it exists) and written back, atomically, whenever
+ * its content changed (checked every emulated millisecond), so it persists across resets
+ * and runs; simavr keeps the EEPROM through a reset, as the chip does.
+ *
  * Usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] [--seconds S]
- *                      [--loop-pin K0] [--mcu NAME] [--freq HZ] firmware.elf
+ *                      [--loop-pin K0] [--eeprom FILE] [--mcu NAME] [--freq HZ] firmware.elf
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -20,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <avr_eeprom.h>
 #include <avr_ioport.h>
 #include <sim_avr.h>
 #include <sim_elf.h>
@@ -29,12 +37,98 @@
 
 #define PACE_INTERVAL_US 1000u /* how often emulated time is compared with the wall clock */
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reset_requested;
 
 static void on_signal(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+static void on_reset_signal(int sig)
+{
+    (void)sig;
+    reset_requested = 1;
+}
+
+/* Every reset goes through avr->reset (simavr's watchdog calls avr_reset too). */
+static struct {
+    void (*core_reset)(avr_t *avr);
+    int signalled; /* the next reset is the runner's own */
+    unsigned long count;
+} resets;
+
+static void on_reset(avr_t *avr)
+{
+    if (resets.core_reset != NULL) {
+        resets.core_reset(avr);
+    }
+    if (avr->cycle == 0) {
+        return; /* the power-on reset inside avr_init */
+    }
+    resets.count++;
+    printf("RESET n=%lu cycle=%llu cause=%s\n", resets.count, (unsigned long long)avr->cycle,
+           resets.signalled ? "signal" : "mcu");
+    fflush(stdout);
+    resets.signalled = 0;
+}
+
+/* ---- EEPROM persistence ---- */
+
+static struct {
+    const char *path;
+    uint8_t *mem; /* simavr's own EEPROM array */
+    size_t size;
+    uint8_t *saved; /* the content last written to path */
+} eeprom;
+
+static int eeprom_attach(avr_t *avr, const char *path)
+{
+    avr_eeprom_desc_t desc = {.ee = NULL, .offset = 0, .size = 0};
+    avr_ioctl(avr, AVR_IOCTL_EEPROM_GET, &desc); /* ee NULL: a pointer to the array itself */
+    if (desc.ee == NULL) {
+        fprintf(stderr, "simavr_runner: this MCU has no EEPROM\n");
+        return -1;
+    }
+    eeprom.path = path;
+    eeprom.mem = desc.ee;
+    eeprom.size = (size_t)avr->e2end + 1;
+    eeprom.saved = malloc(eeprom.size);
+    if (eeprom.saved == NULL) {
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f != NULL) {
+        size_t n = fread(eeprom.mem, 1, eeprom.size, f);
+        fclose(f);
+        if (n != eeprom.size) {
+            fprintf(stderr, "simavr_runner: %s holds %zu bytes, not the %zu of the EEPROM\n",
+                    path, n, eeprom.size);
+            return -1;
+        }
+    } else if (errno != ENOENT) {
+        fprintf(stderr, "simavr_runner: cannot read %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    memcpy(eeprom.saved, eeprom.mem, eeprom.size);
+    return 0;
+}
+
+/* Write the EEPROM to its file if it changed since the last write (temporary file, rename). */
+static void eeprom_sync(void)
+{
+    if (eeprom.path == NULL || memcmp(eeprom.saved, eeprom.mem, eeprom.size) == 0) {
+        return;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", eeprom.path);
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(eeprom.mem, 1, eeprom.size, f) != eeprom.size || fclose(f) != 0 ||
+        rename(tmp, eeprom.path) != 0) {
+        fprintf(stderr, "simavr_runner: cannot write %s: %s\n", eeprom.path, strerror(errno));
+        return;
+    }
+    memcpy(eeprom.saved, eeprom.mem, eeprom.size);
 }
 
 /* simavr's own sleep callback usleep()s every idle stretch and falls behind the wall clock;
@@ -165,13 +259,14 @@ static int add_traces(avr_t *avr, avr_vcd_t *vcd, const char *list)
 static void usage(void)
 {
     fprintf(stderr, "usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] "
-                    "[--seconds S] [--loop-pin K0] [--mcu NAME] [--freq HZ] firmware.elf\n");
+                    "[--seconds S] [--loop-pin K0] [--eeprom FILE] [--mcu NAME] [--freq HZ] "
+                    "firmware.elf\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *vcd_path = NULL, *trace = NULL, *elf = NULL, *mcu = "atmega2560";
-    const char *loop_pin = NULL;
+    const char *loop_pin = NULL, *eeprom_path = NULL;
     double seconds = 0.0;
     unsigned long freq = 16000000ul;
     int realtime = 0;
@@ -186,6 +281,8 @@ int main(int argc, char **argv)
             seconds = strtod(argv[++i], NULL);
         } else if (!strcmp(a, "--loop-pin") && has_value) {
             loop_pin = argv[++i];
+        } else if (!strcmp(a, "--eeprom") && has_value) {
+            eeprom_path = argv[++i];
         } else if (!strcmp(a, "--mcu") && has_value) {
             mcu = argv[++i];
         } else if (!strcmp(a, "--freq") && has_value) {
@@ -220,6 +317,11 @@ int main(int argc, char **argv)
     avr_load_firmware(avr, &fw);
     avr->frequency = (uint32_t)freq;
     avr->sleep = no_sleep;
+    resets.core_reset = avr->reset;
+    avr->reset = on_reset;
+    if (eeprom_path != NULL && eeprom_attach(avr, eeprom_path) != 0) {
+        return 1;
+    }
 
     static uart_pty_t uart;
     uart_pty_init(avr, &uart);
@@ -249,8 +351,11 @@ int main(int argc, char **argv)
         avr_irq_register_notify(irq, on_loop_pin, NULL);
     }
 
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    /* sigaction, not signal(): the handlers must stay installed after their first signal */
+    struct sigaction stop = {.sa_handler = on_signal}, reset = {.sa_handler = on_reset_signal};
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGUSR1, &reset, NULL);
     printf("PTY %s\n", uart.pty.slavename);
     fflush(stdout);
 
@@ -265,23 +370,31 @@ int main(int argc, char **argv)
         if (stop_cycle != 0 && avr->cycle >= stop_cycle) {
             break;
         }
-        if (realtime && avr->cycle >= next_pace) {
+        if (reset_requested) {
+            reset_requested = 0;
+            resets.signalled = 1;
+            avr_reset(avr);
+            state = avr->state = cpu_Running;
+        }
+        if (avr->cycle >= next_pace) {
             next_pace = avr->cycle + pace_cycles;
+            eeprom_sync();
             double ahead = (double)avr->cycle / (double)freq - (wall_seconds() - t0);
-            if (ahead > 0.0) {
+            if (realtime && ahead > 0.0) {
                 sleep_seconds(ahead);
             }
         }
     }
+    eeprom_sync();
     if (vcd_path != NULL) {
         avr_vcd_close(&vcd);
     }
     if (loop_pin != NULL) {
         print_loop_stats();
     }
-    printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d\n",
+    printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d resets=%lu\n",
            (unsigned long long)avr->cycle, (double)avr->cycle / (double)freq,
-           wall_seconds() - t0, state);
+           wall_seconds() - t0, state, resets.count);
     fflush(stdout);
     /* uart_pty_stop() can hang joining its thread: leave without it. */
     _Exit(state == cpu_Crashed ? 3 : 0);
