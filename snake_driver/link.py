@@ -142,6 +142,9 @@ class LinkStats:
         error_reports: error reports received.
         unstamped: reports delivered without a stamp because their mapped time was not
             after the previous stamp.
+        unverified: authenticated frames that arrived during a handshake that then succeeded
+            (MACed with the boot id the link did not know yet): taken out of the decoder's
+            ``bad_auth``, which then counts only frames that fail with a known boot id.
         ramped_targets: target frames slew-limited by the ramp.
     """
 
@@ -159,6 +162,7 @@ class LinkStats:
     stray_pongs: int = 0
     error_reports: int = 0
     unstamped: int = 0
+    unverified: int = 0
     ramped_targets: int = 0
 
 
@@ -335,6 +339,9 @@ class DriverLink:
         self.boot_id = pong.boot_id
         self.encoder.boot_id = pong.boot_id
         stats = self.decoder.stats
+        unverified = stats.bad_auth - self._handshake_counts.bad_auth
+        stats.bad_auth -= unverified  # the key is right (the PONG verified): boot id unknown
+        self.stats.unverified += unverified
         self.decoder = Decoder(self.key, Direction.TO_HOST, boot_id=pong.boot_id)
         self.decoder.stats = stats
         self.clock = ClockSync()

@@ -21,10 +21,11 @@ from fault_proxy import FakeDevice
 
 from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph
-from snake_driver.protocol import Decoder, Direction, Estop
+from snake_driver.health import HINT_ECHO
+from snake_driver.protocol import Decoder, Direction, Estop, Ping
 
 rclpy = pytest.importorskip("rclpy")
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -167,6 +168,13 @@ def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
     assert values["connected"] == "True" and values["bad_crc"] == "0"
     assert int(values["commands_clamped"]) > 0
+
+    def ok() -> bool:
+        status = diagnostics[-1].status[0] if diagnostics else None
+        return status is not None and status.level == DiagnosticStatus.OK
+
+    assert spin_until(node, ok, 5.0)
+    assert diagnostics[-1].status[0].message.startswith("receiving telemetry at")
     node.destroy_node()
 
 
@@ -335,6 +343,46 @@ def sent_estops(stream: bytes) -> int:
     return sum(
         isinstance(m, Estop) for _, m in Decoder(None, Direction.TO_MCU).feed_messages(stream)
     )
+
+
+def test_a_port_that_echoes_is_an_error_with_its_hint_and_gets_only_pings(domain) -> None:
+    """The driver pointed at a loopback (as at a wrong port that echoes): its own frames come
+    back; diagnostics say ERROR with the echo hint, never OK, and nothing but PINGs is sent."""
+    node = rclpy.create_node("driver_echo_test")
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    with FakeDevice("echo") as device:
+        proc = start_driver(
+            [
+                "-r",
+                "__node:=driver_echo",
+                "-p",
+                "transport:=tcp",
+                "-p",
+                f"port:='{device.port}'",
+                "-p",
+                "robot_config:=robot",
+            ]
+        )
+        try:
+
+            def echo_reported() -> bool:
+                return any(
+                    s.name == "mfm_snake driver: link" and HINT_ECHO in s.message
+                    for d in diagnostics
+                    for s in d.status
+                )
+
+            assert spin_until(node, echo_reported, 20.0), [
+                s.message for d in diagnostics for s in d.status
+            ]
+        finally:
+            stop_driver(proc)
+            node.destroy_node()
+        sent = Decoder(None, Direction.TO_MCU).feed_messages(bytes(device.received))
+    statuses = [s for d in diagnostics for s in d.status if s.hardware_id.startswith("tcp")]
+    assert statuses and all(s.level == DiagnosticStatus.ERROR for s in statuses)
+    assert sent and all(isinstance(m, Ping) for _, m in sent)
 
 
 def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
