@@ -300,7 +300,8 @@ class DriverLink:
 
     def _advance_connection(self, events: list[LinkEvent]) -> None:
         """Start an opening when due; finish one that is done; time out a handshake."""
-        if self.state == "closed" and time.monotonic() >= self._next_attempt:
+        busy = self._opening is not None and self._opening.is_alive()  # an undone opening
+        if self.state == "closed" and time.monotonic() >= self._next_attempt and not busy:
             self._open_async()
         if self.state == "opening":
             if self._opening is not None and self._opening.is_alive():
