@@ -158,7 +158,8 @@ class DriverNode(Node):
         stamped within ``command_max_age`` of now (a zero stamp: now)."""
         known = self.servos.by_joint()
         problem = None
-        stamp = Time.from_msg(msg.header.stamp).nanoseconds * 1e-9
+        # by hand: Time.from_msg raises on a negative stamp, which a message may carry
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         age = self._now() - stamp if stamp else 0.0
         if not -self.command_max_age <= age <= self.command_max_age:
             self.stale += 1

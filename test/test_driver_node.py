@@ -261,8 +261,9 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
 
 
 def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
-    """Commands stamped in 1970, an hour ago or 1e6 s ahead are never acted on; each is
-    counted in the diagnostics (unstamped ones, as the other tests send, count as now)."""
+    """Commands stamped in 1970, an hour ago, 1e6 s ahead or before 1970 are never acted on
+    and never stop the node; each is counted in the diagnostics (unstamped ones, as the
+    other tests send, count as now)."""
     node = rclpy.create_node("driver_stale_commands")
     measured: list[JointState] = []
     diagnostics: list[DiagnosticArray] = []
@@ -288,7 +289,10 @@ def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
         msg = command([-0.4] * 8)
         msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
         pub.publish(msg)
-    assert spin_until(node, lambda: stale_count() >= before + 3, 10.0)
+    negative = command([-0.4] * 8)
+    negative.header.stamp.sec = -5  # int32 allows it; rclpy's Time refuses it
+    pub.publish(negative)
+    assert spin_until(node, lambda: stale_count() >= before + 4, 10.0)
     measured.clear()
     assert spin_until(node, lambda: len(measured) > 10, 5.0)
     assert all(abs(a - 0.05) < 1e-3 for m in measured for a in m.position)
