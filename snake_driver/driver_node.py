@@ -316,9 +316,10 @@ class DriverNode(Node):
         link = self.link
         if not link.connected:
             what = {"opening": "connecting", "handshake": "waiting for a PONG"}.get(link.state)
-            reason = link.lost_reason or what or "connecting"
-            prefix = f"{what} after: " if what and link.lost_reason else ""
-            return Level.ERROR, f"not connected: {prefix}{reason}"
+            if not link.lost_reason:
+                return Level.ERROR, f"not connected: {what or 'connecting'}"
+            again = f"; {what} again" if what else ""
+            return Level.ERROR, f"not connected: {link.lost_reason}{again}"
         if delta.t <= 0.0:
             return Level.WARN, "session starting"
         level, message = judge(delta, self.expected_telemetry_hz)

@@ -330,11 +330,12 @@ class UdpLossProxy(_Proxy):
 class FakeDevice:
     """A TCP device that is not the robot's firmware: ``echo`` returns every byte (a loopback),
     ``silent`` reads and says nothing, ``garbage`` sends seeded random bytes (as a wrong baud
-    rate does), ``pong`` answers PINGs (boot id 7) and nothing else. ``received`` holds
-    everything the host sent."""
+    rate does), ``pong`` answers PINGs (with ``boot_id``, which a test may change: as if the
+    MCU restarted) and nothing else. ``received`` holds everything the host sent."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
+        self.boot_id = 7
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.server.getsockname()[1])
         self.received = bytearray()
@@ -377,7 +378,8 @@ class FakeDevice:
                         client.sendall(data)
                     for _, msg in decoder.feed_messages(data) if self.mode == "pong" else ():
                         if isinstance(msg, Ping):
-                            pong = Pong(msg.host_time_us, int(time.monotonic() * 1e6) % 2**32, 7)
+                            mcu_us = int(time.monotonic() * 1e6) % 2**32
+                            pong = Pong(msg.host_time_us, mcu_us, self.boot_id)
                             client.sendall(encoder.encode(pong))
                 if self.mode == "garbage":
                     client.sendall(rng.randbytes(64))

@@ -585,6 +585,33 @@ def test_a_device_that_is_not_the_robot_gets_nothing_but_pings_and_a_hint(
         assert link.decoder.stats.echoed >= len(received) > 0
 
 
+def test_a_pong_with_another_boot_id_starts_a_new_session() -> None:
+    """Protocol v2: the boot id a PONG carries changes while the connection stays up (the MCU
+    restarted): the link reports it, takes the new id for its frames and configures the MCU
+    again; the connection is not counted again."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    with FakeDevice("pong") as device:
+        link = DriverLink(TcpTransport("127.0.0.1", device.port), servos, now=time.monotonic)
+        wait_for(lambda: link.poll(0.01) and link.connected, 5.0, "the handshake")
+        assert link.boot_id == link.encoder.boot_id == link.decoder.boot_id == 7
+        device.boot_id = 8
+        events: list[LinkEvent] = []
+
+        def restarted() -> bool:
+            link.ping()
+            events.extend(link.poll(0.01)[1])
+            return link.boot_id == 8
+
+        wait_for(restarted, 5.0, "the new boot id")
+        wait_for(lambda: not link.poll(0.05)[1] and link.transport.pending == 0, 5.0, "quiet")
+        received = sent_messages(bytes(device.received))
+    assert [e.kind for e in events] == ["mcu_reset"] and "boot id changed" in events[0].message
+    assert link.encoder.boot_id == link.decoder.boot_id == 8
+    assert link.stats.connects == 1 and link.stats.mcu_resets == 1
+    system = [m for m in received if m == servos.system]
+    assert len(system) == 2  # once per session (no targets: no configuration refresh)
+
+
 def test_a_dead_udp_bridge_is_never_reported_connected() -> None:
     """UDP "opens" whatever is there: connected means the handshake completed."""
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
