@@ -339,12 +339,13 @@ class DriverLink:
         self.state = "session"
         self.boot_id = pong.boot_id
         self.encoder.boot_id = pong.boot_id
+        # the handshake's decoder goes on (its replay window and sequence numbers hold only
+        # this boot's frames, its buffer the next frame's start), now with the boot id
+        self.decoder.boot_id = pong.boot_id
         stats = self.decoder.stats
         unverified = stats.bad_auth - self._handshake_counts.bad_auth
         stats.bad_auth -= unverified  # the key is right (the PONG verified): boot id unknown
         self.stats.unverified += unverified
-        self.decoder = Decoder(self.key, Direction.TO_HOST, boot_id=pong.boot_id)
-        self.decoder.stats = stats
         self.clock = ClockSync()
         self.clock.add_exchange(pong.host_time_us * 1e-6, pong.mcu_time_us, received)
         self._last_rx = time.monotonic()
@@ -548,6 +549,8 @@ class DriverLink:
             if t >= self._next_sync_ping:
                 self._next_sync_ping = t + HANDSHAKE_PING_S
                 events += self.ping()
+                if self.state == "closed":  # the write failed: lost
+                    return measurements, events
         try:
             data = self.transport.read(timeout)
         except TransportError as exc:
@@ -615,9 +618,9 @@ class DriverLink:
             f"{why}: the MCU restarted; configuring it again"
             + (" (e-stop still latched)" if self.estopped else ""),
         )
+        self._begin_handshake()  # a fresh decoder: the new boot's sequence and counters
         if pong is not None:
             return [event, *self._start_session(pong, received)]
-        self._begin_handshake()
         self._restarting = True
         return [event]
 
