@@ -14,7 +14,7 @@ import datetime as dt_module
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,8 +41,8 @@ from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
 from .cli_view import register as register_view
-from .emulator import Emulator, EmulatorError
-from .graph import GraphError, demo_graph, hardware_graph, simulation_graph
+from .emulator import Emulator, EmulatorError, Endpoint
+from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
 from .progress import ProgressBar
 from .runner import RunError, run_graph
 
@@ -230,7 +230,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         run = argparse.Namespace(
             output=out / "logs", duration=args.duration, quiet=True, dry_run=False
         )
-        code = run_graph(graph, "demo", run)
+        code = run_graph(graph, "demo", run, _alive(emulator))
     if code not in (0, 130):
         return code
     report = compare_bag(bag, out / "report", robot_config="robot")
@@ -275,10 +275,9 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         )
         return run_graph(graph, label, args)
     bridge = None if args.transport == "serial" else args.transport
-    with Emulator(bridge=bridge, key_hex=key or None) as emulator:
-        endpoint = emulator.endpoint
-        print(f"emulated robot (the firmware ELF in simavr) on {endpoint}")
-        graph = hardware_graph(
+
+    def graph_on(endpoint: Endpoint) -> tuple[NodeSpec, ...]:
+        return hardware_graph(
             args.robot,
             endpoint.transport,
             endpoint.port,
@@ -289,7 +288,26 @@ def cmd_hardware(args: argparse.Namespace) -> int:
             use_sim_time=args.use_sim_time,
             auth_key=key,
         )
-        return run_graph(graph, label, args)
+
+    if args.dry_run:  # start nothing, the emulator included: its port is not known yet
+        where = "PTY" if bridge is None else "PORT"
+        print(f"# the emulated robot is not started (--dry-run); {where} is chosen at its start")
+        return run_graph(graph_on(Endpoint(args.transport, where)), label, args)
+    with Emulator(bridge=bridge, key_hex=key or None) as emulator:
+        print(f"emulated robot (the firmware ELF in simavr) on {emulator.endpoint}")
+        return run_graph(graph_on(emulator.endpoint), label, args, _alive(emulator))
+
+
+def _alive(emulator: Emulator) -> Callable[[], str | None]:
+    """For :func:`run_graph`: why the emulated robot has ended, or None while it runs."""
+
+    def check() -> str | None:
+        if emulator.running():
+            return None
+        last = emulator.output[-1] if emulator.output else "no output"
+        return f"the emulated robot (simavr) exited ({last})"
+
+    return check
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:

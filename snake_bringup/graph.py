@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import TRANSPORTS
@@ -26,6 +26,8 @@ from .emulator import Endpoint
 
 #: A parameter source: a YAML parameter file, or a dict of name -> value.
 Parameters = Path | Mapping[str, Any]
+#: What the runner does when a required node fails (:attr:`NodeSpec.on_failure`).
+OnFailure = Literal["restart", "report", "stop"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ class NodeSpec:
         starts_first: ``snake``'s runner starts it, and waits until it is ready, before the
             other nodes, and stops it after them (the recorder: it keeps every message).
             ``ros2 launch`` starts every node at once.
+        on_failure: what ``snake``'s runner does when this required node exits with an
+            error once the graph runs: ``restart`` it (with backoff, a bounded number of
+            times, then report it; the rest keeps running), ``report`` it (the rest keeps
+            running), or ``stop`` the graph. See :mod:`snake_bringup.runner`.
     """
 
     package: str
@@ -57,6 +63,7 @@ class NodeSpec:
     optional: bool = False
     needs_display: bool = False
     starts_first: bool = False
+    on_failure: OnFailure = "restart"
 
     @property
     def full_name(self) -> str:
@@ -283,6 +290,8 @@ def hardware_graph(
             "driver_node",
             "",
             (config_file("driver_node.yaml"), {**robot_params, **link}),
+            # the robot link: a restart would set up and enable the robot with no operator
+            on_failure="stop",
         ),
         *_robot_description(MEASURED_NAMESPACE, urdf, common),
     ]
@@ -366,6 +375,7 @@ def replay_graph(
                 **{k: v for k, v in options.items() if v is not None},
             },
         ),
+        on_failure="stop",  # the graph's source: nothing to show without it
     )
     nodes = [
         player,
@@ -392,6 +402,7 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
         "recorder_node",
         parameters=({"output": str(out / "bag")},),
         starts_first=True,
+        on_failure="report",  # its bag folder exists: a restart could not record into it
     )
     report = {"report_dir": str(out), "report_name": "compare"}
     robot = hardware_graph(

@@ -8,7 +8,28 @@ recorder) are started and waited for before the others; ``--duration`` counts fr
 moment every node of this package has logged :data:`READY_TEXT` (a loaded machine's slow
 start-up does not eat into the run).
 
-Stopping (Ctrl-C, ``--duration``, or a required node exiting): one SIGINT to every node
+A required node that exits with an error once every node is ready is handled as its
+:attr:`NodeSpec.on_failure` says, and the robot link stays up unless it is the link itself:
+
+- ``restart`` (gait_node, dynamics_node, compare_node, ...): started again after
+  :data:`RESTART_DELAYS_S` (1, 2, 4 s: at most three restarts; a node that then ran
+  :data:`RECOVERED_AFTER_S` has recovered and its count starts again), each announced in one
+  line with the end of its log; after the last, the runner gives up on it with an error
+  line and the rest of the graph keeps running. Each run of the node logs to its own file
+  (``<name>.log``, ``<name>.restart1.log``, ...).
+- ``report`` (the recorder: its bag folder exists, a restart could not record into it): an
+  error line; the rest keeps running (``snake bag repair`` reads the bag it left).
+- ``stop`` (driver_node, the robot link: a restart would set up and enable the robot without
+  an operator; the firmware's watchdog holds or goes limp without commands; replay_node, the
+  graph's source): the graph stops.
+
+Nodes given up on make the run end with an error (exit status 2) when it stops. A node
+exiting with status 0 has finished (a replay at the end of its bag): the graph stops
+normally. A failure during start-up (before every node is ready) stops the graph: a node
+that cannot start would not start on a retry either. ``snake hardware --emulate`` also
+stops the graph when the emulated robot (simavr) exits.
+
+Stopping (Ctrl-C, ``--duration``, or as above): one SIGINT to every node
 but the ``starts_first`` ones, all at once; when they have exited, one SIGINT to those (the
 recorder keeps everything the others sent); SIGTERM, then SIGKILL, only for a node that
 outlives its wait.
@@ -26,7 +47,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -46,6 +67,11 @@ STOP_WAITS_S = (8.0, 3.0)
 STARTUP_TIMEOUT_S = 120.0
 #: How often the runner looks at its children [s].
 POLL_S = 0.05
+#: Waits before the successive restarts of a failed node [s]; then the runner gives up.
+RESTART_DELAYS_S = (1.0, 2.0, 4.0)
+#: A node that has run this long since its last start has recovered: its restarts count
+#: from zero again [s].
+RECOVERED_AFTER_S = 60.0
 
 
 class RunError(RuntimeError):
@@ -61,6 +87,7 @@ class Child:
     log: Path
     copier: threading.Thread
     ready: threading.Event = field(default_factory=threading.Event)
+    started: float = field(default_factory=time.monotonic)  # [s], monotonic
 
     @property
     def reports_ready(self) -> bool:
@@ -202,12 +229,65 @@ def _failed(child: Child) -> RunError:
 
 
 class _Watch:
-    """The runner's view of a running graph: why it should stop, if it should."""
+    """The runner's view of a running graph: why it should stop, if it should, and the
+    restarts of failed nodes (see the module docstring)."""
 
     def __init__(self, children: list[Child]) -> None:
         self.children = children
         self.signals: list[str] = []
         self.ended: Child | None = None
+        self.outside: str | None = None  # something the graph needs, outside it, ended
+        self.failures: list[str] = []  # nodes given up on, for the final error
+        self.restarts: dict[str, int] = {}  # node -> restarts since it last recovered
+        self.due: list[tuple[float, Child]] = []  # (monotonic time [s], failed child)
+        self._handled: set[int] = set()  # pids whose exit was handled
+
+    def supervise(self) -> bool:
+        """Handle the required nodes that exited (restart, report or stop); True when the
+        graph must stop."""
+        for child in self.children:
+            code = child.process.poll()
+            if code is None or child.spec.optional or child.process.pid in self._handled:
+                continue
+            self._handled.add(child.process.pid)
+            name, tail = child.spec.full_name, f"the end of {child.log}:\n{_tail(child.log)}"
+            if code == 0 or child.spec.on_failure == "stop":
+                self.ended = child
+                return True
+            count = self.restarts.get(name, 0)
+            if time.monotonic() - child.started >= RECOVERED_AFTER_S:
+                count = 0
+            if child.spec.on_failure == "restart" and count < len(RESTART_DELAYS_S):
+                delay = RESTART_DELAYS_S[count]
+                self.restarts[name] = count + 1
+                self.due.append((time.monotonic() + delay, child))
+                print(
+                    f"{name} exited with status {code}: restart {count + 1} of "
+                    f"{len(RESTART_DELAYS_S)} in {delay:g} s; {tail}",
+                    flush=True,
+                )
+                continue
+            why = (
+                f"gave up after {count} restarts"
+                if child.spec.on_failure == "restart"
+                else "not restarted"
+            )
+            failure = f"{name} exited with status {code}, {why}; {tail}"
+            self.failures.append(failure)
+            print(f"error: {failure}\nthe rest of the graph keeps running", file=sys.stderr)
+        return bool(self.signals) or self.outside is not None
+
+    def restart_due(self, commands: dict[str, list[str]], out: Path, quiet: bool) -> None:
+        """Start again the failed nodes whose wait is over."""
+        now = time.monotonic()
+        for entry in [e for e in self.due if e[0] <= now]:
+            self.due.remove(entry)
+            old = entry[1]
+            name = old.spec.full_name
+            log = out / f"{old.spec.name}.restart{self.restarts[name]}.log"
+            child = start_child(old.spec, commands[name], log, quiet)
+            self.children[self.children.index(old)] = child
+            print(f"restarted {name} (pid {child.process.pid}); its log: {log}", flush=True)
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.signals.append(signal.Signals(signum).name)
@@ -262,20 +342,34 @@ def _plan(
     return plan, files
 
 
-def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -> int:
+def run_graph(
+    graph: Sequence[NodeSpec],
+    label: str,
+    args: argparse.Namespace,
+    outside: Callable[[], str | None] | None = None,
+) -> int:
     """Start the graph's nodes, run them for ``args.duration`` seconds after every node is
-    ready (or until Ctrl-C, or until a required node exits), then stop them all.
+    ready (or until Ctrl-C, or until the graph must stop), then stop them all. Failed nodes
+    are restarted, reported or stop the graph (module docstring).
 
     ``args`` carries ``output`` (the log folder, None: ``runs/<label>-<time>``), ``duration``
     [s] (None: until Ctrl-C), ``quiet`` and ``dry_run`` (print the commands only). A required
     node that exits with status 0 has finished (a replay at the end of its bag): the run ends
     normally.
 
+    Args:
+        graph: the nodes.
+        label: names the default log folder.
+        args: as above.
+        outside: polled while the graph runs: why something the graph needs outside it
+            (the emulated robot) has ended, or None while it runs; the graph then stops.
+
     Returns:
         0, or 130 after Ctrl-C / SIGTERM.
 
     Raises:
-        RunError: a node is missing, exits with an error, or never gets ready.
+        RunError: a node is missing, never gets ready, stops the graph with an error, or
+            was given up on; or ``outside`` ended.
     """
     out = args.output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     plan, files = _plan(graph, out)
@@ -313,9 +407,12 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
             until = "Ctrl-C" if args.duration is None else f"{args.duration:g} s or Ctrl-C"
             print(f"running until {until}; logs in {out}/", flush=True)
             ready = time.monotonic()
-            while not watch.stopping():
+            commands = {spec.full_name: cmd for spec, cmd, _ in plan if cmd is not None}
+            while not watch.supervise():
                 if args.duration is not None and time.monotonic() - ready >= args.duration:
                     break
+                watch.outside = outside() if outside is not None else None
+                watch.restart_due(commands, out, args.quiet)
                 time.sleep(POLL_S)
     finally:
         stopping = time.monotonic()
@@ -330,4 +427,8 @@ def run_graph(graph: Sequence[NodeSpec], label: str, args: argparse.Namespace) -
     )
     if watch.ended is not None and watch.ended.process.returncode != 0:
         raise _failed(watch.ended)
+    if watch.outside is not None:
+        raise RunError(f"{watch.outside}: the graph stopped")
+    if watch.failures:
+        raise RunError("; ".join(watch.failures))
     return 130 if watch.signals else 0
