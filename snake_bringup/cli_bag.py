@@ -1,10 +1,14 @@
-"""``snake record`` and ``snake replay``: the recorder and replay nodes from the command line.
+"""``snake record``, ``snake replay`` and ``snake bag repair``: the recorder and replay nodes
+from the command line, and the repair of a bag whose recorder was killed.
 
 ``snake record`` runs the recorder node in the ``snake`` process itself (a recording ends at
 ``--duration`` or Ctrl-C with the bag closed). ``snake replay`` runs
 :func:`snake_bringup.graph.replay_graph`, the nodes ``replay.launch.py`` starts (the player,
 both robot descriptions and RViz where they are installed), as ``snake sim`` runs its graph;
-it ends with the bag (or Ctrl-C with ``--loop``).
+it ends with the bag (or Ctrl-C with ``--loop``). ``snake bag repair`` makes an MCAP bag
+that a killed recorder left without its end readable in place
+(:func:`snake_viz.bag.recover`), for tools other than ``snake``'s, which repair it
+themselves before reading.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from snake_viz.bag import DEFAULT_TOPICS, BagError, open_reader
+from snake_viz.bag import DEFAULT_TOPICS, BagError, open_reader, recover
 from snake_viz.defaults import REPLAY_RATES
 
 from .arguments import non_negative, positive
@@ -77,6 +81,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_graph(graph, f"replay-{args.bag.resolve().name}", run)
 
 
+def cmd_bag_repair(args: argparse.Namespace) -> int:
+    """Repair an interrupted MCAP bag in place and say what was done."""
+    done = recover(args.bag)
+    for r in done:
+        print(
+            f"{r.path}: closed after its last complete record ({r.kept_bytes} bytes kept, "
+            f"{r.dropped_bytes} bytes of an unfinished record dropped)"
+        )
+    if not done:
+        print(f"{args.bag}: complete, nothing to repair")
+    print(f"reads as {_summary(args.bag)}")
+    return 0
+
+
 def register(subparsers: Any) -> None:
     """Add ``record`` and ``replay`` to the ``snake`` command's subparsers."""
     p = subparsers.add_parser("record", help="record topics into a rosbag2 MCAP bag")
@@ -134,3 +152,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
     p.set_defaults(func=cmd_replay)
+
+    p = subparsers.add_parser("bag", help="bag tools: repair")
+    tools = p.add_subparsers(dest="tool", required=True, metavar="TOOL")
+    p = tools.add_parser(
+        "repair",
+        help="make a bag whose recorder was killed readable by any tool (in place)",
+        description="Close an MCAP bag left without its end (a recorder killed during a "
+        "write): cut the unfinished record, append the MCAP data end and footer, recount "
+        "metadata.yaml. Nothing flushed is lost. A bag the recorder closed, or killed "
+        "between writes, is complete already.",
+    )
+    p.add_argument("bag", type=Path, metavar="BAG", help="bag folder (MCAP)")
+    p.set_defaults(func=cmd_bag_repair)

@@ -9,11 +9,17 @@ under an ament prefix for types the store lacks.
 
 Crash safety: ``rosbags`` buffers messages in a chunk in memory and writes it out once it
 holds more than 1 MiB, and writes the MCAP summary and footer only on close. So
-:meth:`BagRecorder.flush` (called every ``flush_period``) closes the pending chunk, flushes
-the file and rewrites ``metadata.yaml`` with the counts written so far. A recorder killed
-with SIGKILL leaves every message up to its last flush on disk, followed at most by a
-partial chunk and no footer; :func:`recover` cuts the partial tail, appends a footer and
-fixes ``metadata.yaml``, after which any MCAP or rosbag2 reader opens the bag.
+:meth:`BagRecorder.flush` (called every ``flush_period``) closes the pending chunk, ends the
+file there with a data-end record and a footer without a summary (valid MCAP: readers scan
+the chunks), flushes it to the operating system, rewrites ``metadata.yaml`` with the counts
+so far, and moves the writer back before that ending, which the next chunk or the real
+summary overwrites. A recorder killed with SIGKILL (or a machine that loses power after the
+page cache reached the disk) leaves a bag that every MCAP and rosbag2 reader opens as it is,
+holding every message up to its last flush (a full 1 MiB chunk that ``rosbags`` writes
+between two flushes is a flush of its own). Only a kill during the few microseconds
+of such a write leaves a file without its end: :func:`recover` (``snake bag repair``, and
+every reader of this package before it reads) cuts the partial tail, appends a footer and
+fixes ``metadata.yaml``; it loses nothing that was flushed.
 
 Reading: :func:`open_reader` opens any rosbag2 folder ``rosbags`` reads (MCAP or sqlite3
 storage, metadata versions 1 to 9, e.g. from ``ros2 bag record``), or a single ``.mcap`` or
@@ -176,17 +182,25 @@ class BagRecorder:
     def write(self, topic: str, stamp_ns: int, data: bytes) -> None:
         """Store one serialised (CDR) message of an added topic, received at ``stamp_ns``
         [ns since the epoch, or sim time]."""
+        storage: Any = self._writer.storage
+        before = storage.bio.tell()
         self._writer.write(self._connections[topic], stamp_ns, data)
+        if storage.bio.tell() != before:  # rosbags wrote a full chunk: end the file there
+            self.flush()
 
     def flush(self) -> None:
-        """Write the messages buffered so far to disk as a complete MCAP chunk, and
-        ``metadata.yaml`` to match: what a kill after this leaves readable."""
+        """Write the messages buffered so far to disk as a complete MCAP chunk, end the file
+        after it (data end, footer), and write ``metadata.yaml`` to match: a kill after this
+        leaves a bag any reader opens as it is (see the module docstring)."""
         storage: Any = self._writer.storage
         if storage is None:
             return
         if storage.chunk.msgs:  # rosbags' McapWriter: messages in the pending chunk
             storage.close_chunk()
+        end = storage.bio.tell()
+        storage.bio.write(_DATA_END + _FOOTER)
         storage.bio.flush()
+        storage.bio.seek(end)  # the next chunk, or the summary on close, overwrites the end
         self._write_metadata()
 
     def close(self) -> None:

@@ -10,8 +10,11 @@ enters the bag with its first message, with the QoS profiles its publishers offe
 unless a publisher is best-effort, and transient-local when every publisher is (latched
 topics), with a deep queue, so the recorder keeps up with the demo's rates.
 
-Every ``flush_period`` the bag is flushed to disk (see :mod:`snake_viz.bag`): a recorder
-killed with SIGKILL loses at most that much. Ctrl-C or SIGTERM closes the bag properly.
+Every ``flush_period`` (default 1 s) the bag is flushed to disk and ended there (see
+:mod:`snake_viz.bag`): a recorder killed with SIGKILL leaves a bag any MCAP or rosbag2
+reader opens as it is, which lacks at most the messages of the last ``flush_period``
+(``snake bag repair`` for the rare kill in the middle of a write). Ctrl-C or SIGTERM
+closes the bag properly.
 
 Parameters:
     output (string): bag folder to create (default ``runs/bag-YYYYmmdd-HHMMSS``).
