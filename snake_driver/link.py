@@ -23,11 +23,13 @@ ENABLE(1) only while the servos are meant to be armed. A PONG with another boot 
 MCU clock that jumps, means the MCU restarted behind an open link: handshake and session
 again. An open session without a valid frame for ``link_timeout`` is lost.
 
-**Targets** are sent from the session's first telemetry on, slew-limited (:class:`.Ramp`,
-at the configured servo speed) from where the robot is (its telemetry's angles while it is
-armed, else the last targets sent) until they have caught up with the commands: no jump after
-a reconnect. **Stamps** are never earlier than the previous published one nor later than the
-report's arrival; a report that would break that is delivered unstamped (counted).
+**ENABLE and targets** wait for the session's first telemetry (unless telemetry is off), which
+shows the MCU as the session found it; the targets are then slew-limited (:class:`.Ramp`, at
+the configured servo speed) from where the robot is (that telemetry's angles if the MCU was
+still armed, else the last targets sent) until they have caught up with the commands: no
+jump after a reconnect or an MCU restart. **Stamps** are never earlier than the previous
+published one nor later than the report's arrival; a report that would break that is
+delivered unstamped (counted).
 
 An e-stop is latched in the link: until ``enable(True)`` it sends no targets, every session
 starts with ESTOP instead of ENABLE, and ESTOP is repeated until telemetry confirms it.
@@ -253,9 +255,8 @@ class DriverLink:
         self._estop_until = 0.0  # end of the ESTOP repeats [s, time.monotonic()]
         self._next_estop = 0.0  # next ESTOP repeat [s, time.monotonic()]
         self._mcu_flags: Flag | None = None  # of the session's latest telemetry
-        self._mcu_angles: dict[str, float] | None = None  # of the session's latest telemetry
         self._last_sent: dict[str, float] | None = None  # latest targets sent [rad]
-        self._ramp_pending = False  # the session's ramp origin is still to be chosen
+        self._first_report_pending = False  # the session waits for its first telemetry
         self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, time.monotonic()]
         self._last_stamp: float | None = None  # latest stamp delivered [s]
 
@@ -351,17 +352,30 @@ class DriverLink:
         self._last_rx = time.monotonic()
         self._last_mcu = (pong.mcu_time_us, self._last_rx)
         self._mcu_flags = None
-        self._mcu_angles = None
-        self._ramp_pending = True
+        self._first_report_pending = bool(self.servos.system.telemetry_period_ms)
         self.ramp.stop()
+        if not self._first_report_pending and self._last_sent is not None:
+            self.ramp.start(self._last_sent)  # telemetry off: from the last targets sent
         events: list[LinkEvent] = []
         for msg in self.servos.config_messages():
             events += self.send(msg)
         if self.estopped:
             events += self._begin_estop()
-        elif self.want_enabled:
+        elif self.want_enabled and not self._first_report_pending:
             events += self._send_enable(True)
         return events
+
+    def _on_first_report(self, flags: Flag, angles: dict[str, float]) -> list[LinkEvent]:
+        """The session's first telemetry shows the MCU as the session found it (ENABLE waits
+        for it). Its angles are where the servos are if it was armed already (the link
+        dropped, the MCU ran on); a restarted MCU's angle estimate is only its boot value,
+        so then the last targets sent are, if any. The ramp starts there; then arm."""
+        self._first_report_pending = False
+        armed = bool(flags & Flag.ENABLED)
+        self.ramp.start(angles if armed or self._last_sent is None else self._last_sent)
+        if self.want_enabled and not self.estopped:
+            return self._send_enable(True)
+        return []
 
     def _lost(self, reason: str, events: list[LinkEvent], kind: str = "lost") -> None:
         if self.connected:
@@ -431,7 +445,7 @@ class DriverLink:
             CalibrationError: a mapped joint is missing from ``positions``.
         """
         message, clamped = self.servos.targets(positions, duration_ms)
-        if self.estopped or not self.connected or not self._ramp_ready():
+        if self.estopped or not self.connected or self._first_report_pending:
             return clamped, []
         safe = {c.joint: c.clamp(positions[c.joint]) for c in self.servos.channels}
         if self.ramp.active:
@@ -442,26 +456,6 @@ class DriverLink:
         if self.connected:
             self._last_sent = safe
         return clamped, events + self._refresh_config()
-
-    def _ramp_ready(self) -> bool:
-        """Choose the session's ramp origin once: the telemetry's angles while the firmware
-        is armed (the servos are there), else the last targets sent (a restarted MCU's angle
-        estimate is not where the servos are), else the telemetry's angles. False until the
-        session's first telemetry, unless telemetry is off (no origin: no ramp)."""
-        if not self._ramp_pending:
-            return True
-        if self._mcu_flags is None:
-            if self.servos.system.telemetry_period_ms:
-                return False
-            origin = self._last_sent
-        elif self._mcu_flags & Flag.ENABLED or self._last_sent is None:
-            origin = self._mcu_angles
-        else:
-            origin = self._last_sent
-        if origin is not None:
-            self.ramp.start(origin)
-        self._ramp_pending = False
-        return True
 
     def _rearm(self) -> list[LinkEvent]:
         """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
@@ -566,8 +560,11 @@ class DriverLink:
             elif isinstance(msg, Telemetry):
                 self._last_rx = time.monotonic()
                 events += self._follow_mcu_clock(msg.mcu_time_us)
-                if self.state == "session":
-                    measurements.append(self._measurement(msg, received))
+                if self.state != "session":
+                    continue  # the MCU restarted: handshake again
+                measurements.append(self._measurement(msg, received))
+                if self._first_report_pending:
+                    events += self._on_first_report(Flag(msg.flags), measurements[-1].positions)
             elif isinstance(msg, ErrorReport):
                 self._last_rx = time.monotonic()
                 self.stats.error_reports += 1
@@ -646,7 +643,6 @@ class DriverLink:
         if self.estopped and msg.flags & Flag.ESTOP:
             self.estop_confirmed = True
         positions = channel_positions(self.servos, msg.angles_cdeg)
-        self._mcu_angles = positions
         pulses = {
             c.joint: msg.pulses_us[c.channel]
             for c in self.servos.channels

@@ -468,12 +468,16 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
             link_timeout=0.5,
         )
         target = dict.fromkeys(servos.joint_names, -0.3)
-        link.send_targets(target)
-        assert run_for(link, 2.0)[-1].flags & Flag.ENABLED  # ~150 frames from this MCU
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:  # ~100 reports from this MCU, at the target
+            link.send_targets(target)
+            run_for(link, 0.02)
+        assert link.stats.telemetry > 50 and not link.ramp.active
         first.kill()
         first.wait(timeout=5)
         started = time.monotonic()
         second, pty2 = start_firmware(firmware_binary, *args)  # boots disabled
+        mark = len(bridge.received)
         bridge.attach(pty2)
         events: list[LinkEvent] = []
         arrivals: list[float] = []
@@ -493,6 +497,11 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
     last = measurements[-1]
     assert last.flags & Flag.ENABLED
     assert last.pulses_us["joint_1"] == servos.by_joint()["joint_1"].pulse_us(-0.3)
+    # the restarted MCU's angle estimate is not where the servos are: the ramp starts from
+    # the last targets sent (the same pose), so every target after the restart is that pose
+    sent = sent_messages(bytes(bridge.received[mark:]), key, link.boot_id)
+    targets = [m for m in sent if isinstance(m, SetTargets)]
+    assert targets and {m.targets_cdeg for m in targets} == {(to_cdeg(-0.3),) * 8}
     kinds = [e.kind for e in events]
     if key is None:
         assert kinds == ["mcu_reset"] and link.stats.mcu_resets == 1
@@ -538,9 +547,10 @@ def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
     assert link.connected and measurements[-1].flags & Flag.ENABLED
 
 
-def sent_messages(stream: bytes) -> list[Message]:
-    """The host's messages in a byte stream it sent."""
-    return [msg for _, msg in Decoder(None, Direction.TO_MCU).feed_messages(stream)]
+def sent_messages(stream: bytes, key: bytes | None = None, boot_id: int = 0) -> list[Message]:
+    """The host's messages in a byte stream it sent (with ``key``: those MACed for
+    ``boot_id``, and PINGs)."""
+    return [msg for _, msg in Decoder(key, Direction.TO_MCU, boot_id).feed_messages(stream)]
 
 
 def drive(link: DriverLink, attempts: int, timeout: float = 10.0) -> list[LinkEvent]:
