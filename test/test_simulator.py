@@ -99,6 +99,20 @@ def test_stale_commands_hold_the_last_position_at_rest(robot) -> None:
     np.testing.assert_array_equal(out.qd[1], 0.0)
 
 
+def test_latest_is_the_newest_command_and_hold_starts_there(robot) -> None:
+    """What dynamics_node restarts a diverged simulation from: the newest command, at rest."""
+    n = robot.n_joints
+    ref = CommandReference(np.full(n, 0.1), timeout=0.5)
+    np.testing.assert_array_equal(ref.latest, 0.1)  # before any command: the rest pose
+    ref.push(1.0, np.full(n, 0.2), np.zeros(n))
+    ref.push(1.01, np.full(n, 0.3), np.full(n, 5.0))
+    np.testing.assert_array_equal(ref.latest, 0.3)
+    ref.hold(ref.latest)
+    out = ref.evaluate(np.array([1.0, 1.005, 2.0]))
+    np.testing.assert_array_equal(out.q, 0.3)  # the interpolation is forgotten
+    np.testing.assert_array_equal(out.qd, 0.0)
+
+
 @pytest.mark.parametrize(
     ("config", "gait_name", "delay", "tolerance"),
     [
