@@ -198,9 +198,9 @@ class DriverNode(Node):
                 f"clamped to joint limits: {clamped}", throttle_duration_sec=2.0
             )
 
-    def on_poll(self, timeout: float = 0.0) -> None:
-        """Read the link (waiting at most ``timeout`` [s]) and publish what it measured."""
-        measurements, events = self.link.poll(timeout)
+    def on_poll(self) -> None:
+        """Read what the link has (never waiting) and publish what it measured."""
+        measurements, events = self.link.poll(0.0)
         self.log_events(events)
         for m in measurements:
             self.last_measurement = m
