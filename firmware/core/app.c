@@ -212,6 +212,13 @@ static uint16_t flags(void)
 
 static void report(uint32_t now)
 {
+    /* replies first: a report goes out only behind no waiting reply and if two of the
+     * largest replies still fit after it */
+    size_t room = frame_size(MSG_TELEMETRY_LEN) + 2 * frame_size(MSG_PONG_LEN);
+    if (reply_count > 0 || hal_uart_tx_free() < room) {
+        tx_skipped++;
+        return;
+    }
     const proto_counters_t *c = &parser.counters;
     const uint16_t counters[CNT_COUNT] = {
         [CNT_FRAMES_OK] = frames_ok,          [CNT_BAD_CRC] = c->bad_crc,
@@ -223,15 +230,8 @@ static void report(uint32_t now)
     msg_telemetry_t t;
     telemetry_collect(&t, now, flags(), limit_mask, counters, pulse_us);
     uint8_t payload[PROTO_MAX_PAYLOAD];
-    uint8_t len = msg_encode_telemetry(&t, payload);
-    /* replies first: a report goes out only behind no waiting reply and if two of the
-     * largest replies still fit after it */
-    if (reply_count == 0 && hal_uart_tx_free() >= frame_size(len) + 2 * frame_size(MSG_PONG_LEN)) {
-        send_frame(MSG_TELEMETRY, payload, len);
-        limit_hit = false;
-    } else {
-        tx_skipped++;
-    }
+    send_frame(MSG_TELEMETRY, payload, msg_encode_telemetry(&t, payload));
+    limit_hit = false;
 }
 
 void app_init(const uint8_t *key)

@@ -57,7 +57,11 @@ enum {
 };
 
 /* Telemetry payload: time u32, flags u16, limit_mask u16, counters, count u8, then arrays */
-enum { MSG_TELEMETRY_COUNTERS = 8, MSG_TELEMETRY_ARRAYS = 9 + 2 * CNT_COUNT };
+enum {
+    MSG_TELEMETRY_COUNTERS = 8,
+    MSG_TELEMETRY_ARRAYS = 9 + 2 * CNT_COUNT,
+    MSG_TELEMETRY_LEN = MSG_TELEMETRY_ARRAYS + 4 * SERVO_CHANNELS, /* every channel reported */
+};
 
 typedef struct {
     uint64_t host_time_us;

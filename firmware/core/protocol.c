@@ -12,6 +12,7 @@ void protocol_parser_init(proto_parser_t *p, const uint8_t *key, proto_dir_t rx_
                           uint32_t boot_id, proto_frame_cb on_frame, void *ctx)
 {
     memset(p, 0, sizeof *p);
+    crc16_init();
     p->key = key;
     p->rx_dir = rx_dir;
     p->max_payload = rx_dir == PROTO_DIR_TO_MCU ? PROTO_MAX_PAYLOAD_TO_MCU : PROTO_MAX_PAYLOAD;
@@ -99,6 +100,12 @@ static void drop(proto_parser_t *p, size_t n)
     p->head = p->held ? (uint8_t)(p->head + n) : 0;
 }
 
+/* CRC-16 of buf[s .. e) from the running CRCs, in constant time. */
+static uint16_t held_crc(const proto_parser_t *p, size_t s, size_t e)
+{
+    return p->crc[e] ^ crc16_zeros(p->crc[s] ^ CRC16_INIT, (uint8_t)(e - s));
+}
+
 /* Consume complete frames and bad candidates from the front until an incomplete candidate
  * (or nothing) is left. */
 static void scan(proto_parser_t *p)
@@ -123,7 +130,7 @@ static void scan(proto_parser_t *p)
         if (p->held < n) {
             return;
         }
-        if (crc16_update(CRC16_INIT, b + 1, n - 3) != get_u16(b + n - 2)) {
+        if (held_crc(p, p->head + 1u, p->head + n - 2u) != get_u16(b + n - 2)) {
             p->counters.bad_crc++;
             drop(p, 1); /* the next frame may start inside this one */
             continue;
@@ -138,11 +145,17 @@ void protocol_feed(proto_parser_t *p, const uint8_t *data, size_t len)
     while (len > 0) {
         if (p->head > 0 && p->head + p->held == sizeof p->buf) {
             memmove(p->buf, p->buf + p->head, p->held);
+            memmove(p->crc, p->crc + p->head, (p->held + 1u) * sizeof p->crc[0]);
             p->head = 0;
         }
-        size_t room = sizeof p->buf - p->head - p->held;
+        size_t end = p->head + p->held;
+        if (p->held == 0) {
+            p->crc[end] = 0;
+        }
+        size_t room = sizeof p->buf - end;
         size_t chunk = len < room ? len : room;
-        memcpy(p->buf + p->head + p->held, data, chunk);
+        memcpy(p->buf + end, data, chunk);
+        crc16_running(p->crc + end, data, chunk);
         p->held = (uint8_t)(p->held + chunk);
         data += chunk;
         len -= chunk;

@@ -4,10 +4,11 @@
  * bad frame and only hands over frames that pass CRC and, in authenticated mode, the MAC
  * and the replay window.
  *
- * Bounded work: a candidate is at most max_payload + 15 bytes (55 towards the MCU), each
- * held byte starts at most one candidate that is checked (CRC, then MAC only if the CRC
- * matches, and a frame with a matching CRC is consumed whole), so feeding k bytes costs at
- * most (k + bytes held before) candidate checks of at most one candidate's length each.
+ * Bounded work: every byte fed costs one CRC step (the running CRC kept per held byte), and
+ * each held byte starts at most one candidate, whose CRC is then checked in constant time
+ * from the running CRCs (crc16_zeros); the MAC is computed only for a matching CRC, and such
+ * a frame is consumed whole. So feeding k bytes costs at most k CRC steps, k + (bytes held
+ * before, < 55 towards the MCU) constant-time checks and one MAC per 15 bytes.
  */
 #ifndef PROTOCOL_H
 #define PROTOCOL_H
@@ -69,6 +70,7 @@ typedef struct {
     void *ctx;
     uint8_t head, held; /* the bytes held: buf[head .. head + held) */
     uint8_t buf[PROTO_MAX_FRAME];
+    uint16_t crc[PROTO_MAX_FRAME + 1]; /* crc[i]: CRC from 0 of buf[0 .. i) */
 } proto_parser_t;
 
 typedef struct {

@@ -36,6 +36,11 @@ void fake_rx(const uint8_t *data, size_t len)
     rx_len += len;
 }
 
+size_t fake_rx_pending(void)
+{
+    return rx_len - rx_pos;
+}
+
 void hal_init(void)
 {
 }

@@ -18,5 +18,6 @@ extern int fake_kicks;      /* hal_kick calls */
 
 void fake_reset(void);
 void fake_rx(const uint8_t *data, size_t len); /* bytes the next hal_uart_read returns */
+size_t fake_rx_pending(void);                   /* bytes not read yet */
 
 #endif

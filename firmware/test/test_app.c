@@ -9,9 +9,10 @@
 #include "fake_hal.h"
 
 static proto_sender_t host;
+static uint16_t next_seq; /* of the firmware's next frame: every SEQ must arrive in order */
 
 typedef struct {
-    int pongs, telemetry, errors;
+    int pongs, telemetry, errors, seq_gaps;
     msg_pong_t pong;
     msg_error_t error;
     uint8_t telemetry_payload[PROTO_MAX_PAYLOAD];
@@ -21,6 +22,7 @@ static void start(void)
 {
     fake_reset();
     host = (proto_sender_t){.dir = PROTO_DIR_TO_MCU};
+    next_seq = 0;
     app_init(NULL);
     app_step();
 }
@@ -66,6 +68,8 @@ static void advance_ms(uint32_t ms)
 static void collect(void *ctx, const proto_frame_t *f)
 {
     replies_t *r = ctx;
+    r->seq_gaps += (uint16_t)(f->seq - next_seq);
+    next_seq = (uint16_t)(f->seq + 1u);
     if (f->type == MSG_PONG) {
         r->pongs++;
         r->pong.host_time_us = get_u64(f->payload);
@@ -80,7 +84,7 @@ static void collect(void *ctx, const proto_frame_t *f)
     }
 }
 
-/* Everything the firmware sent since the last call. */
+/* Everything the firmware sent since the last call (the transmit buffer drains). */
 static replies_t replies(void)
 {
     replies_t r = {0};
@@ -206,6 +210,136 @@ static void bad_frames_counted_not_acted_on(void)
     CHECK_EQ(get_u16(counters + 2 * CNT_BAD_PAYLOAD), 2);
 }
 
+static void ping(void)
+{
+    uint8_t payload[8] = {0};
+    send(MSG_PING, payload, 8);
+}
+
+static void set_targets2(uint8_t first, int16_t a, int16_t b)
+{
+    uint8_t payload[7];
+    put_u16(payload, 0);
+    payload[2] = first;
+    put_u16(payload + 3, (uint16_t)a);
+    put_u16(payload + 5, (uint16_t)b);
+    send(MSG_SET_TARGETS, payload, sizeof payload);
+}
+
+static uint16_t last_limit_mask(void)
+{
+    advance_ms(20);
+    replies_t r = replies();
+    CHECK(r.telemetry >= 1);
+    return get_u16(r.telemetry_payload + 6);
+}
+
+/* Bit i: channel i's latest target was clamped; a frame updates only the channels it sets. */
+static void limit_mask_per_channel(void)
+{
+    start();
+    set_targets2(3, 9500, -9500); /* default limits +-90 deg: both clamped */
+    CHECK_EQ(last_limit_mask(), 0x0018);
+    set_target(3, 4500, 0); /* channel 3 in range, channel 4 still clamped */
+    CHECK_EQ(last_limit_mask(), 0x0010);
+    set_targets2(14, 0, -9001);
+    CHECK_EQ(last_limit_mask(), 0x8010);
+}
+
+/* PONG and ERROR wait for room; telemetry goes only with room for two replies after it, and
+ * SEQ counts frames that entered the transmit buffer, so the host sees no gap. */
+static void replies_before_telemetry(void)
+{
+    start();
+    replies();
+    fake_tx_room = 170; /* a telemetry report (100 bytes), then room for 3 pongs (23 each) */
+    advance_ms(20);
+    CHECK_EQ(fake_tx_len, 100);
+    ping();
+    ping();
+    ping();
+    CHECK_EQ(fake_tx_len, 169);
+    ping(); /* no room: waits in the reply queue */
+    CHECK_EQ(fake_tx_len, 169);
+    advance_ms(20); /* a report is due, but a reply waits: skipped */
+    CHECK_EQ(fake_tx_len, 169);
+    replies_t r = replies(); /* the line drains */
+    CHECK_EQ(r.pongs, 3);
+    CHECK_EQ(r.telemetry, 1);
+    app_step(); /* the waiting pong goes out */
+    for (int i = 0; i < 12; i++) { /* 6 fit, 4 wait, 2 find the queue full */
+        ping();
+    }
+    r = replies();
+    CHECK_EQ(r.pongs, 7);
+    CHECK_EQ(r.seq_gaps, 0);
+    app_step(); /* the 4 waiting ones */
+    r = replies();
+    CHECK_EQ(r.pongs, 4);
+    advance_ms(20);
+    r = replies();
+    CHECK_EQ(r.telemetry, 1);
+    CHECK_EQ(r.seq_gaps, 0);
+    const uint8_t *counters = r.telemetry_payload + MSG_TELEMETRY_COUNTERS;
+    CHECK_EQ(get_u16(counters + 2 * CNT_TX_SKIPPED), 1);
+    CHECK_EQ(get_u16(counters + 2 * CNT_TX_DROPPED), 2);
+    CHECK_EQ(get_u16(counters + 2 * CNT_FRAMES_OK), 16);
+}
+
+/* A stray partial frame holds an ESTOP only until the line has been quiet for T_gap. */
+static void timeout_frees_a_held_estop(void)
+{
+    start();
+    enable(true);
+    const uint8_t stray[3] = {PROTO_SYNC, PROTO_MAX_PAYLOAD_TO_MCU, MSG_PING};
+    fake_rx(stray, sizeof stray);
+    send(MSG_ESTOP, NULL, 0); /* inside the stray candidate's 47 bytes */
+    CHECK_EQ(fake_cuts, 0);
+    advance_ms(1);
+    CHECK_EQ(fake_cuts, 0);
+    advance_ms(1); /* 2 ms without a byte */
+    CHECK_EQ(fake_cuts, 1);
+    advance_ms(20);
+    replies_t r = replies();
+    CHECK(last_flags(&r) & FLAG_ESTOP);
+    const uint8_t *counters = r.telemetry_payload + MSG_TELEMETRY_COUNTERS;
+    CHECK_EQ(get_u16(counters + 2 * CNT_RX_TIMEOUTS), 1);
+    CHECK_EQ(get_u16(counters + 2 * CNT_FRAMES_OK), 2);
+}
+
+/* Each pass parses at most 32 bytes and kicks the hardware watchdog once, busy or not. */
+static void bounded_pass_kicks_the_watchdog(void)
+{
+    start();
+    uint8_t flood[600];
+    for (size_t i = 0; i < sizeof flood; i++) {
+        flood[i] = i % 2 ? 0x28 : PROTO_SYNC; /* 55-byte candidates, one every 2 bytes */
+    }
+    fake_rx(flood, sizeof flood);
+    int kicks = fake_kicks;
+    app_step();
+    CHECK_EQ(fake_rx_pending(), sizeof flood - 32);
+    CHECK_EQ(fake_kicks, kicks + 1);
+    while (fake_rx_pending() > 0) {
+        app_step();
+    }
+    CHECK_EQ(fake_kicks, kicks + (int)(sizeof flood + 31) / 32);
+}
+
+/* ENABLE(0) lets running pulses end (hal_servo_write 0); only ESTOP cuts them. */
+static void disable_stops_estop_cuts(void)
+{
+    start();
+    enable(true);
+    CHECK_EQ(fake_pulse_us[0], 1500);
+    enable(false);
+    CHECK_EQ(fake_pulse_us[0], 0);
+    CHECK_EQ(fake_cuts, 0);
+    enable(true);
+    send(MSG_ESTOP, NULL, 0);
+    CHECK_EQ(fake_cuts, 1);
+}
+
 void run_app_tests(void (*run)(const char *name, void (*fn)(void)))
 {
     run("boots_without_pulses", boots_without_pulses);
@@ -214,4 +348,9 @@ void run_app_tests(void (*run)(const char *name, void (*fn)(void)))
     run("watchdog_hold_freezes_motion", watchdog_hold_freezes_motion);
     run("ping_answers_pong", ping_answers_pong);
     run("bad_frames_counted_not_acted_on", bad_frames_counted_not_acted_on);
+    run("limit_mask_per_channel", limit_mask_per_channel);
+    run("replies_before_telemetry", replies_before_telemetry);
+    run("timeout_frees_a_held_estop", timeout_frees_a_held_estop);
+    run("bounded_pass_kicks_the_watchdog", bounded_pass_kicks_the_watchdog);
+    run("disable_stops_estop_cuts", disable_stops_estop_cuts);
 }

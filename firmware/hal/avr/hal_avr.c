@@ -5,7 +5,10 @@
  * a little early and waits for the exact tick, so edges do not depend on interrupt latency.
  * Timer 1 overflows also count the microsecond clock. USART0: interrupt-driven rings.
  * Debug output PK0 (Mega A8): high while a main-loop pass runs, low from hal_idle() on, so
- * its high times are the pass times (a scope, or simavr_runner --loop-pin K0).
+ * its high times are the pass times (a scope, or simavr_runner --loop-pin K0). PF0 (A0)
+ * toggles at every byte USART0 receives: its edges time the input on the MCU clock (a
+ * scope, or simavr_runner --vcd ... --trace F0). Nothing else writes port F, so the toggle
+ * (one write to PINF) never races a read-modify-write of the main loop.
  */
 #include <avr/eeprom.h>
 #include <avr/interrupt.h>
@@ -37,6 +40,9 @@
 #define LOOP_PORT PORTK      /* main-loop busy pin, PK0 */
 #define LOOP_DDR DDRK
 #define LOOP_BIT PK0
+#define RX_PIN PINF          /* received-byte pin, PF0: writing 1 to PINF0 toggles it */
+#define RX_DDR DDRF
+#define RX_BIT PF0
 
 /* ---- boot counter: EEPROM bytes 0-3, little-endian ---- */
 
@@ -312,6 +318,7 @@ static volatile uint16_t rx_dropped;
 ISR(USART0_RX_vect)
 {
     uint8_t byte = UDR0;
+    RX_PIN = _BV(RX_BIT);
     uint8_t next = (uint8_t)((rx_head + 1u) & (RX_SIZE - 1u));
     if (next == rx_tail) {
         rx_dropped++;
@@ -400,6 +407,7 @@ void hal_init(void)
     pwm_timer_init(&ICR4, &TCNT4, &TCCR4A, &TCCR4B, 20000);
     pwm_timer_init(&ICR5, &TCNT5, &TCCR5A, &TCCR5B, 30000);
     LOOP_DDR |= _BV(LOOP_BIT);
+    RX_DDR |= _BV(RX_BIT);
     TIMSK1 = _BV(TOIE1);
     soft_init();
     sei();
