@@ -574,8 +574,8 @@ class DriverLink:
             self.stats.timeouts += 1
             self._lost(
                 f"no valid frame from the MCU for {silent:.2g} s (link_timeout "
-                f"{self.link_timeout:g} s): link lost (MCU reset or powered off, bridge or "
-                "cable down, or a wrong auth_key)",
+                f"{self.link_timeout:g} s): link lost (MCU powered off or hung, bridge or "
+                "cable down)",
                 events,
             )
         return measurements, events + self._repeat_estop()
