@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 READ_SIZE = 4096
 MAX_DATAGRAMS_PER_READ = 256
+#: What a refused connection (TCP) or an ICMP port-unreachable (UDP) means.
+REFUSED_HINT = "nothing listens there: wrong host or port, or the bridge is off"
 #: Bytes that cannot leave for this long [s] mean a stuck link (a bridge that reads nothing,
 #: a serial port nobody drains): about 5 command periods at 50 Hz (a frame has gone stale).
 WRITE_TIMEOUT_S = 0.25
@@ -207,6 +209,8 @@ class _SocketTransport(Transport):
             sock.settimeout(self.connect_timeout)
             sock.connect(address)  # for UDP: fixes the peer, so only its datagrams arrive
             sock.setblocking(False)
+        except ConnectionRefusedError:
+            raise TransportError(f"cannot open {self.description}: {REFUSED_HINT}") from None
         except OSError as exc:
             raise TransportError(f"cannot open {self.description}: {exc}") from exc
         self._sock = sock
@@ -229,6 +233,8 @@ class _SocketTransport(Transport):
             return self._socket().send(data)
         except BlockingIOError:
             return 0
+        except ConnectionRefusedError:
+            raise TransportError(f"{self.description}: {REFUSED_HINT}") from None
         except OSError as exc:
             raise TransportError(f"{self.description}: send failed: {exc}") from exc
 
@@ -242,6 +248,8 @@ class _SocketTransport(Transport):
             data = sock.recv(READ_SIZE)
             if self.socket_type == socket.SOCK_DGRAM:
                 data += self._drain(sock)
+        except ConnectionRefusedError:
+            raise TransportError(f"{self.description}: {REFUSED_HINT}") from None
         except OSError as exc:
             raise TransportError(f"{self.description}: receive failed: {exc}") from exc
         if not data and self.socket_type == socket.SOCK_STREAM:

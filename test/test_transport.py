@@ -69,8 +69,21 @@ def test_tcp_connection_refused() -> None:
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # nobody listens there now
-    with pytest.raises(TransportError, match=f"cannot open tcp 127.0.0.1:{port}"):
+    with pytest.raises(TransportError, match=f"cannot open tcp 127.0.0.1:{port}: nothing listens"):
         make_transport("tcp", str(port)).open()
+
+
+def test_udp_to_a_port_where_nothing_listens() -> None:
+    """UDP "opens" anything; the ICMP port-unreachable that answers the first datagram is
+    reported as such on the next read."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    with make_transport("udp", str(port)) as transport:
+        transport.write(b"ping")
+        with pytest.raises(TransportError, match="nothing listens there"):
+            wait_for(lambda: transport.read(0.05) is None, 5.0, "the port-unreachable")
 
 
 def test_udp_round_trip_with_a_bridge_that_answers_the_sender() -> None:
