@@ -188,20 +188,24 @@ class Run:
 
 
 class Link:
-    """The firmware's UART over the runner's pty, in raw mode, with bounded waits."""
+    """The firmware's UART over the runner's pty, in raw mode, with bounded waits. Keyed, it
+    takes the boot id of every pong for the frames it sends and checks after it."""
 
-    def __init__(self, pty_path: str) -> None:
+    def __init__(self, pty_path: str, key: bytes | None = None) -> None:
         self.fd = os.open(pty_path, os.O_RDWR | os.O_NOCTTY)
         tty.setraw(self.fd)
         termios.tcflush(self.fd, termios.TCIOFLUSH)
-        self.encoder = p.Encoder()
-        self.decoder = p.Decoder()
+        self.encoder = p.Encoder(key, counter=1)
+        self.decoder = p.Decoder(key)
         self.telemetry: list[p.Telemetry] = []
         self.errors: list[p.ErrorReport] = []
         self.pongs: list[p.Pong] = []
+        self.sent: list[bytes] = []  #: every frame sent, in order
 
     def send(self, *messages: p.Message) -> None:
-        os.write(self.fd, b"".join(self.encoder.encode(m) for m in messages))
+        frames = [self.encoder.encode(m) for m in messages]
+        self.sent += frames
+        os.write(self.fd, b"".join(frames))
 
     def poll(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -213,11 +217,12 @@ class Link:
                         self.telemetry.append(msg)
                     elif isinstance(msg, p.Pong):
                         self.pongs.append(msg)
+                        self.encoder.boot_id = self.decoder.boot_id = msg.boot_id
                     elif isinstance(msg, p.ErrorReport):
                         self.errors.append(msg)
 
-    def wait_for(self, what: str, cond: Callable[[], bool]) -> None:
-        end = time.monotonic() + TIMEOUT_S
+    def wait_for(self, what: str, cond: Callable[[], bool], timeout_s: float = TIMEOUT_S) -> None:
+        end = time.monotonic() + timeout_s
         while not cond():
             assert time.monotonic() < end, f"timed out waiting for {what}"
             self.poll(0.02)
@@ -268,20 +273,41 @@ def build_avr(*make_args: str) -> Path:
     return FIRMWARE / elf[1]
 
 
+@dataclass
+class Emulated:
+    """A running simavr_runner: the UART's pty, the process, and once it stopped, what it
+    printed after the pty line (RESET lines, LOOP and END)."""
+
+    pty: str
+    proc: subprocess.Popen[bytes]
+    output: str = ""
+
+    def reset(self) -> None:
+        """Reset the MCU, as its reset pin would (the runner's SIGUSR1)."""
+        self.proc.send_signal(signal.SIGUSR1)
+
+
 @contextlib.contextmanager
-def emulator(elf: Path, *runner_args: str) -> Iterator[str]:
-    """Run elf in simavr in real time; yield the UART's pty path; stop (closing the VCD)."""
+def emulator(elf: Path, *runner_args: str) -> Iterator[Emulated]:
+    """Run elf in simavr in real time; yield it; stop it (closing the VCD)."""
     proc = subprocess.Popen(
         [str(RUNNER), *runner_args, "--realtime", "--seconds", "60", str(elf)],
         stdout=subprocess.PIPE,
     )
+    assert proc.stdout is not None
     try:
-        assert proc.stdout is not None
-        yield read_pty_path(proc.stdout.fileno())
+        run = Emulated(read_pty_path(proc.stdout.fileno()), proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    try:
+        yield run
     finally:
         proc.send_signal(signal.SIGTERM)  # the runner closes the VCD file and exits
         out, _ = proc.communicate(timeout=TIMEOUT_S)
-    assert proc.returncode == 0, out.decode(errors="replace")
+        run.output = out.decode(errors="replace")
+    assert proc.returncode == 0, run.output
 
 
 @pytest.fixture(scope="module")
@@ -289,8 +315,8 @@ def simavr_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """Build the AVR firmware and runner, then drive one scripted session in simavr."""
     elf = build_avr()
     run = Run(vcd=tmp_path_factory.mktemp("simavr") / "servo.vcd")
-    with emulator(elf, "--vcd", str(run.vcd), "--trace", ",".join(PINS)) as pty_path:
-        link = Link(pty_path)
+    with emulator(elf, "--vcd", str(run.vcd), "--trace", ",".join(PINS)) as emulated:
+        link = Link(emulated.pty)
         drive(link, run)
         run.telemetry, run.errors, run.stats = link.telemetry, link.errors, link.decoder.stats
         os.close(link.fd)
@@ -502,9 +528,9 @@ def test_authenticated_firmware_over_udp_bridge() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with (
-        emulator(elf) as pty_path,
+        emulator(elf) as emulated,
         subprocess.Popen(
-            [str(FIRMWARE / "tools" / "bridge.sh"), "udp", str(port), pty_path]
+            [str(FIRMWARE / "tools" / "bridge.sh"), "udp", str(port), emulated.pty]
         ) as bridge,
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
     ):
