@@ -29,6 +29,7 @@ from test_firmware import (
     Emulated,
     Link,
     build_avr,
+    calibrations,
     emulator,
     pulses,
     read_vcd,
@@ -113,7 +114,8 @@ def run_flood(tmp_path: Path, key: bytes | None) -> Flood:
             link.poll(0.1)
         boot_id = link.pongs[0].boot_id
         watchdog_off = p.ConfigSystem(0, p.WatchdogAction.HOLD, 20, 60000)
-        link.send(watchdog_off, p.SetTargets(TARGETS), p.Enable(True))
+        # the driver's connect burst: every calibration, the system, targets, enable
+        link.send(*calibrations(), watchdog_off, p.SetTargets(TARGETS), p.Enable(True))
         link.wait_telemetry("pulses", lambda t: bool(t.flags & p.Flag.ENABLED))
         link.poll(0.3)  # pulses before the flood; a quiet line marks its start in the trace
 
@@ -355,3 +357,29 @@ def test_replies_are_never_lost_behind_1ms_telemetry() -> None:
     assert link.decoder.stats.seq_gaps == 0
     last = link.telemetry[-1].counters
     assert last.tx_skipped > 0 and last.tx_dropped == 0, last
+
+
+def test_limit_mask_per_channel_and_one_counter_per_frame() -> None:
+    """limit_mask keeps the bits of the channels a SET_TARGETS does not address; an unknown
+    type counts in bad_payload only (not also in frames_ok)."""
+    elf = build_avr()
+    with emulator(elf) as emulated:
+        link = Link(emulated.pty)
+        handshake(link)
+
+        def report_after(*messages: p.Message) -> p.Telemetry:
+            link.ping(*messages)
+            start = len(link.telemetry)
+            link.wait_for("a report", lambda: len(link.telemetry) > start)
+            return link.telemetry[-1]
+
+        assert report_after(p.SetTargets((9500, -9500), first=3)).limit_mask == 0x0018
+        assert report_after(p.SetTargets((4500,), first=3)).limit_mask == 0x0010
+        before = report_after().counters
+        os.write(link.fd, p.encode_frame(0x33, b"", link.encoder.seq))  # an unknown type
+        link.encoder.seq += 1
+        after = report_after().counters
+        os.close(link.fd)
+    assert after.bad_payload == before.bad_payload + 1
+    assert after.frames_ok == before.frames_ok + 1  # the ping after it, nothing else
+    assert [e.code for e in link.errors] == [p.ErrorCode.UNKNOWN_TYPE]
