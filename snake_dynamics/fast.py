@@ -438,50 +438,50 @@ def _forward_dynamics(
 
 @compiled
 def _servo_torque_into(
-    stiffness: FloatArray,
-    damping: FloatArray,
-    u: FloatArray,
-    q: FloatArray,
-    qd: FloatArray,
-    out: FloatArray,
+    servo: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray, out: FloatArray
 ) -> None:
-    """out = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot), u = [tau_ff; q_ref; q_dot_ref]."""
+    """out = the servo torques of eqs. 202-206; u = [tau_ff; q_ref; q_dot_ref] (references
+    already delayed), servo = rows K, D, e_0, T_s, w_0 (:attr:`ServoModel.packed`)."""
     n = q.shape[0]
     for k in range(n):
-        out[k] = u[k] + stiffness[k] * (u[n + k] - q[k]) + damping[k] * (u[2 * n + k] - qd[k])
+        error = u[n + k] - q[k]
+        error -= min(max(error, -servo[2, k]), servo[2, k])
+        drive = servo[0, k] * error + servo[1, k] * (u[2 * n + k] - qd[k])
+        stall, speed = servo[3, k], qd[k] / servo[4, k]
+        drive = max(drive, -stall * min(1.0, 1.0 + speed))
+        out[k] = u[k] + min(drive, stall * min(1.0, 1.0 - speed))
 
 
 @compiled
-def servo_torque(
-    stiffness: FloatArray, damping: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray
-) -> FloatArray:
-    """Servo model: tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot) [N m].
+def servo_torque(servo: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray) -> FloatArray:
+    """The servo model (eqs. 202-206): tau = tau_ff + the position loop's torque, limited by
+    the motor's torque-speed line [N m].
+
+    With no deadband and no limit (:meth:`ServoModel.pd`) it is the PD law
+    tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot).
 
     Args:
-        stiffness: k_p per joint [N m/rad], shape (n,).
-        damping: k_d per joint [N m s/rad], shape (n,).
+        servo: the packed parameters, rows K, D, e_0, T_s, w_0, shape (5, n).
         u: the stacked input [tau_ff; q_ref; q_dot_ref], shape (3n,).
         q: joint angles [rad], shape (n,).
         qd: joint rates [rad/s], shape (n,).
     """
     out = np.empty(q.shape[0])
-    _servo_torque_into(stiffness, damping, u, q, qd, out)
+    _servo_torque_into(servo, u, q, qd, out)
     return out
 
 
 @compiled
-def servo_torques(
-    stiffness: FloatArray, damping: FloatArray, us: FloatArray, qs: FloatArray, qds: FloatArray
-) -> FloatArray:
+def servo_torques(servo: FloatArray, us: FloatArray, qs: FloatArray, qds: FloatArray) -> FloatArray:
     """:func:`servo_torque` at every sample: inputs (N, 3n), states (N, n) -> torques (N, n)."""
     out = np.empty(qs.shape)
     for i in range(qs.shape[0]):
-        _servo_torque_into(stiffness, damping, us[i], qs[i], qds[i], out[i])
+        _servo_torque_into(servo, us[i], qs[i], qds[i], out[i])
     return out
 
 
-#: (model arrays, k_p, k_d) for :func:`servo_accel_kernel`.
-ServoParams = tuple[Params, FloatArray, FloatArray]
+#: (model arrays, packed servo parameters (5, n)) for :func:`servo_accel_kernel`.
+ServoParams = tuple[Params, FloatArray]
 
 
 @compiled
@@ -495,8 +495,8 @@ def _servo_accel(
     qdd: FloatArray,
 ) -> None:
     """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u; ``tau``: scratch (n,)."""
-    (axes, offsets, masses, inertias, gravity, no_wrench), stiffness, damping = params
-    _servo_torque_into(stiffness, damping, u, q, qd, tau)
+    (axes, offsets, masses, inertias, gravity, no_wrench), servo = params
+    _servo_torque_into(servo, u, q, qd, tau)
     _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work, qdd)
 
 
@@ -522,7 +522,7 @@ def rk4_servo_steps(
     qds: FloatArray,
     qdds: FloatArray,
 ) -> None:
-    """Classical RK4 steps of eq. (84) under :func:`servo_torque` (k_p = k_d = 0: pure tau).
+    """Classical RK4 steps of eq. (84) under :func:`servo_torque` (a zero PD: pure tau).
 
     The compiled twin of :func:`integrators.rk4_step` with this module's accel; the two are
     tested against each other. Step i uses the inputs [tau_ff; q_ref; q_dot_ref] at the
@@ -530,7 +530,7 @@ def rk4_servo_steps(
     scratch array is allocated once, before the first step.
 
     Args:
-        params: model arrays and gains.
+        params: model arrays and packed servo parameters.
         q: joint angles at the first step [rad], shape (n,).
         qd: joint rates at the first step [rad/s], shape (n,).
         inputs: stage inputs, shape (2m+1, 3n).

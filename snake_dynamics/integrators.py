@@ -17,9 +17,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import fast, kinetics
-from .errors import DivergenceError, SimulationError, StateError
+from .errors import DivergenceError, ModelError, SimulationError, StateError
 from .kinematics import joint_vector
 from .model import SnakeModel
+from .servo import ServoModel
 
 FloatArray = NDArray[np.float64]
 #: tau = tau_fn(t) [N m] at time t [s]
@@ -67,17 +68,19 @@ def rk4_step(
 
 
 def _literal_servo_accel(
-    params: tuple[SnakeModel, FloatArray, FloatArray], q: FloatArray, qd: FloatArray, u: FloatArray
+    params: tuple[SnakeModel, FloatArray], q: FloatArray, qd: FloatArray, u: FloatArray
 ) -> FloatArray:
-    model, stiffness, damping = params
-    return kinetics.forward_dynamics(model, q, qd, fast.servo_torque(stiffness, damping, u, q, qd))
+    model, servo = params
+    return kinetics.forward_dynamics(model, q, qd, fast.servo_torque(servo, u, q, qd))
 
 
 @dataclass(frozen=True)
 class Servo:
     """Position servos tracking a reference.
 
-    tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot).
+    The PD form, tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot), or with ``model``
+    the complete servo of eqs. 201-206 (dead time, deadband, torque-speed line; build it
+    with :meth:`of`).
 
     Open-loop replay of inverse-dynamics torques is what the paper validates; a long chain
     whirling fast is unstable open loop (its linearisation has eigenvalues with positive
@@ -86,36 +89,46 @@ class Servo:
     Attributes:
         stiffness: k_p [N m/rad], scalar or per joint.
         damping: k_d [N m s/rad], scalar or per joint.
-        reference: t -> (q_ref, q_dot_ref, q_ddot_ref), e.g. a gait.
+        reference: t -> (q_ref, q_dot_ref, q_ddot_ref), e.g. a gait; the servos see it
+            ``dead_time`` late.
+        model: the complete servo model (None: PD with the gains above).
     """
 
     stiffness: ArrayLike
     damping: ArrayLike
     reference: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
+    model: ServoModel | None = None
 
-    def gains(self, n: int) -> tuple[FloatArray, FloatArray]:
-        """k_p and k_d as validated arrays of shape (n,)."""
-        return servo_gains(self.stiffness, self.damping, n)
+    @classmethod
+    def of(
+        cls,
+        model: ServoModel,
+        reference: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]],
+    ) -> Servo:
+        """The servos of ``model`` tracking ``reference``."""
+        return cls(model.column("stiffness"), model.column("damping"), reference, model)
+
+    def servo_model(self, n: int) -> ServoModel:
+        """The servo model of n joints (see :func:`servo_model`)."""
+        return servo_model(self.stiffness, self.damping, self.model, n)
 
 
-def servo_gains(stiffness: ArrayLike, damping: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
-    """Servo k_p [N m/rad] and k_d [N m s/rad], scalar or per joint, as arrays of shape (n,).
+def servo_model(
+    stiffness: ArrayLike, damping: ArrayLike, model: ServoModel | None, n: int
+) -> ServoModel:
+    """``model`` checked for n joints, or (None) the PD gains as a :class:`ServoModel`.
 
     Raises:
-        SimulationError: a gain that is negative, non-finite or of the wrong length.
+        SimulationError: gains or a model that do not fit n joints.
     """
-    out = []
-    for name, value in (("stiffness", stiffness), ("damping", damping)):
+    if model is None:
         try:
-            arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
-        except ValueError:
-            raise SimulationError(
-                f"servo {name} must be a number or {n} numbers, got {value!r}"
-            ) from None
-        if not (np.all(np.isfinite(arr)) and np.all(arr >= 0.0)):
-            raise SimulationError(f"servo {name} must be finite and >= 0, got {value!r}")
-        out.append(arr)
-    return out[0], out[1]
+            return ServoModel.pd(stiffness, damping, n)
+        except ModelError as exc:
+            raise SimulationError(str(exc)) from None
+    if model.n_joints != n:
+        raise SimulationError(f"a servo model of {model.n_joints} joints for {n} joints")
+    return model
 
 
 @dataclass(frozen=True)
@@ -251,15 +264,15 @@ def simulate(
     if method not in ("fast", "literal"):
         raise SimulationError(f"method must be 'fast' or 'literal', got {method!r}")
     # One input layout for both paths: u = [tau_ff; q_ref; q_dot_ref] under the servo law,
-    # with k_p = k_d = 0 (pure torque input) when there is no servo.
-    kp, kd = servo.gains(n) if servo is not None else (np.zeros(n), np.zeros(n))
+    # with a zero PD (pure torque input) when there is no servo.
+    servos = servo.servo_model(n) if servo is not None else ServoModel.pd(0.0, 0.0, n)
     packed = fast.FastModel(model)
     accel: Any
     params: Any
     if method == "fast":
-        accel, params = fast.servo_accel_kernel, (packed.params, kp, kd)
+        accel, params = fast.servo_accel_kernel, (packed.params, servos.packed)
     else:
-        accel, params = _literal_servo_accel, (model, kp, kd)
+        accel, params = _literal_servo_accel, (model, servos.packed)
 
     # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt).
     stage_t = np.arange(2 * steps + 1, dtype=np.float64) * (0.5 * dt)
@@ -267,10 +280,15 @@ def simulate(
     times = stage_t.tolist()
     if tau_fn is not None:
         inputs[:, :n] = _samples(model, [tau_fn(tj) for tj in times], times, "tau_fn")
-    if servo is not None:
-        reference = [servo.reference(tj) for tj in times]
-        inputs[:, n : 2 * n] = _samples(model, [r[0] for r in reference], times, "reference q")
-        inputs[:, 2 * n :] = _samples(model, [r[1] for r in reference], times, "reference qd")
+    if servo is not None:  # each servo sees the reference its dead time late (eq. 201)
+        for delay in np.unique(servos.dead_times):
+            late = [tj - float(delay) for tj in times]
+            reference = [servo.reference(tj) for tj in late]
+            cols = np.flatnonzero(servos.dead_times == delay)
+            q_ref = _samples(model, [r[0] for r in reference], late, "reference q")
+            qd_ref = _samples(model, [r[1] for r in reference], late, "reference qd")
+            inputs[:, n + cols] = q_ref[:, cols]
+            inputs[:, 2 * n + cols] = qd_ref[:, cols]
     t = stage_t[::2]
     qs, qds, qdds = (np.full((steps + 1, n), np.nan) for _ in range(3))
     qs[0], qds[0] = q, qd
@@ -308,18 +326,17 @@ def simulate(
                 f"the state left the finite numbers at t = {t[bad]:.6g} s (open-loop replay of a "
                 "long snake is unstable: add servo feedback, or reduce dt)",
                 t=float(t[bad]),
-                result=_result(model, kp, kd, inputs, t[:bad], qs[:bad], qds[:bad], qdds[:bad]),
+                result=_result(model, servos, inputs, t[:bad], qs[:bad], qds[:bad], qdds[:bad]),
             )
         if progress is not None:
             progress(last / steps)
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
-    return _result(model, kp, kd, inputs, t, qs, qds, qdds)
+    return _result(model, servos, inputs, t, qs, qds, qdds)
 
 
 def _result(
     model: SnakeModel,
-    kp: FloatArray,
-    kd: FloatArray,
+    servos: ServoModel,
     inputs: FloatArray,
     t: FloatArray,
     qs: FloatArray,
@@ -330,17 +347,16 @@ def _result(
 
     Args:
         model: the snake.
-        kp: servo stiffness [N m/rad], shape (n,).
-        kd: servo damping [N m s/rad], shape (n,).
+        servos: the servos.
         inputs: u = [tau_ff; q_ref; q_dot_ref] at every stage time, shape (2 steps + 1, 3n).
         t: sample times [s], shape (N,).
         qs: joint angles [rad], shape (N, n).
         qds: joint rates [rad/s], shape (N, n).
         qdds: joint accelerations [rad/s^2], shape (N, n).
     """
-    # the applied torque (the servo law's, or tau_ff alone when k_p = k_d = 0) at every sample
+    # the applied torque (the servo law's, or tau_ff alone under a zero PD) at every sample
     samples = np.ascontiguousarray(inputs[: 2 * t.size : 2])
-    applied = fast.servo_torques(kp, kd, samples, qs, qds)
+    applied = fast.servo_torques(servos.packed, samples, qs, qds)
     energies = fast.energies(model, qs, qds)
     return SimulationResult(
         t=t,

@@ -1,11 +1,16 @@
 """Incremental MFM simulation: the maths behind the dynamics node (no ROS here).
 
 :class:`Simulator` advances eq. (84) with classical RK4 in batches of fixed steps, with the
-inputs sampled at the RK4 stage times exactly as :func:`integrators.simulate` does, under the
-servo model tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot) (:class:`Servo`). Its
-inputs come from an :class:`InputSource`: :class:`PrescribedInput` turns a stream of
-commanded joint states into feed-forward torques by inverse dynamics (eq. 81), the paper's
-``prescribed`` mode; :class:`TorqueInput` holds the latest commanded torques.
+inputs sampled at the RK4 stage times exactly as :func:`integrators.simulate` does, under a
+servo model (:mod:`snake_dynamics.servo`, eqs. 201-206: the PD law
+tau = tau_ff + k_p (q_ref - q) + k_d (q_dot_ref - q_dot), or a hobby servo with dead time,
+deadband and a torque-speed line). Its inputs come from an :class:`InputSource`:
+:class:`PrescribedInput` feeds a stream of commanded joint states to the servos, each its
+dead time late, with or without feed-forward torques by inverse dynamics (eq. 81), the
+paper's ``prescribed`` mode; :class:`TorqueInput` holds the latest commanded torques.
+
+Driven in lock-step by an external loop (an emulated robot at 1 kHz): push each new
+reference sample into a :class:`CommandReference`, then ``run_until`` the next step.
 
 Times here are seconds on the caller's clock (the nodes use seconds since their start).
 """
@@ -23,8 +28,9 @@ from numpy.typing import ArrayLike, NDArray
 from . import fast
 from .errors import SimulationError, StateError
 from .gaits import JointTrajectory
-from .integrators import servo_gains, simulate
+from .integrators import servo_model, simulate
 from .model import SnakeModel
+from .servo import ServoModel
 
 FloatArray = NDArray[np.float64]
 
@@ -195,23 +201,46 @@ def _hermite(
 
 
 class PrescribedInput(InputSource):
-    """The paper's prescribed mode: tau_ff = inverse dynamics of the commanded trajectory.
+    """The prescribed mode: the commanded trajectory is the servos' reference, each servo
+    seeing it its dead time late (eq. 201).
+
+    With ``feed_forward`` (the paper's validation loop) tau_ff is the inverse dynamics of the
+    commanded trajectory; without it (a hobby servo, which gets the target and nothing
+    else) tau_ff = 0 and the servo alone moves the joint.
 
     Args:
         model: the packed snake.
         reference: the commanded trajectory.
+        dead_time: T_d [s], scalar or per joint (>= 0).
+        feed_forward: add the inverse-dynamics torques.
     """
 
-    def __init__(self, model: fast.FastModel, reference: CommandReference) -> None:
+    def __init__(
+        self,
+        model: fast.FastModel,
+        reference: CommandReference,
+        dead_time: ArrayLike = 0.0,
+        feed_forward: bool = True,
+    ) -> None:
         self.model = model
         self.reference = reference
+        self.feed_forward = feed_forward
+        n = model.model.n_joints
+        self._dead_time = np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,))
 
     def inputs(self, t: FloatArray) -> FloatArray:
-        q, qd, qdd = self.reference.evaluate(t)
-        tau = np.array(
-            [self.model.inverse_dynamics(q[j], qd[j], qdd[j]) for j in range(q.shape[0])]
-        )
-        return np.ascontiguousarray(np.hstack([tau.reshape(q.shape), q, qd]))
+        t = np.asarray(t, dtype=np.float64)
+        n = self._dead_time.size
+        q, qd, qdd = np.empty((t.size, n)), np.empty((t.size, n)), np.empty((t.size, n))
+        for delay in np.unique(self._dead_time):
+            cols = self._dead_time == delay
+            late = self.reference.evaluate(t - delay)
+            q[:, cols], qd[:, cols], qdd[:, cols] = (x[:, cols] for x in late)
+        tau = np.zeros_like(q)
+        if self.feed_forward:
+            for j in range(t.size):
+                tau[j] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
+        return np.ascontiguousarray(np.hstack([tau, q, qd]))
 
 
 class TorqueInput(InputSource):
@@ -251,19 +280,21 @@ class RunReport:
 class Simulator:
     """RK4 integration of eq. (84) under position servos, advanced step batch by step batch.
 
-    Matches :func:`integrators.simulate` with ``servo=Servo(stiffness, damping, ...)`` step
-    for step when given the same inputs; zero gains give pure feed-forward (the paper's
-    open-loop replay, unstable for fast gaits of long snakes).
+    Matches :func:`integrators.simulate` with ``servo=Servo(stiffness, damping, ...)`` (or
+    ``Servo.of(servo, ...)``) step for step when given the same inputs; zero gains give pure
+    feed-forward (the paper's open-loop replay, unstable for fast gaits of long snakes).
 
     Args:
         model: the snake.
         dt: RK4 step [s].
-        stiffness: servo k_p [N m/rad], scalar or per joint.
-        damping: servo k_d [N m s/rad], scalar or per joint.
+        stiffness: PD servo k_p [N m/rad], scalar or per joint.
+        damping: PD servo k_d [N m s/rad], scalar or per joint.
+        servo: the servo model instead of the PD gains (its dead times are applied by the
+            input source, see :class:`PrescribedInput`).
         t0: start time [s].
 
     Raises:
-        SimulationError: bad step or gains.
+        SimulationError: bad step, gains or servo model.
     """
 
     def __init__(
@@ -273,6 +304,7 @@ class Simulator:
         *,
         stiffness: ArrayLike = 0.0,
         damping: ArrayLike = 0.0,
+        servo: ServoModel | None = None,
         t0: float = 0.0,
     ) -> None:
         if not (math.isfinite(dt) and dt > 0.0):
@@ -281,8 +313,8 @@ class Simulator:
         self.model = model
         self.fast_model = fast.FastModel(model)
         self.dt = dt
-        gains = servo_gains(stiffness, damping, n)
-        self._params: fast.ServoParams = (self.fast_model.params, gains[0], gains[1])
+        self.servo = servo_model(stiffness, damping, servo, n)
+        self._params: fast.ServoParams = (self.fast_model.params, self.servo.packed)
         self._u = np.zeros(3 * n)
         self.reset(t0, np.zeros(n), np.zeros(n))
 
@@ -304,8 +336,7 @@ class Simulator:
     @property
     def tau(self) -> FloatArray:
         """The torques applied at the current state by the servo model [N m], shape (n,)."""
-        kp, kd = self._params[1], self._params[2]
-        return np.asarray(fast.servo_torque(kp, kd, self._u, self._q, self._qd))
+        return np.asarray(fast.servo_torque(self._params[1], self._u, self._q, self._qd))
 
     def reset(self, t: float, q: ArrayLike, qd: ArrayLike) -> None:
         """Restart from angles q [rad] and rates q_dot [rad/s] at time t [s].
@@ -379,7 +410,7 @@ class Simulator:
         zero = np.zeros(n)
         out = np.empty((1, n))
         fast.rk4_servo_steps(self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out)
-        fast.servo_torque(self._params[1], self._params[2], np.zeros(3 * n), zero, zero)  # tau
+        fast.servo_torque(self._params[1], np.zeros(3 * n), zero, zero)  # tau
         self.fast_model.inverse_dynamics(zero, zero, zero)
         reference = CommandReference(zero, timeout=1.0)
         for t in (0.0, 1.0):

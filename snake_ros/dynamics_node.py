@@ -1,12 +1,16 @@
 """dynamics_node: the MFM prediction of the snake, published on ``joint_states``.
 
-``prescribed`` mode (the paper's): the commands on ``joint_commands`` (q, q_dot) become
-feed-forward torques by inverse dynamics (eq. 81) and the forward dynamics (eq. 84) is
-integrated with RK4 at ``sim_rate`` under the servo model (``servo_stiffness``,
-``servo_damping``; 0 and 0 = pure feed-forward). The simulation runs ``delay`` behind the
-clock so the reference is interpolated between commands, not extrapolated. ``torque`` mode
-integrates the efforts received on ``joint_efforts``. States (position, velocity, effort =
-applied torque) are published at ``publish_rate``, stamped with the simulated time.
+``prescribed`` mode: the commands on ``joint_commands`` (q, q_dot) are the targets of the
+robot's servos, modelled by the robot config's ``servo:`` section (dead time, deadband,
+position loop, torque-speed line: docs/mfm.md, eqs. 201-206; no feed-forward: a hobby
+servo gets its target and nothing else), and the forward dynamics (eq. 84) under the servo
+torques is integrated with RK4 at ``sim_rate``. The prediction therefore lags and rounds off
+the gait as loaded servos do. The simulation runs ``delay`` behind the clock so the
+reference is interpolated between commands, not extrapolated. ``torque`` mode integrates the
+efforts received on ``joint_efforts``. States (position, velocity, effort = applied torque,
+the servo torque in prescribed mode) are published at ``publish_rate``, stamped with the
+simulated time. The servo model's digest is logged at start (a comparison report names the
+same digest, from the same robot config).
 Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state. In prescribed mode
 the prediction also begins at the first command it receives, not at rest: commands sent
 before the node heard their publisher (a gait already running, discovery still going on)
@@ -37,6 +41,7 @@ from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import (
     CommandReference,
     InputSource,
@@ -86,8 +91,6 @@ class DynamicsNode(Node):
 
         sim_rate = static("sim_rate", 1000.0, 10.0, 10000.0, "RK4 integration rate [Hz]")
         rate = static("publish_rate", 100.0, 1.0, 1000.0, "joint_states rate [Hz]")
-        kp = static("servo_stiffness", 2.0, 0.0, 1000.0, "servo k_p [N m/rad] (prescribed mode)")
-        kd = static("servo_damping", 0.05, 0.0, 100.0, "servo k_d [N m s/rad] (prescribed mode)")
         self._delay = static(
             "delay", 0.02, 0.0, 1.0, "simulate this far behind the clock to interpolate [s]"
         )
@@ -105,19 +108,20 @@ class DynamicsNode(Node):
         if rate > sim_rate:
             raise ParameterValueError(f"publish_rate {rate:g} Hz exceeds sim_rate {sim_rate:g} Hz")
 
-        self._model = SnakeModel.from_yaml(robot_config(config))
+        path = robot_config(config)
+        self._model = SnakeModel.from_yaml(path)
         n = self._model.n_joints
         prescribed = self._mode == "prescribed"
-        self._sim = Simulator(
-            self._model,
-            1.0 / sim_rate,
-            stiffness=kp if prescribed else 0.0,
-            damping=kd if prescribed else 0.0,
-        )
+        servo = ServoModel.from_yaml(path, self._model.joint_names) if prescribed else None
+        self._sim = Simulator(self._model, 1.0 / sim_rate, servo=servo)
         self._reference = CommandReference(np.zeros(n), timeout)
         self._torques = TorqueInput(n, timeout)
         self._source: InputSource = (
-            PrescribedInput(self._sim.fast_model, self._reference) if prescribed else self._torques
+            PrescribedInput(
+                self._sim.fast_model, self._reference, self._sim.servo.dead_times, False
+            )
+            if prescribed
+            else self._torques
         )
         self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
@@ -140,6 +144,7 @@ class DynamicsNode(Node):
         self.get_logger().info(
             f"{self._model.name} ({n} joints), {self._mode} mode from {self._sub.topic_name}, "
             f"RK4 at {sim_rate:g} Hz, {self._pub.topic_name} at {rate:g} Hz"
+            + (f"; {servo.describe()}" if servo is not None else "")
         )
 
     # ---------------------------------------------------------------- conversions

@@ -42,10 +42,12 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from snake_dynamics import Servo, SnakeModel, make_gait, prescribed_torques, simulate  # noqa: E402
+from snake_dynamics import Servo, SnakeModel, make_gait, simulate  # noqa: E402
+from snake_dynamics.servo import ServoModel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
+SERVOS = ServoModel.from_yaml(ROOT / "config" / "robot.yaml", MODEL.joint_names)
 GAIT_CONFIG = yaml.safe_load((ROOT / "config" / "gaits.yaml").read_text())["/**"]["ros__parameters"]
 DYN_CONFIG = yaml.safe_load((ROOT / "config" / "dynamics_node.yaml").read_text())["/**"][
     "ros__parameters"
@@ -262,9 +264,11 @@ def test_commands_are_the_gait_and_the_prediction_follows_it(graph: Graph) -> No
     gait = _shifted_gait(commands, t_ref)
     for c in commands:
         np.testing.assert_allclose(c.q, gait(c.stamp - t_ref).q, atol=1e-6)
-    # The prediction tracks them (servo model; how exactly: the sim-time test below).
+    # The prediction tracks them, lagging as the servo model does (nominal servos on this
+    # gait: at most 0.052 rad behind, test_servo.py), within a fifth of the amplitude.
+    amplitude = GAIT_CONFIG[GAIT_CONFIG["gait"]]["amplitude"]
     for s in states:
-        assert np.max(np.abs(s.q - gait(s.stamp - t_ref).q)) < 0.05, s
+        assert np.max(np.abs(s.q - gait(s.stamp - t_ref).q)) < amplitude / 5, s
     assert max(float(np.max(np.abs(s.effort))) for s in states) > 0.0
 
 
@@ -337,18 +341,14 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listene
     assert len(rest) > 250
     dt = 1.0 / DYN_CONFIG["sim_rate"]
     span = round((rest[-1].stamp - start.stamp) / dt) * dt
-    offline = simulate(
+    offline = simulate(  # the robot config's servo model, no feed-forward (as the node)
         MODEL,
         start.q,
         start.qd,
-        prescribed_torques(MODEL, lambda t: gait(t + start.stamp - CLOCK_START_S)),
+        None,
         span,
         dt,
-        servo=Servo(
-            DYN_CONFIG["servo_stiffness"],
-            DYN_CONFIG["servo_damping"],
-            lambda t: gait(t + start.stamp - CLOCK_START_S),
-        ),
+        servo=Servo.of(SERVOS, lambda t: gait(t + start.stamp - CLOCK_START_S)),
     )
     rows = [round((s.stamp - start.stamp) / dt) for s in rest]
     assert all(

@@ -1,0 +1,346 @@
+"""The servo model: a hobby position servo driving one joint (docs/mfm.md, eqs. 201-206).
+
+Per joint k, with the reference (q_ref, q_dot_ref) seen ``dead_time`` late:
+
+* the position error e = q_ref(t - T_d) - q loses a ``deadband`` (eq. 202),
+* the position loop asks for u = K e_db + D (q_dot_ref(t - T_d) - q_dot) (eq. 203),
+* the motor delivers u clamped to its torque-speed line: at most the stall torque at rest,
+  falling linearly to zero at the no-load speed when driving, and at most the stall torque
+  when braking (eqs. 204, 205).
+
+:class:`ServoParams` holds one servo's six parameters (SI units), :class:`ServoModel` one
+per joint with where they came from (a robot YAML file's ``servo:`` section, or built in).
+The torque law itself is the compiled kernel :func:`snake_dynamics.fast.servo_torque` on the
+packed parameters (:attr:`ServoModel.packed`); :func:`joint_response` is the same servo on a
+single joint of known inertia as a pure function (a step response, or the samples a
+least-squares fit compares with a recording).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import ModelError
+
+FloatArray = NDArray[np.float64]
+
+#: The kernels' stand-in for an unlimited stall torque or no-load speed (they are compiled
+#: with fastmath, which assumes no inf): 1e300 N m or rad/s never clips a physical torque.
+NO_LIMIT = 1e300
+
+#: Parameter -> (unit, smallest allowed value, whether that value is allowed).
+_RULES: dict[str, tuple[str, float, bool]] = {
+    "dead_time": ("s", 0.0, True),
+    "deadband": ("rad", 0.0, True),
+    "stiffness": ("N m/rad", 0.0, True),
+    "damping": ("N m s/rad", 0.0, True),
+    "stall_torque": ("N m", 0.0, False),
+    "no_load_speed": ("rad/s", 0.0, False),
+}
+_UNLIMITED = ("stall_torque", "no_load_speed")
+
+
+@dataclass(frozen=True)
+class ServoParams:
+    """One servo's parameters (eqs. 201-205), SI units.
+
+    Attributes:
+        dead_time: T_d, how late the servo acts on its reference [s], >= 0.
+        deadband: e_0, half-width of the error band the loop ignores [rad], >= 0.
+        stiffness: K, torque per rad of error outside the deadband [N m/rad], >= 0.
+        damping: D, torque per rad/s of error rate [N m s/rad], >= 0.
+        stall_torque: T_s, the motor's torque at zero speed [N m], > 0 (inf: no limit).
+        no_load_speed: w_0, where the driving torque falls to zero [rad/s], > 0 (inf: no
+            limit).
+    """
+
+    dead_time: float
+    deadband: float
+    stiffness: float
+    damping: float
+    stall_torque: float
+    no_load_speed: float
+
+    def __post_init__(self) -> None:
+        for name, (unit, low, closed) in _RULES.items():
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and (math.isfinite(value) or (name in _UNLIMITED and value == math.inf))
+            ok = ok and (value >= low if closed else value > low)
+            if not ok:
+                bound = f"{'>=' if closed else '>'} {low:g}"
+                extra = " (or .inf: no limit)" if name in _UNLIMITED else ""
+                raise ModelError(f"{name} must be a number {bound} {unit}{extra}, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+    @classmethod
+    def pd(cls, stiffness: float, damping: float) -> ServoParams:
+        """A plain PD servo: no dead time, no deadband, no torque limit."""
+        return cls(0.0, 0.0, stiffness, damping, math.inf, math.inf)
+
+    def updated(self, values: Mapping[str, Any], where: str) -> ServoParams:
+        """These parameters with ``values`` (a YAML mapping) replacing some of them.
+
+        Raises:
+            ModelError: an unknown key or a bad value; the message starts with ``where``.
+        """
+        if not isinstance(values, Mapping):
+            raise ModelError(f"{where} must be a mapping of servo parameters, got {values!r}")
+        unknown = sorted(set(values) - set(_RULES))
+        if unknown:
+            raise ModelError(f"{where}: unknown keys {unknown}; allowed {list(_RULES)}")
+        merged = {**asdict(self), **values}
+        for key in values:
+            try:
+                merged[key] = float(merged[key])
+            except (TypeError, ValueError):
+                unit = _RULES[key][0]
+                raise ModelError(
+                    f"{where}.{key} must be a number [{unit}], got {values[key]!r}"
+                ) from None
+        try:
+            return ServoParams(**merged)
+        except ModelError as exc:
+            raise ModelError(f"{where}.{exc}") from None
+
+    @property
+    def bandwidth(self) -> float:
+        """Stall torque over stiffness: the error beyond which the loop saturates [rad]."""
+        return self.stall_torque / self.stiffness if self.stiffness > 0 else math.inf
+
+
+#: An MG996R-class servo at 6 V (TowerPro MG996R datasheet): stall torque 11 kgf cm
+#: = 1.08 N m, operating speed 0.14 s / 60 deg = 7.48 rad/s (no load), dead band width 5 us
+#: of the 2000 us / 180 deg pulse (config/robot.yaml's calibration), i.e. +-2.5 us =
+#: +-0.0039 rad, and its 20 ms pulse period: a new target waits 10 ms on average. The
+#: datasheet gives no loop gains: K saturates the motor at 6 deg of error (1.08 N m /
+#: 0.105 rad), D = T_s / w_0 is the motor's own back-EMF slope (docs/mfm.md, eq. 203).
+NOMINAL = ServoParams(
+    dead_time=0.010,
+    deadband=0.0039,
+    stiffness=10.3,
+    damping=0.144,
+    stall_torque=1.08,
+    no_load_speed=7.48,
+)
+
+
+@dataclass(frozen=True)
+class ServoModel:
+    """The servos of a snake, one :class:`ServoParams` per joint (tail to head).
+
+    Attributes:
+        joints: the parameters of joints 1..n.
+        source: where they came from (a file, or "built in").
+    """
+
+    joints: tuple[ServoParams, ...]
+    source: str = "built in"
+
+    @classmethod
+    def uniform(cls, params: ServoParams, n_joints: int, source: str = "built in") -> ServoModel:
+        """The same servo at every joint."""
+        return cls(tuple([params] * n_joints), source)
+
+    @classmethod
+    def pd(cls, stiffness: ArrayLike, damping: ArrayLike, n_joints: int) -> ServoModel:
+        """Plain PD servos (:meth:`ServoParams.pd`), gains scalar or per joint.
+
+        Raises:
+            ModelError: a gain that is negative, not finite or of the wrong length.
+        """
+        gains = []
+        for name, value in (("stiffness", stiffness), ("damping", damping)):
+            try:
+                gains.append(np.broadcast_to(np.asarray(value, dtype=np.float64), (n_joints,)))
+            except ValueError:
+                raise ModelError(
+                    f"servo {name} must be a number or {n_joints} numbers, got {value!r}"
+                ) from None
+        try:
+            joints = tuple(ServoParams.pd(float(k), float(d)) for k, d in zip(*gains, strict=True))
+        except ModelError as exc:
+            raise ModelError(f"servo {exc}") from None
+        return cls(joints, "PD")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, joint_names: Sequence[str]) -> ServoModel:
+        """The ``servo:`` section of a robot YAML file (none: :data:`NOMINAL` everywhere).
+
+        The section holds ``defaults:`` (any of the six keys, over :data:`NOMINAL`) and
+        ``joints:`` (joint name -> keys over the defaults).
+
+        Raises:
+            ModelError: unreadable file, unknown keys or joints, bad values; one line naming
+                the file and the key.
+        """
+        path = Path(path)
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise ModelError(f"{path}: cannot read robot file ({exc.strerror})") from exc
+        except yaml.YAMLError as exc:
+            raise ModelError(f"{path}: not valid YAML ({exc})") from exc
+        spec = doc.get("servo") if isinstance(doc, Mapping) else None
+        try:
+            return cls.from_dict(spec, joint_names, str(path))
+        except ModelError as exc:
+            raise ModelError(f"{path}: {exc}") from None
+
+    @classmethod
+    def from_dict(
+        cls, spec: Mapping[str, Any] | None, joint_names: Sequence[str], source: str
+    ) -> ServoModel:
+        """The mapping form of :meth:`from_yaml` (None: :data:`NOMINAL` everywhere)."""
+        if spec is None:
+            return cls.uniform(NOMINAL, len(joint_names), f"{source} (no servo: section: nominal)")
+        if not isinstance(spec, Mapping):
+            raise ModelError(f"servo must be a mapping with defaults: and joints:, got {spec!r}")
+        unknown = sorted(set(spec) - {"defaults", "joints"})
+        if unknown:
+            raise ModelError(f"servo: unknown keys {unknown}; allowed ['defaults', 'joints']")
+        defaults = NOMINAL.updated(spec.get("defaults") or {}, "servo.defaults")
+        joints = spec.get("joints") or {}
+        if not isinstance(joints, Mapping):
+            raise ModelError(f"servo.joints must map joint names to parameters, got {joints!r}")
+        extra = sorted(set(joints) - set(joint_names))
+        if extra:
+            raise ModelError(
+                f"servo.joints: unknown joints {extra}; the robot has "
+                f"{joint_names[0]}..{joint_names[-1]}"
+            )
+        return cls(
+            tuple(
+                defaults.updated(joints[name], f"servo.joints.{name}")
+                if name in joints
+                else defaults
+                for name in joint_names
+            ),
+            source,
+        )
+
+    @property
+    def n_joints(self) -> int:
+        """Number of joints."""
+        return len(self.joints)
+
+    def column(self, name: str) -> FloatArray:
+        """One parameter of every joint, shape (n,) (e.g. ``column("dead_time")``)."""
+        return np.array([getattr(p, name) for p in self.joints], dtype=np.float64)
+
+    @cached_property
+    def packed(self) -> FloatArray:
+        """The kernels' form: rows K, D, e_0, T_s, w_0 (inf as :data:`NO_LIMIT`), (5, n)."""
+        rows = ("stiffness", "damping", "deadband", "stall_torque", "no_load_speed")
+        out = np.ascontiguousarray(np.minimum([self.column(r) for r in rows], NO_LIMIT))
+        out.setflags(write=False)
+        return out
+
+    @property
+    def dead_times(self) -> FloatArray:
+        """T_d of every joint [s], shape (n,)."""
+        return self.column("dead_time")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The parameters as YAML-able data: ``defaults`` (the most common servo) and the
+        joints that differ from it, by index 1..n."""
+        dicts = [asdict(p) for p in self.joints]
+        common = max(dicts, key=dicts.count)
+        return {
+            "defaults": _plain(common),
+            "joints": {f"joint_{k}": _plain(d) for k, d in enumerate(dicts, 1) if d != common},
+        }
+
+    @cached_property
+    def digest(self) -> str:
+        """A short hash of every joint's parameters (8 hex digits): two predictions with the
+        same digest used the same servos."""
+        text = json.dumps([asdict(p) for p in self.joints], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    def describe(self) -> str:
+        """One line: source, digest and the common parameters, e.g. for a log or a report."""
+        data = self.as_dict()
+        common = ", ".join(f"{k} {v:g}" for k, v in data["defaults"].items() if v is not None)
+        others = f"; {len(data['joints'])} joints differ" if data["joints"] else ""
+        return f"servo model {self.digest} from {self.source}: {common}{others}"
+
+
+def _plain(params: Mapping[str, float]) -> dict[str, float | None]:
+    """inf (no limit) as None, for YAML and JSON."""
+    return {k: (v if math.isfinite(v) else None) for k, v in params.items()}
+
+
+SERVO_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ServoParams))
+
+
+def joint_response(
+    params: ServoParams,
+    inertia: float,
+    t: ArrayLike,
+    q_ref: ArrayLike,
+    qd_ref: ArrayLike | None = None,
+    q0: float = 0.0,
+    qd0: float = 0.0,
+) -> tuple[FloatArray, FloatArray]:
+    """One joint of inertia J about its axis (no gravity, nothing else moving) driven by the
+    servo: J q_ddot = tau(q_ref(t - T_d), q, q_dot) (eqs. 201-206), by RK4 on the samples.
+
+    A pure function of the parameters, for closed-form checks and for least-squares fits of
+    a recorded response. The reference is linear between its samples and held outside them.
+
+    Args:
+        params: the servo.
+        inertia: J [kg m^2], > 0.
+        t: sample times [s], increasing and evenly spaced, shape (m,).
+        q_ref: the reference at those times [rad], shape (m,).
+        qd_ref: its rate [rad/s], shape (m,); None: zero (a pulse carries no rate).
+        q0: angle at t[0] [rad].
+        qd0: rate at t[0] [rad/s].
+
+    Returns:
+        q [rad] and q_dot [rad/s] at the sample times, shape (m,) each.
+
+    Raises:
+        ModelError: bad inertia or samples.
+    """
+    from . import fast  # numba: loaded by the first fit, not by a config check
+    from .integrators import rk4_step
+
+    times = np.asarray(t, dtype=np.float64)
+    ref = np.asarray(q_ref, dtype=np.float64)
+    rate = np.zeros_like(ref) if qd_ref is None else np.asarray(qd_ref, dtype=np.float64)
+    if not (math.isfinite(inertia) and inertia > 0.0):
+        raise ModelError(f"inertia must be a finite number > 0 kg m^2, got {inertia!r}")
+    if times.ndim != 1 or times.size < 2 or ref.shape != times.shape or rate.shape != ref.shape:
+        raise ModelError("t, q_ref and qd_ref must be 1-D with the same length >= 2")
+    h = float(times[1] - times[0])
+    if not (h > 0.0 and np.allclose(np.diff(times), h, rtol=1e-9, atol=0.0)):
+        raise ModelError("t must be evenly spaced and increasing")
+    late = times[0] + 0.5 * h * np.arange(2 * times.size - 1) - params.dead_time
+    u = np.zeros((late.size, 3))  # [tau_ff; q_ref; q_dot_ref] at the RK4 stage times
+    u[:, 1] = np.interp(late, times, ref)
+    u[:, 2] = np.interp(late, times, rate)
+    packed = ServoModel((params,)).packed
+
+    def accel(_: None, x: FloatArray, v: FloatArray, row: FloatArray) -> FloatArray:
+        return np.asarray(fast.servo_torque(packed, row, x, v)) / inertia
+
+    q, qd = np.empty(times.size), np.empty(times.size)
+    x, v = np.array([q0], dtype=np.float64), np.array([qd0], dtype=np.float64)
+    q[0], qd[0] = x[0], v[0]
+    for i in range(times.size - 1):
+        x, v, _ = rk4_step(accel, None, x, v, u[2 * i], u[2 * i + 1], u[2 * i + 2], h)
+        q[i + 1], qd[i + 1] = x[0], v[0]
+    return q, qd
