@@ -103,16 +103,12 @@ static const uint8_t hw_com[HW_CHANNELS] = {
     _BV(COM4A1), _BV(COM4B1), _BV(COM4C1), _BV(COM5A1), _BV(COM5B1), _BV(COM5C1),
 };
 
-/* Counters and output-compare interrupt enables; OCIEnA/B/C are bits 1-3 of every TIMSKn. */
+/* The timers' counters, to tell whether a channel's pulse is over. */
 static volatile uint16_t *const hw_tcnt[HW_CHANNELS] = {
     &TCNT1, &TCNT1, &TCNT1, &TCNT3, &TCNT3, &TCNT3,
     &TCNT4, &TCNT4, &TCNT4, &TCNT5, &TCNT5, &TCNT5,
 };
-static volatile uint8_t *const hw_timsk[HW_CHANNELS] = {
-    &TIMSK1, &TIMSK1, &TIMSK1, &TIMSK3, &TIMSK3, &TIMSK3,
-    &TIMSK4, &TIMSK4, &TIMSK4, &TIMSK5, &TIMSK5, &TIMSK5,
-};
-#define HW_COMPARE_BIT(ch) _BV(1 + (ch) % 3)
+static uint16_t hw_stopping; /* channels to disconnect once their running pulse is over */
 
 /* The pins behind them: OCnA/B/C are bits 5-7 of PORTB (timer 1) and 3-5 of PORTE, PORTH
  * and PORTL (timers 3, 4, 5). */
@@ -210,58 +206,66 @@ static void soft_init(void)
 }
 
 /* Disconnect a hardware channel's pin from its timer: the pin goes back to its port bit,
- * which is always 0. Interrupts off. */
+ * which is always 0. */
 static void hw_disconnect(uint8_t ch)
 {
-    *hw_timsk[ch] &= (uint8_t)~HW_COMPARE_BIT(ch);
     *hw_tccra[ch] &= (uint8_t)~hw_com[ch];
 }
 
-/* Stop a hardware channel without a runt. Fast PWM raises the pin at BOTTOM and clears it
- * at the compare match: a pulse that has ended (the count is past the match by 2 ticks or
- * more) is disconnected at once; otherwise the compare interrupt is enabled and its handler
- * disconnects the pin once the count is past the match, before the next period starts. The
- * match flag is left as it is: set by an earlier match, it only makes the handler look now.
- * (The pin level cannot tell: simavr 1.6 does not show compare output in PINx.) */
+/* True when this period's pulse of a hardware channel is over and the next one is not
+ * about to start: fast PWM raises the pin at BOTTOM and it is high for OCR + 1 ticks, so
+ * the pin is low for certain from 2 ticks past the compare value until shortly before the
+ * timer wraps (WRAP_GUARD ticks: more than the caller needs to disconnect the pin). The pin
+ * level itself cannot tell: simavr 1.6 does not show compare output in PINx. */
+#define WRAP_GUARD 64u
+static bool hw_pulse_over(uint8_t ch)
+{
+    uint16_t count = *hw_tcnt[ch];
+    return count >= *hw_ocr[ch] + 2u && count < PWM_TOP - WRAP_GUARD;
+}
+
+/* Disconnect a hardware channel if its pulse is over; at its match, first wait until it is
+ * (at most 16 cycles). False if the pulse is running or about to start. Interrupts off. */
+static bool hw_disconnect_if_over(uint8_t ch)
+{
+    uint16_t match = *hw_ocr[ch];
+    while ((uint16_t)(*hw_tcnt[ch] - match) < 2u) {
+    }
+    if (!hw_pulse_over(ch)) {
+        return false;
+    }
+    hw_disconnect(ch);
+    return true;
+}
+
+/* Stop a hardware channel without a runt: between pulses at once; during a pulse (or just
+ * before one) the main loop disconnects it once the pulse is over (hw_finish_stops, every
+ * pass): the gap between a pulse's end (2.5 ms at most) and the next period (20 ms) is far
+ * longer than a main-loop pass, so that happens before the next pulse. (The timers'
+ * compare interrupts could do it, but simavr 1.6 delivers them unreliably.) */
 static void hw_stop_after_pulse(uint8_t ch)
 {
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
     {
-        if (*hw_tccra[ch] & hw_com[ch]) {
-            if (*hw_tcnt[ch] > *hw_ocr[ch] + 1u) {
-                hw_disconnect(ch);
-            } else {
-                *hw_timsk[ch] |= HW_COMPARE_BIT(ch);
-            }
+        if ((*hw_tccra[ch] & hw_com[ch]) && !hw_disconnect_if_over(ch)) {
+            hw_stopping |= (uint16_t)(1u << ch);
         }
     }
 }
 
-/* The one-shot stop: only once the count is past the match (an earlier match's flag, or
- * simavr delivering one that happened while disabled, calls it before). At the match tick
- * itself it waits for the next tick (8 cycles), when the pin is low for certain. */
-#define STOP_AT_MATCH(vector, ch)                                                           \
-    ISR(vector)                                                                             \
-    {                                                                                       \
-        uint16_t match = *hw_ocr[ch];                                                       \
-        if (*hw_tcnt[ch] >= match) {                                                        \
-            while (*hw_tcnt[ch] == match) {                                                 \
-            }                                                                               \
-            hw_disconnect(ch);                                                              \
-        }                                                                                   \
+/* Disconnect the stopping channels whose pulse is over. */
+static void hw_finish_stops(void)
+{
+    for (uint8_t ch = 0; hw_stopping != 0 && ch < HW_CHANNELS; ch++) {
+        uint16_t bit = (uint16_t)(1u << ch);
+        ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+        {
+            if ((hw_stopping & bit) && hw_disconnect_if_over(ch)) {
+                hw_stopping &= (uint16_t)~bit;
+            }
+        }
     }
-STOP_AT_MATCH(TIMER1_COMPA_vect, 0)
-STOP_AT_MATCH(TIMER1_COMPB_vect, 1)
-STOP_AT_MATCH(TIMER1_COMPC_vect, 2)
-STOP_AT_MATCH(TIMER3_COMPA_vect, 3)
-STOP_AT_MATCH(TIMER3_COMPB_vect, 4)
-STOP_AT_MATCH(TIMER3_COMPC_vect, 5)
-STOP_AT_MATCH(TIMER4_COMPA_vect, 6)
-STOP_AT_MATCH(TIMER4_COMPB_vect, 7)
-STOP_AT_MATCH(TIMER4_COMPC_vect, 8)
-STOP_AT_MATCH(TIMER5_COMPA_vect, 9)
-STOP_AT_MATCH(TIMER5_COMPB_vect, 10)
-STOP_AT_MATCH(TIMER5_COMPC_vect, 11)
+}
 
 void hal_servo_write(uint8_t channel, uint16_t pulse_us)
 {
@@ -269,7 +273,7 @@ void hal_servo_write(uint8_t channel, uint16_t pulse_us)
         if (pulse_us) {
             ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
             {
-                *hw_timsk[channel] &= (uint8_t)~HW_COMPARE_BIT(channel); /* no pending stop */
+                hw_stopping &= (uint16_t)~(1u << channel); /* no pending stop */
                 *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
                 *hw_tccra[channel] |= hw_com[channel];
             }
@@ -297,6 +301,7 @@ void hal_servo_cut(void)
          * its compare-output level, high inside a pulse, until its port is written; silicon
          * does not. Only here: writing a port in simavr also drives its other timer pins to
          * their port bits, which would cut pulses still running on them. */
+        hw_stopping = 0;
         for (uint8_t ch = 0; ch < HW_CHANNELS; ch++) {
             hw_disconnect(ch);
             *hw_port[ch] &= (uint8_t)~hw_pin[ch];
@@ -421,6 +426,7 @@ void hal_kick(void)
 /* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
 void hal_idle(void)
 {
+    hw_finish_stops();
     LOOP_PORT &= (uint8_t)~_BV(LOOP_BIT); /* the pass ends here */
     set_sleep_mode(SLEEP_MODE_IDLE);
     cli();
