@@ -5,6 +5,11 @@ paper's Figure 4 layout: one panel per joint, simulation versus measurement over
 ``joint_errors.png``, ``traces.png`` (head and centre of mass of both robots, from
 :func:`snake_dynamics.link_poses`, when a model is given), ``summary.md`` (the error table),
 ``summary.json`` and ``config.yaml`` (the run's configuration).
+
+Each report names the servo model of the prediction (:func:`servo_model_of`): the
+``servo:`` section of the robot config it was given, which is the one dynamics_node loads
+from the same ``robot_config`` (the node logs the same digest at start), with its source
+file, digest and parameters.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
 
 from .compare import Aligned, CompareError, Comparison, traces
 from .offline import Curve, joint_panels, pyplot
@@ -83,8 +90,13 @@ class Report:
         self.plots = plots
 
     def write(self, comparison: Comparison, config: Mapping[str, Any]) -> ReportSummary:
-        """Write every file; returns the :class:`ReportSummary`."""
+        """Write every file; returns the :class:`ReportSummary`.
+
+        ``config["robot_config"]`` (a path, or None) names the robot config whose servo model
+        the report names (see :func:`servo_model_of`).
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
+        config = {**config, "servo_model": servo_model_of(config.get("robot_config"), self.model)}
         al, st = comparison.aligned, comparison.stats
         duration = float(al.t[-1] - al.t[0]) if len(al) else 0.0
         summary = ReportSummary(
@@ -96,7 +108,9 @@ class Report:
             tuple(int(x) for x in st.samples),
             duration,
         )
-        files = [self._csv(al), self._markdown(comparison, summary), self._json(summary)]
+        servo = config["servo_model"]
+        files = [self._csv(al), self._markdown(comparison, summary, servo["describe"])]
+        files.append(self._json(summary, servo["digest"]))
         files.append(self._config(comparison, config))
         if self.plots:
             files += write_plots(self.folder, al, self.model)
@@ -116,10 +130,12 @@ class Report:
         np.savetxt(path, table, fmt=fmt, delimiter=",", header=header, comments="")
         return path
 
-    def _markdown(self, comparison: Comparison, summary: ReportSummary) -> Path:
+    def _markdown(self, comparison: Comparison, summary: ReportSummary, servo: str) -> Path:
         st = comparison.stats
         lines = [
             "# Prediction versus measurement",
+            "",
+            f"Prediction: {servo}.",
             "",
             f"Aligned span {summary.duration:.3f} s; {comparison.sim_samples} simulated and "
             f"{comparison.measured_samples} measured samples. Error = measured - simulated; "
@@ -146,7 +162,7 @@ class Report:
         path.write_text("\n".join(lines) + "\n")
         return path
 
-    def _json(self, summary: ReportSummary) -> Path:
+    def _json(self, summary: ReportSummary, servo_digest: str | None) -> Path:
         def clean(values: Iterable[float]) -> list[float | None]:
             return [x if math.isfinite(x) else None for x in values]
 
@@ -157,6 +173,7 @@ class Report:
             "lag_s": clean(summary.lag),
             "samples": list(summary.samples),
             "duration_s": summary.duration,
+            "servo_model": servo_digest,
         }
         path = self.folder / "summary.json"
         path.write_text(json.dumps(data, indent=2) + "\n")
@@ -177,6 +194,28 @@ class Report:
         path = self.folder / "config.yaml"
         path.write_text(yaml.safe_dump(_plain(data), sort_keys=False))
         return path
+
+
+def servo_model_of(robot_config: str | Path | None, model: SnakeModel | None) -> dict[str, Any]:
+    """The servo model a prediction on ``robot_config`` used, as report data.
+
+    Returns:
+        ``describe`` (one line), ``digest`` (None when unknown), ``source`` and ``parameters``
+        (:meth:`ServoModel.as_dict`); without a config or a model, or with a config whose
+        servo section does not load, ``describe`` says so.
+    """
+    if robot_config is None or model is None:
+        return {"describe": "servo model unknown (no robot config given)", "digest": None}
+    try:
+        servo = ServoModel.from_yaml(robot_config, model.joint_names)
+    except ModelError as exc:
+        return {"describe": f"servo model unknown ({exc})", "digest": None}
+    return {
+        "describe": servo.describe(),
+        "digest": servo.digest,
+        "source": servo.source,
+        "parameters": servo.as_dict(),
+    }
 
 
 def read_aligned(path: Path) -> Aligned:

@@ -20,6 +20,7 @@ import yaml
 
 from snake_bringup.cli_compare import compare_bag, register
 from snake_dynamics import SnakeModel
+from snake_dynamics.servo import ServoModel
 from snake_ros.paths import robot_config
 from snake_viz.bag import BagRecorder, is_interrupted
 from snake_viz.compare import (
@@ -212,6 +213,10 @@ def test_report_writes_every_file(tmp_path: Path, rng: np.random.Generator) -> N
     comparison = compare(sim, measured)
     summary = Report(tmp_path / "report", model).write(comparison, {"source": "test"})
     _check_report(tmp_path / "report", NAMES, len(comparison.aligned))
+    assert (
+        "Prediction: servo model unknown (no robot config given)."
+        in (tmp_path / "report" / "summary.md").read_text()
+    )
     assert {p.name for p in summary.files} >= {"aligned.csv", "summary.md", "summary.json"}
     data = json.loads((tmp_path / "report" / "summary.json").read_text())
     np.testing.assert_allclose(data["rms_rad"], comparison.stats.run_rms, rtol=1e-12)
@@ -320,6 +325,15 @@ def test_compare_bag_recovers_lag_and_error(bag: Path, tmp_path: Path) -> None:
     assert summary.max[7] == pytest.approx(0.05, rel=1e-9)
     assert math.isnan(summary.lag[7])  # a joint that does not move has no lag
     _check_report(tmp_path / "report", names, int(min(summary.samples)))
+    # the report names the servo model of the robot config (the prediction's, see
+    # compare_report): source file, digest, parameters
+    servo = ServoModel.from_yaml(robot_config("robot"), names)
+    assert f"Prediction: {servo.describe()}." in (tmp_path / "report" / "summary.md").read_text()
+    data = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert data["servo_model"] == servo.digest
+    config = yaml.safe_load((tmp_path / "report" / "config.yaml").read_text())
+    assert config["servo_model"]["source"] == str(robot_config("robot"))
+    assert config["servo_model"]["parameters"] == servo.as_dict()
 
 
 def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
