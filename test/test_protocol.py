@@ -366,3 +366,16 @@ def test_payload_limit_is_per_direction() -> None:
     mcu = p.Decoder(direction=p.Direction.TO_MCU)
     assert mcu.feed(long_frame) == []
     assert mcu.stats.bad_length == 1
+
+
+def test_frames_before_the_boot_id_is_known_are_unverified() -> None:
+    """A host that does not know the boot id yet (Decoder.boot_id None) takes pongs (they
+    carry it) and counts the MCU's other frames as unverified, not as bad_auth."""
+    mcu = p.Encoder(KEY, p.Direction.TO_HOST, counter=1, boot_id=9)
+    decoder = p.Decoder(KEY, boot_id=None)
+    telemetry = p.Telemetry(1, p.Flag(0), 0, p.Counters(), (0,), (0,))
+    stream = mcu.encode(telemetry) + mcu.encode(p.Pong(5, 6, 9)) + mcu.encode(telemetry)
+    assert [m for _, m in decoder.feed_messages(stream)] == [p.Pong(5, 6, 9)]
+    assert (decoder.stats.unverified, decoder.stats.bad_auth) == (2, 0)
+    decoder.boot_id = 9
+    assert [m for _, m in decoder.feed_messages(mcu.encode(telemetry))] == [telemetry]

@@ -12,6 +12,7 @@ import hmac
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import overload
 
 from .crc16 import crc16
 from .messages import (
@@ -39,9 +40,21 @@ from .messages import (
 from .siphash import siphash24
 
 
-def mac_boot_id(direction: Direction, msg_type: int, payload: bytes, boot_id: int) -> int:
+@overload
+def mac_boot_id(direction: Direction, msg_type: int, payload: bytes, boot_id: int) -> int: ...
+
+
+@overload
+def mac_boot_id(
+    direction: Direction, msg_type: int, payload: bytes, boot_id: None
+) -> int | None: ...
+
+
+def mac_boot_id(
+    direction: Direction, msg_type: int, payload: bytes, boot_id: int | None
+) -> int | None:
     """The boot id a frame's MAC mixes in: 0 for a PING to the MCU, the carried id for a PONG
-    from it (0 if its payload is too short to carry one), else boot_id."""
+    from it (0 if its payload is too short to carry one), else boot_id (None: not known)."""
     if direction is Direction.TO_MCU and msg_type == MsgType.PING:
         return 0
     if direction is Direction.TO_HOST and msg_type == MsgType.PONG:
@@ -193,8 +206,9 @@ class DecoderStats:
     """What a Decoder accepted and discarded.
 
     ``echoed`` counts CRC-valid frames of the receiver's own sending direction (the host
-    receiving host -> MCU types: its own bytes came back, e.g. from a port that echoes); they
-    are not returned.
+    receiving host -> MCU types: its own bytes came back, e.g. from a port that echoes);
+    ``unverified`` counts authenticated frames that could not be checked because the boot id
+    was not known yet (``Decoder.boot_id`` None). Neither is returned.
     """
 
     frames_ok: int = 0
@@ -206,6 +220,7 @@ class DecoderStats:
     discarded_bytes: int = 0
     seq_gaps: int = 0
     echoed: int = 0
+    unverified: int = 0
 
 
 class Decoder:
@@ -216,7 +231,8 @@ class Decoder:
             (authenticated frames are then rejected: they cannot be checked).
         direction: direction of the frames received (sets the maximum payload).
         boot_id: the MCU's boot id to verify MACs with (settable attribute; a PONG is
-            verified with the id it carries, a PING with 0).
+            verified with the id it carries, a PING with 0). None: not known yet (a host
+            before its first pong): the other authenticated frames count as ``unverified``.
 
     Attributes:
         stats: counters of accepted and discarded frames, and of gaps in sequence numbers.
@@ -227,7 +243,7 @@ class Decoder:
         self,
         key: bytes | None = None,
         direction: Direction = Direction.TO_HOST,
-        boot_id: int = 0,
+        boot_id: int | None = 0,
     ) -> None:
         if key is not None and len(key) != KEY_LEN:
             raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
@@ -302,6 +318,9 @@ class Decoder:
             covered = frame[: -TAG_LEN - CRC_LEN]
             tag = frame[-TAG_LEN - CRC_LEN : -CRC_LEN]
             boot_id = mac_boot_id(self.direction, msg_type, payload, self.boot_id)
+            if boot_id is None:
+                self.stats.unverified += 1
+                return None
             if not hmac.compare_digest(_tag(self.key, self.direction, boot_id, covered), tag):
                 self.stats.bad_auth += 1
                 return None
