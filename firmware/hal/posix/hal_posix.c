@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,34 +73,43 @@ size_t hal_uart_read(uint8_t *buf, size_t max)
     return n > 0 ? (size_t)n : 0;
 }
 
-/* The kernel buffers the pty; a full buffer is waited out (at most WRITE_WAIT_MS per stall),
- * partial writes continued and interrupted ones retried, so a frame goes out whole. */
-#define WRITE_WAIT_MS 100
+/* Transmit ring, as on the MCU: frames go in whole or not at all and drain into the pty as
+ * it takes them (partial writes continued, interrupted ones retried, a full pty waited out
+ * by the main loop, never inside a frame). */
+static uint8_t tx_buf[4096];
+static size_t tx_len;
+
+static void tx_flush(void)
+{
+    size_t done = 0;
+    while (done < tx_len) {
+        ssize_t n = write(uart_fd, tx_buf + done, tx_len - done);
+        if (n > 0) {
+            done += (size_t)n;
+        } else if (!(n < 0 && errno == EINTR)) {
+            break; /* EAGAIN: the pty is full, go on later; anything else: no reader */
+        }
+    }
+    memmove(tx_buf, tx_buf + done, tx_len - done);
+    tx_len -= done;
+}
 
 bool hal_uart_write(const uint8_t *data, size_t len)
 {
-    while (len > 0) {
-        ssize_t n = write(uart_fd, data, len);
-        if (n > 0) {
-            data += n;
-            len -= (size_t)n;
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {.fd = uart_fd, .events = POLLOUT};
-            if (poll(&p, 1, WRITE_WAIT_MS) <= 0) {
-                return false; /* nobody reads the pty: the rest of the frame is lost */
-            }
-        } else {
-            return false;
-        }
+    tx_flush();
+    if (len > sizeof tx_buf - tx_len) {
+        return false;
     }
+    memcpy(tx_buf + tx_len, data, len);
+    tx_len += len;
+    tx_flush();
     return true;
 }
 
 size_t hal_uart_tx_free(void)
 {
-    return SIZE_MAX; /* writes wait for the kernel's buffer instead */
+    tx_flush();
+    return sizeof tx_buf - tx_len;
 }
 
 uint16_t hal_uart_rx_dropped(void)
@@ -123,6 +133,7 @@ void hal_kick(void)
 
 void hal_idle(void)
 {
-    struct pollfd p = {.fd = uart_fd, .events = POLLIN};
+    tx_flush();
+    struct pollfd p = {.fd = uart_fd, .events = (short)(POLLIN | (tx_len ? POLLOUT : 0))};
     (void)poll(&p, 1, 1);
 }
