@@ -1,10 +1,11 @@
 """Real-time factor of dynamics_node's integration loop, as JSON on stdout.
 
 Runs the node's per-tick work without ROS: a 100 Hz command from the gait pushed into the
-reference, then RK4 at 1 kHz up to ``delay`` behind it with inverse-dynamics feed-forward
-and the servo model (prescribed mode, default parameters). Real-time factor = simulated
-time / wall time spent in that work, with the ticks back to back (the CPU cost) and paced
-at 100 Hz like the node (what its status line reports). Target: >= 20x for the 20-body model.
+reference, then RK4 at 1 kHz up to ``delay`` behind it under the robot config's servo model
+(prescribed mode: each servo its dead time late, no feed-forward; default parameters).
+Real-time factor = simulated time / wall time spent in that work, with the ticks back to
+back (the CPU cost) and paced at 100 Hz like the node (what its status line reports).
+Target: >= 20x for the 20-body model.
 
     python bench/realtime.py [--seconds 5] [--output bench/results/realtime.json]
 """
@@ -20,11 +21,11 @@ import numpy as np
 from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY = 1000.0, 100.0, 0.02  # config/dynamics_node.yaml defaults
-STIFFNESS, DAMPING = 2.0, 0.05
 
 
 def measure(config: str, gait_name: str, seconds: float, paced: bool) -> dict[str, object]:
@@ -35,10 +36,11 @@ def measure(config: str, gait_name: str, seconds: float, paced: bool) -> dict[st
     """
     model = SnakeModel.from_yaml(ROOT / "config" / config)
     gait = make_gait(gait_name, model)
-    sim = Simulator(model, 1.0 / SIM_RATE, stiffness=STIFFNESS, damping=DAMPING)
+    servo = ServoModel.from_yaml(ROOT / "config" / config, model.joint_names)
+    sim = Simulator(model, 1.0 / SIM_RATE, servo=servo)
     sim.warm_up()
     reference = CommandReference(np.zeros(model.n_joints), timeout=0.5)
-    source = PrescribedInput(sim.fast_model, reference)
+    source = PrescribedInput(sim.fast_model, reference, servo.dead_times, feed_forward=False)
     ticks = round(seconds * COMMAND_RATE)
     commands = [gait(k / COMMAND_RATE) for k in range(ticks)]  # the gait node's work
     per_tick = []
@@ -78,7 +80,11 @@ def main() -> None:
         "runs": [
             measure(config, gait, args.seconds, paced)
             for paced in (False, True)
-            for config, gait in (("robot.yaml", "serpenoid"), ("snake20.yaml", "sidewinding"))
+            for config, gait in (
+                ("robot.yaml", "serpenoid"),
+                ("paper_3d.yaml", "sidewinding"),
+                ("snake20.yaml", "sidewinding"),
+            )
         ],
     }
     emit(results, args.output)

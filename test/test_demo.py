@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from conftest import wait_for
 
+from snake_dynamics.servo import ServoModel
+from snake_ros.paths import robot_config
 from snake_viz.bag import open_reader, typestore
 
 pytestmark = pytest.mark.skipif(
@@ -84,10 +86,15 @@ def test_demo_records_compares_and_reports(tmp_path: Path) -> None:
     # the reports: live (compare_node) and offline (from the bag), moving joints within degrees
     # (compare_node's plots come from a process of its own that outlives the node)
     wait_for(lambda: (out / "compare" / "plots.log").is_file(), 60.0, "compare_node's plots")
+    servo = ServoModel.from_yaml(robot_config("robot"), [f"joint_{k}" for k in range(1, 9)])
     for folder in ("compare", "report"):
         assert (out / folder / "summary.json").is_file() and (
             out / folder / "joint_angles.png"
         ).is_file()
+        # both name the servo model the prediction ran with (dynamics_node logs its digest)
+        named = f"Prediction: servo model {servo.digest} from "
+        assert named in (out / folder / "summary.md").read_text()
+    assert f"servo model {servo.digest}" in (out / "logs" / "dynamics_node.log").read_text()
     import json
 
     summary = json.loads((out / "report" / "summary.json").read_text())
