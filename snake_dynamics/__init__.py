@@ -3,7 +3,8 @@
 The public API follows the Moving Frame Method paper (IMECE2019-10434): :func:`link_poses`
 (E, eq. 17), :func:`b_matrix` (eq. 56), :func:`mass_matrix` (M*, eq. 82),
 :func:`bias_forces` (N* q_dot, eq. 83), :func:`generalized_forces` (F*, eq. 79),
-:func:`forward_dynamics` (eq. 84), :func:`inverse_dynamics` and :func:`simulate` (RK4).
+:func:`forward_dynamics` (eq. 84), :func:`inverse_dynamics` and :func:`simulate` (RK4), and
+the servos that move the joints (:class:`ServoModel`, eqs. 201-206).
 These are the literal forms; :mod:`snake_dynamics.fast` holds the recursive, compiled ones.
 
 The names below load their module on first use (PEP 562), so that importing one module of
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .integrators import (
         Servo,
         SimulationResult,
+        joint_response,
         prescribed_torques,
         simulate,
         simulate_gait,
@@ -55,6 +57,10 @@ if TYPE_CHECKING:
     )
     from .model import (
         SnakeModel,
+    )
+    from .servo import (
+        ServoModel,
+        ServoParams,
     )
 
 #: Submodule -> the public names it defines.
@@ -77,6 +83,7 @@ _MODULES = {
     "integrators": (
         "Servo",
         "SimulationResult",
+        "joint_response",
         "prescribed_torques",
         "simulate",
         "simulate_gait",
@@ -96,6 +103,10 @@ _MODULES = {
         "potential_energy",
     ),
     "model": ("SnakeModel",),
+    "servo": (
+        "ServoModel",
+        "ServoParams",
+    ),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [
@@ -106,6 +117,8 @@ __all__ = [
     "JointTrajectory",
     "ModelError",
     "Servo",
+    "ServoModel",
+    "ServoParams",
     "SimulationError",
     "SimulationResult",
     "SnakeDynamicsError",
@@ -117,6 +130,7 @@ __all__ = [
     "forward_dynamics",
     "generalized_forces",
     "inverse_dynamics",
+    "joint_response",
     "kinetic_energy",
     "link_poses",
     "make_gait",

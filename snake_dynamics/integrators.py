@@ -20,7 +20,7 @@ from . import fast, kinetics
 from .errors import DivergenceError, ModelError, SimulationError, StateError
 from .kinematics import joint_vector
 from .model import SnakeModel
-from .servo import ServoModel
+from .servo import ServoModel, ServoParams
 
 FloatArray = NDArray[np.float64]
 #: tau = tau_fn(t) [N m] at time t [s]
@@ -426,3 +426,61 @@ def simulate_gait(
         method=method,
         progress=progress,
     )
+
+
+def joint_response(
+    params: ServoParams,
+    inertia: float,
+    t: ArrayLike,
+    q_ref: ArrayLike,
+    qd_ref: ArrayLike | None = None,
+    q0: float = 0.0,
+    qd0: float = 0.0,
+) -> tuple[FloatArray, FloatArray]:
+    """One joint of inertia J about its axis (no gravity, nothing else moving) driven by the
+    servo: J q_ddot = tau(q_ref(t - T_d), q, q_dot) (eqs. 201-206), by RK4 on the samples.
+
+    A pure function of the parameters, for closed-form checks and for least-squares fits of
+    a recorded response. The reference is linear between its samples and held outside them.
+
+    Args:
+        params: the servo.
+        inertia: J [kg m^2], > 0.
+        t: sample times [s], increasing and evenly spaced, shape (m,).
+        q_ref: the reference at those times [rad], shape (m,).
+        qd_ref: its rate [rad/s], shape (m,); None: zero (a pulse carries no rate).
+        q0: angle at t[0] [rad].
+        qd0: rate at t[0] [rad/s].
+
+    Returns:
+        q [rad] and q_dot [rad/s] at the sample times, shape (m,) each.
+
+    Raises:
+        ModelError: bad inertia or samples.
+    """
+    times = np.asarray(t, dtype=np.float64)
+    ref = np.asarray(q_ref, dtype=np.float64)
+    rate = np.zeros_like(ref) if qd_ref is None else np.asarray(qd_ref, dtype=np.float64)
+    if not (math.isfinite(inertia) and inertia > 0.0):
+        raise ModelError(f"inertia must be a finite number > 0 kg m^2, got {inertia!r}")
+    if times.ndim != 1 or times.size < 2 or ref.shape != times.shape or rate.shape != ref.shape:
+        raise ModelError("t, q_ref and qd_ref must be 1-D with the same length >= 2")
+    h = float(times[1] - times[0])
+    if not (h > 0.0 and np.allclose(np.diff(times), h, rtol=1e-9, atol=0.0)):
+        raise ModelError("t must be evenly spaced and increasing")
+    late = times[0] + 0.5 * h * np.arange(2 * times.size - 1) - params.dead_time
+    u = np.zeros((late.size, 3))  # [tau_ff; q_ref; q_dot_ref] at the RK4 stage times
+    u[:, 1] = np.interp(late, times, ref)
+    u[:, 2] = np.interp(late, times, rate)
+    packed = ServoModel((params,)).packed
+
+    def accel(_: None, x: FloatArray, v: FloatArray, row: FloatArray) -> FloatArray:
+        return np.asarray(fast.servo_torque(packed, row, x, v)) / inertia
+
+    q, qd = np.empty(times.size), np.empty(times.size)
+    x, v = np.array([q0], dtype=np.float64), np.array([qd0], dtype=np.float64)
+    q[0], qd[0] = x[0], v[0]
+    for i in range(times.size - 1):
+        x, v, _ = rk4_step(accel, None, x, v, u[2 * i], u[2 * i + 1], u[2 * i + 2], h)
+        q[i + 1], qd[i + 1] = x[0], v[0]
+    return q, qd

@@ -19,7 +19,8 @@ import yaml
 from snake_driver.calibration import load_servo_map
 from snake_dynamics import ModelError, SnakeModel, link_poses, make_gait
 from snake_dynamics.fast import mass_matrix
-from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams, joint_response
+from snake_dynamics.integrators import joint_response
+from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
 from snake_dynamics.urdf import to_urdf
 
