@@ -407,10 +407,18 @@ def flag_set(t: p.Telemetry, flag: p.Flag) -> bool:
     return bool(t.flags & flag)
 
 
+def mcu_offset_us(edges: dict[str, list[tuple[float, int]]]) -> float:
+    """VCD time - MCU time: the start-up before timer 1 ran (its pulses rise at MCU times that
+    are whole periods, as the MCU clock counts its overflows)."""
+    return statistics.median([t % PERIOD_US for t, v in edges["P" + PINS[0]] if v == 1])
+
+
 def channel_pulses(run: Run, lo: float, hi: float) -> list[list[tuple[float, float]]]:
-    """Pulses per channel with rising edges in [lo, hi] (MCU clock = emulated time)."""
+    """Pulses per channel with rising edges in [lo, hi], all on the MCU clock."""
     edges = read_vcd(run.vcd)
-    return [[(t, w) for t, w in pulses(edges["P" + pin]) if lo <= t <= hi] for pin in PINS]
+    offset = mcu_offset_us(edges)
+    trains = [[(t - offset, w) for t, w in pulses(edges["P" + pin])] for pin in PINS]
+    return [[(t, w) for t, w in train if lo <= t <= hi] for train in trains]
 
 
 def test_pulse_widths_and_period_on_all_channels(simavr_run: Run) -> None:
@@ -499,8 +507,7 @@ def test_disarm_ends_running_pulses_at_their_natural_end(simavr_run: Run) -> Non
     afterwards every pin is low and quiet until the next ENABLE."""
     cals = calibrations()
     edges = read_vcd(simavr_run.vcd)
-    # VCD time = MCU time + the start-up before timer 1 ran (its pulses rise at MCU time 0)
-    offset = statistics.median([t % PERIOD_US for t, v in edges["P" + PINS[0]] if v == 1])
+    offset = mcu_offset_us(edges)
     in_flight = 0  # disarms that landed inside a hardware-PWM pulse
     for pong, quiet_end in simavr_run.disarms:
         landed_inside = False
