@@ -126,12 +126,13 @@ class ServoParams:
 #: of the 2000 us / 180 deg pulse (config/robot.yaml's calibration), i.e. +-2.5 us =
 #: +-0.0039 rad, and its 20 ms pulse period: a new target waits 10 ms on average. The
 #: datasheet gives no loop gains: K saturates the motor at 6 deg of error (1.08 N m /
-#: 0.105 rad), D = T_s / w_0 is the motor's own back-EMF slope (docs/mfm.md, eq. 203).
+#: 0.105 rad); D = 0.5 N m s/rad, the motor's back-EMF slope T_s / w_0 = 0.144 plus the
+#: amplifier's rate feedback (docs/mfm.md, "Nominal values").
 NOMINAL = ServoParams(
     dead_time=0.010,
     deadband=0.0039,
     stiffness=10.3,
-    damping=0.144,
+    damping=0.5,
     stall_torque=1.08,
     no_load_speed=7.48,
 )

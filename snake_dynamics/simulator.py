@@ -293,6 +293,9 @@ class Simulator:
             input source, see :class:`PrescribedInput`).
         t0: start time [s].
 
+    Each step of ``dt`` is :attr:`substeps` RK4 steps (:func:`stable_substeps`: one unless
+    the servos' damping on light links makes the system too stiff for RK4 at ``dt``).
+
     Raises:
         SimulationError: bad step, gains or servo model.
     """
@@ -314,6 +317,8 @@ class Simulator:
         self.fast_model = fast.FastModel(model)
         self.dt = dt
         self.servo = servo_model(stiffness, damping, servo, n)
+        self.substeps = stable_substeps(model, self.servo, dt)
+        self._h = dt / self.substeps  # the RK4 step [s]
         self._params: fast.ServoParams = (self.fast_model.params, self.servo.packed)
         self._u = np.zeros(3 * n)
         self.reset(t0, np.zeros(n), np.zeros(n))
@@ -356,11 +361,13 @@ class Simulator:
         self._u = np.concatenate([np.zeros(n), q_arr, qd_arr])
 
     def stage_times(self, steps: int) -> FloatArray:
-        """The RK4 stage times t, t + dt/2, ..., t + steps dt of the next steps [s]."""
-        return self.time + 0.5 * self.dt * np.arange(2 * steps + 1, dtype=np.float64)
+        """The RK4 stage times t, t + h/2, ..., t + steps dt of the next steps, with
+        h = dt / substeps [s]."""
+        count = 2 * steps * self.substeps + 1
+        return self.time + 0.5 * self._h * np.arange(count, dtype=np.float64)
 
     def advance(self, steps: int, source: InputSource) -> None:
-        """Take ``steps`` RK4 steps with the inputs of ``source`` at the stage times.
+        """Take ``steps`` steps with the inputs of ``source`` at the stage times.
 
         Raises:
             SimulationError: the state left the finite numbers; the simulator keeps the
@@ -368,17 +375,19 @@ class Simulator:
         """
         if steps <= 0:
             return
-        n = self.model.n_joints
+        n, sub = self.model.n_joints, self.substeps
         inputs = source.inputs(self.stage_times(steps))
-        if inputs.shape != (2 * steps + 1, 3 * n):
-            raise SimulationError(f"inputs must have shape ({2 * steps + 1}, {3 * n})")
-        qs, qds, qdds = np.empty((steps, n)), np.empty((steps, n)), np.empty((steps, n))
-        fast.rk4_servo_steps(self._params, self._q, self._qd, inputs, self.dt, qs, qds, qdds)
+        rows = 2 * steps * sub + 1
+        if inputs.shape != (rows, 3 * n):
+            raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
+        qs, qds, qdds = (np.empty((steps * sub, n)) for _ in range(3))
+        fast.rk4_servo_steps(self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds)
+        qs, qds = qs[sub - 1 :: sub], qds[sub - 1 :: sub]  # at the ends of the steps
         bad = ~(np.isfinite(qs).all(axis=1) & np.isfinite(qds).all(axis=1))
         done = int(np.argmax(bad)) if bad.any() else steps
         if done > 0:
             self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
-            self._u = inputs[2 * done]
+            self._u = inputs[2 * done * sub]
             self._count += done
         if done < steps:
             raise SimulationError(
@@ -416,6 +425,30 @@ class Simulator:
         for t in (0.0, 1.0):
             reference.push(t, zero, zero)
         reference.evaluate(np.array([0.5]))
+
+
+#: How far out the largest eigenvalue of the linearised system may reach, times the RK4
+#: step: RK4 is stable to |z| = 2.78 on the negative real axis and 2.83 on the imaginary
+#: one; the margin covers M*(q) away from the straight pose and the omitted velocity terms.
+RK4_REACH = 2.0
+
+
+def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
+    """How many RK4 steps a step of ``dt`` [s] needs to stay stable under the servos.
+
+    The servos' loop about the straight pose is M*(0) q_ddot = -K q - D q_dot (eqs. 82,
+    203); its eigenvalues lambda set RK4's stability: |lambda| h <= :data:`RK4_REACH`. The
+    damping on light links (small eigenvalues of M*) is what makes it stiff.
+
+    Returns:
+        ceil(max |lambda| dt / RK4_REACH), at least 1.
+    """
+    n = model.n_joints
+    minv = np.linalg.inv(fast.mass_matrix(model, np.zeros(n)))
+    stiffness, damping = servo.packed[0], servo.packed[1]
+    system = np.block([[np.zeros((n, n)), np.eye(n)], [-minv * stiffness, -minv * damping]])
+    reach = float(np.max(np.abs(np.linalg.eigvals(system)))) * dt
+    return max(1, math.ceil(reach / RK4_REACH))
 
 
 def warm_up() -> None:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from snake_dynamics import Servo, SnakeModel, make_gait, simulate  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402
+from snake_dynamics.simulator import stable_substeps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
@@ -341,15 +342,17 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listene
     assert len(rest) > 250
     dt = 1.0 / DYN_CONFIG["sim_rate"]
     span = round((rest[-1].stamp - start.stamp) / dt) * dt
+    sub = stable_substeps(MODEL, SERVOS, dt)  # the node's RK4 steps per step
     offline = simulate(  # the robot config's servo model, no feed-forward (as the node)
         MODEL,
         start.q,
         start.qd,
         None,
         span,
-        dt,
+        dt / sub,
         servo=Servo.of(SERVOS, lambda t: gait(t + start.stamp - CLOCK_START_S)),
     )
+    offline = replace(offline, q=offline.q[::sub], tau=offline.tau[::sub])
     rows = [round((s.stamp - start.stamp) / dt) for s in rest]
     assert all(
         abs(r * dt - (s.stamp - start.stamp)) < 1e-6 for r, s in zip(rows, rest, strict=True)
