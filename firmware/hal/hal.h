@@ -42,7 +42,9 @@ void hal_servo_cut(void);
  * bounded well below the watchdog's period. */
 void hal_kick(void);
 
-/* Called once per main-loop pass, after hal_kick: wait (briefly) for input or a timer tick. */
+/* Called once per main-loop pass, after hal_kick: finish what hal_servo_write left pending
+ * (a channel to stop once its pulse is over), then wait (briefly) for input or a timer
+ * tick. */
 void hal_idle(void);
 
 #endif
