@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from snake_ros.paths import share_dir
+from snake_ros.paths import share_dir, state_dir
 
 from .process import die_with_parent
 
@@ -123,11 +123,7 @@ def default_eeprom() -> Path:
     """Where the emulated MCU keeps its EEPROM (its boot counter) between runs:
     ``$ROS_HOME/mfm_snake/emulator_eeprom.bin`` (``~/.ros`` unless set), so that restarting
     the emulator is a new boot (a new boot id), as power-cycling the robot is."""
-    return (
-        Path(os.environ.get("ROS_HOME") or Path.home() / ".ros")
-        / "mfm_snake"
-        / ("emulator_eeprom.bin")
-    )
+    return state_dir() / "emulator_eeprom.bin"
 
 
 def firmware_build_dir(fw: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -38,3 +39,10 @@ def robot_config(spec: str) -> Path:
         if candidate.is_file():
             return candidate
     return path
+
+
+def state_dir() -> Path:
+    """The package's folder for what outlives a run (comparison reports, the emulated MCU's
+    EEPROM): ``$ROS_HOME/mfm_snake``, ``ROS_HOME`` being ROS 2's own home for logs (``~/.ros``
+    when unset), never the folder a command was started in."""
+    return Path(os.environ.get("ROS_HOME") or Path.home() / ".ros") / PACKAGE

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import datetime as dt_module
 import math
-import os
 import subprocess
 import sys
 from collections import deque
@@ -68,7 +67,7 @@ from snake_ros.common import (
     run,
     stamp_problem,
 )
-from snake_ros.paths import robot_config
+from snake_ros.paths import robot_config, state_dir
 
 from .compare import (
     DEFAULT_LAG_SPAN_S,
@@ -101,9 +100,9 @@ LIMIT_SLACK = 0.5
 
 
 def default_report_dir() -> Path:
-    """Where reports go when no ``report_dir`` is given: ``$ROS_HOME/mfm_snake`` (ROS 2's own
-    home for logs, ``~/.ros`` when unset), never the folder ``ros2 launch`` was started in."""
-    return Path(os.environ.get("ROS_HOME") or Path.home() / ".ros") / "mfm_snake"
+    """Where reports go when no ``report_dir`` is given: ``$ROS_HOME/mfm_snake``
+    (:func:`snake_ros.paths.state_dir`), never the folder ``ros2 launch`` was started in."""
+    return state_dir()
 
 
 class CompareNode(Node):
