@@ -281,8 +281,9 @@ class Simulator:
     """RK4 integration of eq. (84) under position servos, advanced step batch by step batch.
 
     Matches :func:`integrators.simulate` with ``servo=Servo(stiffness, damping, ...)`` (or
-    ``Servo.of(servo, ...)``) step for step when given the same inputs; zero gains give pure
-    feed-forward (the paper's open-loop replay, unstable for fast gaits of long snakes).
+    ``Servo.of(servo, ...)``) and a step of ``dt / substeps``, step for step, when given the
+    same inputs; zero gains give pure feed-forward (the paper's open-loop replay, unstable
+    for fast gaits of long snakes).
 
     Args:
         model: the snake.
