@@ -7,11 +7,11 @@
   telemetry whose commanded pulse width shows it (so it includes waiting for the next
   report: up to one telemetry period, 20 ms by config/robot.yaml). Commands are sent at a
   random phase against the telemetry. Median and p99 over the samples.
-* Telemetry rate sustained with all 16 channels (every report carries all 16: 87-byte
-  payload, 94-byte frame) at 115200 and 1000000 baud (``make BAUD=``): the host asks for a
-  report every 1 ms and drives targets and pings at 50 Hz; the rate is counted on the MCU
-  clock (telemetry timestamps). Reports that do not fit the transmit ring are skipped and
-  show as sequence gaps.
+* Telemetry rate sustained with all 16 channels (every report carries all 16) at 115200
+  and 1000000 baud (``make BAUD=``): the host asks for a report every 1 ms and drives
+  targets and pings at 50 Hz; the rate is counted on the MCU clock (telemetry timestamps).
+  Reports that would not leave room for replies in the transmit ring are skipped (the
+  firmware's ``tx_skipped``).
 * Worst-case main-loop pass in CPU cycles: the firmware raises PK0 while a pass of its main
   loop runs (hal/avr), and ``simavr_runner --loop-pin K0`` times the high phases in emulated
   cycles (interrupts taken during a pass included). Measured during the two rate runs and
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_bringup.emulator import Emulator
+from snake_driver import protocol as p
 from snake_driver.calibration import ServoMap, load_servo_map
 from snake_driver.link import DriverLink, Measurement
 from snake_driver.transport import SerialTransport, make_transport
@@ -46,7 +47,6 @@ from snake_ros.paths import robot_config
 ROOT = Path(__file__).resolve().parents[1]
 F_CPU_HZ = 16e6
 LOOP_PIN = "K0"
-TELEMETRY_FRAME_BYTES = 94  # 5 header + 87 payload (16 channels) + 2 CRC
 AUTH_KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 ENDPOINTS = ("pty", "tcp")
 WAIT_S = 5.0  # bound on every wait for the emulator [s]
@@ -147,6 +147,12 @@ def loop_summary(loop: dict[str, float], connect_at_s: float) -> dict[str, float
     }
 
 
+def telemetry_frame_bytes(channels: int, authenticated: bool) -> int:
+    """Bytes on the wire of one telemetry report of ``channels`` channels."""
+    report = p.Telemetry(0, p.Flag(0), 0, p.Counters(), (0,) * channels, (0,) * channels)
+    return p.HEADER_LEN + len(report.payload()) + p.CRC_LEN + (p.AUTH_LEN if authenticated else 0)
+
+
 def telemetry_rate(
     servos: ServoMap, baud: int, seconds: float, key_hex: str | None = None, period_ms: int = 1
 ) -> dict[str, object]:
@@ -155,7 +161,6 @@ def telemetry_rate(
         servos, system=dataclasses.replace(servos.system, telemetry_period_ms=period_ms)
     )
     key = bytes.fromhex(key_hex) if key_hex else None
-    frame_bytes = TELEMETRY_FRAME_BYTES + (8 if key else 0)
     emulator = Emulator(
         seconds=seconds + 4 * WAIT_S,
         key_hex=key_hex,
@@ -169,7 +174,6 @@ def telemetry_rate(
         connect_at_s = time.monotonic() - emulator.started
         connect(link)
         window: list[Measurement] = []
-        gaps0 = link.decoder.stats.seq_gaps
         deadline = time.perf_counter() + seconds
         next_command = 0.0
         angle = 0.3
@@ -184,6 +188,7 @@ def telemetry_rate(
     span_s = (window[-1].mcu_time_us - window[0].mcu_time_us) * 1e-6
     rate = (len(window) - 1) / span_s
     counters = window[-1].counters
+    frame_bytes = telemetry_frame_bytes(p.MAX_CHANNELS, key is not None)
     return {
         "baud": baud,
         "authenticated": key is not None,
@@ -193,7 +198,8 @@ def telemetry_rate(
         "line_utilisation": round(rate * frame_bytes * 10 / baud, 3),  # 8N1: 10 bits a byte
         "reports": len(window),
         "mcu_span_s": round(span_s, 3),
-        "frames_skipped": link.decoder.stats.seq_gaps - gaps0,
+        "frames_skipped": counters.tx_skipped - window[0].counters.tx_skipped,
+        "host_seq_gaps": link.decoder.stats.seq_gaps,
         "host_bad_crc": link.decoder.stats.bad_crc,
         "mcu_rx_dropped": counters.rx_dropped,
         "mcu_bad_crc": counters.bad_crc,
