@@ -224,13 +224,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     the comparison and the recorder; then the report, the bag and the per-joint RMS error."""
     out = args.output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bag = out / "bag"
-    with Emulator() as emulator:
+    with Emulator(plant=args.plant) as emulator:
         print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}")
         graph = demo_graph(emulator.endpoint, out, gait=args.gait or "")
         run = argparse.Namespace(
             output=out / "logs", duration=args.duration, quiet=True, dry_run=False
         )
         code = run_graph(graph, "demo", run, _alive(emulator))
+    if args.plant:
+        print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     if code not in (0, 130):
         return code
     report = compare_bag(bag, out / "report", robot_config="robot")
@@ -293,9 +295,14 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         where = "PTY" if bridge is None else "PORT"
         print(f"# the emulated robot is not started (--dry-run); {where} is chosen at its start")
         return run_graph(graph_on(Endpoint(args.transport, where)), label, args)
-    with Emulator(bridge=bridge, key_hex=key or None) as emulator:
+    with Emulator(
+        bridge=bridge, key_hex=key or None, plant=args.plant, robot=args.robot
+    ) as emulator:
         print(f"emulated robot (the firmware ELF in simavr) on {emulator.endpoint}")
-        return run_graph(graph_on(emulator.endpoint), label, args, _alive(emulator))
+        code = run_graph(graph_on(emulator.endpoint), label, args, _alive(emulator))
+    if args.plant:
+        print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
+    return code
 
 
 def _alive(emulator: Emulator) -> Callable[[], str | None]:
@@ -318,6 +325,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         seconds=args.seconds,
         key_hex=_auth_key(args.key) or None,
         vcd=args.vcd,
+        plant=args.plant,
+        robot=args.robot,
     )
     stop: list[int] = []
     previous = {
@@ -342,6 +351,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("emulator stopped")
+    if args.plant:
+        print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     return 0
 
 
@@ -362,6 +373,17 @@ def _graph_options(p: argparse.ArgumentParser, label: str) -> None:
     p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
     p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
+def _plant_option(p: argparse.ArgumentParser) -> None:
+    """``--plant FILE``: the emulated robot's servos and body (snake_dynamics.plant)."""
+    p.add_argument(
+        "--plant",
+        type=Path,
+        metavar="FILE",
+        help="emulate the servos, body and feedback pots with this plant file "
+        "(e.g. config/plant.yaml; default: no plant, pulses drive nothing)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -436,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=positive, default=20.0, help="run time [s] (default: 20)")
     p.add_argument("--gait", choices=sorted(GAITS), help="gait (default: config/gaits.yaml's)")
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
+    _plant_option(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -461,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
     )
+    _plant_option(p)
     _graph_options(p, "hardware")
     p.set_defaults(func=cmd_hardware)
 
@@ -470,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=positive, help="stop after this much emulated time [s]")
     p.add_argument("--key", metavar="HEX32", help="run the authenticated build with this key")
     p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
+    p.add_argument("--robot", default="robot", help="robot config of the plant's body and channels")
+    _plant_option(p)
     p.set_defaults(func=cmd_emulate)
 
     register_compare(sub)

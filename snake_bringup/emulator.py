@@ -3,7 +3,10 @@
 :class:`Emulator` builds the firmware and the simavr runner when needed (``make -C
 firmware``), starts the unmodified ELF paced to real time, reads the pty the runner prints
 and, when asked, puts socat in front of it as the Wi-Fi bridge (TCP or UDP on 127.0.0.1).
-It only starts, watches and stops processes.
+With a plant file it also starts the physical plant (:mod:`snake_bringup.plant_bridge`:
+servos, body and feedback potentiometers) and connects it to the runner by a socket pair,
+exchanged with in lock-step every emulated millisecond. It only starts, watches and stops
+processes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -24,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from snake_ros.paths import share_dir, state_dir
+from snake_ros.paths import robot_config, share_dir, state_dir
 
 from .process import die_with_parent
 
@@ -136,6 +140,15 @@ def firmware_build_dir(fw: Path) -> Path:
     return cache / "mfm_snake" / "firmware"
 
 
+def _ends_within(proc: subprocess.Popen[str] | subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether ``proc`` exits within ``seconds``."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 class Emulator:
     """The firmware in simavr (real-time paced) and an optional socat bridge.
 
@@ -150,6 +163,11 @@ class Emulator:
             prints stays in :attr:`output`.
         eeprom: the file holding the MCU's EEPROM across runs (default:
             :func:`default_eeprom`); the runner writes it whenever the firmware changes it.
+        plant: a plant file (config/plant.yaml): the servo pins drive emulated servos and
+            the robot's body, whose potentiometers feed ADC0-7 (None: no plant).
+        robot: the robot config the plant's body and channels come from (a file or a name
+            in the package's config folder).
+        plant_log: the plant writes its joint angles and targets here every tick (CSV).
     """
 
     def __init__(
@@ -162,6 +180,9 @@ class Emulator:
         baud: int = DEFAULT_BAUD,
         runner_args: Sequence[str] = (),
         eeprom: Path | None = None,
+        plant: Path | None = None,
+        robot: str = "robot",
+        plant_log: Path | None = None,
     ) -> None:
         if bridge not in (None, "tcp", "udp"):
             raise EmulatorError(f"bridge must be tcp or udp, got {bridge!r}")
@@ -173,8 +194,13 @@ class Emulator:
         self.baud = baud
         self.runner_args = tuple(runner_args)
         self.eeprom = eeprom or default_eeprom()
+        self.plant = plant
+        self.robot = robot
+        self.plant_log = plant_log
+        self.plant_proc: subprocess.Popen[str] | None = None
         self.started = 0.0  # time.monotonic() when simavr started [s]
         self._drainer: threading.Thread | None = None
+        self._plant_drainer: threading.Thread | None = None
         self.runner: subprocess.Popen[str] | None = None
         self.socat: subprocess.Popen[bytes] | None = None
         self.pty: str | None = None
@@ -204,6 +230,9 @@ class Emulator:
             args += ["--seconds", f"{self.seconds:g}"]
         if self.vcd is not None:
             args += ["--vcd", str(self.vcd)]
+        plant_fd = self._start_plant()
+        if plant_fd is not None:
+            args += ["--plant-fd", str(plant_fd.fileno())]
         self.started = time.monotonic()
         # own sessions: a terminal's Ctrl-C reaches the nodes (through the runner) and the
         # emulator only after them (stop()), so the driver never sees its robot vanish first
@@ -213,7 +242,10 @@ class Emulator:
             text=True,
             start_new_session=True,
             preexec_fn=die_with_parent,
+            pass_fds=() if plant_fd is None else (plant_fd.fileno(),),
         )
+        if plant_fd is not None:
+            plant_fd.close()  # the runner's now: it alone closes it, which ends the plant
         assert self.runner.stdout is not None
         seen = []
         for _ in range(20):  # simavr prints a few loader lines first
@@ -233,6 +265,47 @@ class Emulator:
         if self.bridge is not None:
             self._start_bridge()
         return self.endpoint
+
+    def _start_plant(self) -> socket.socket | None:
+        """Start the plant process (if a plant file is given) and wait until it is ready;
+        return the runner's end of their socket pair.
+
+        Raises:
+            EmulatorError: the plant file or robot config is invalid (the plant's one line).
+        """
+        if self.plant is None:
+            return None
+        ours, theirs = socket.socketpair()
+        args = [sys.executable, "-m", "snake_bringup.plant_bridge", "--fd", str(theirs.fileno())]
+        args += ["--robot", str(robot_config(self.robot))]
+        args += ["--plant", str(robot_config(str(self.plant)))]  # a file, or a config name
+        args += ["--log", str(self.plant_log)] if self.plant_log is not None else []
+        self.plant_proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        assert self.plant_proc.stdout is not None
+        lines = []
+        for line in self.plant_proc.stdout:  # compiling the kernels may take a few seconds
+            if line.startswith("PLANT ready"):
+                break
+            lines.append(line.strip())
+        else:
+            ours.close()
+            self.stop()
+            raise EmulatorError(lines[-1] if lines else "the plant process ended silently")
+        self.output.append(line.strip())
+        self._plant_drainer = threading.Thread(
+            target=self._drain, args=(self.plant_proc.stdout,), daemon=True
+        )
+        self._plant_drainer.start()
+        return ours
 
     def _drain(self, stream: IO[str]) -> None:
         for line in stream:
@@ -271,10 +344,12 @@ class Emulator:
         return self.runner is not None and self.runner.poll() is None
 
     def stop(self) -> None:
-        """Stop socat and simavr (SIGTERM, then SIGKILL after 3 s)."""
-        for proc in (self.socat, self.runner):
+        """Stop socat, simavr and the plant (SIGTERM, then SIGKILL after 3 s)."""
+        for proc in (self.socat, self.runner, self.plant_proc):
             if proc is None or proc.poll() is not None:
                 continue
+            if proc is self.plant_proc and proc is not None and _ends_within(proc, 3.0):
+                continue  # the runner gone, the plant ends by itself (its log whole)
             with contextlib.suppress(ProcessLookupError):  # its group: socat's children too
                 os.killpg(proc.pid, signal.SIGTERM)
             try:
@@ -284,8 +359,14 @@ class Emulator:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=3.0)
         self.socat = None
-        if self._drainer is not None:  # the runner's last lines (a summary on exit)
-            self._drainer.join(timeout=3.0)
+        for drainer in (self._drainer, self._plant_drainer):  # last lines: summaries on exit
+            if drainer is not None:
+                drainer.join(timeout=3.0)
+
+    @property
+    def plant_report(self) -> str:
+        """How the plant kept real time, once stopped (its ``PLANT end ...`` line), or ""."""
+        return next((x for x in reversed(self.output) if x.startswith("PLANT end ")), "")
 
     def __enter__(self) -> Emulator:
         self.start()

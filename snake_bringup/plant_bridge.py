@@ -1,0 +1,163 @@
+"""The emulated robot's physical plant as a process: serves simavr_runner's lock-step records
+(firmware/tools/plant_link.h) over an inherited socket with :class:`snake_dynamics.plant.Plant`.
+
+Started by :class:`snake_bringup.emulator.Emulator` (``--plant FILE``) before the runner;
+prints ``PLANT ready ...`` once its kernels are compiled, then answers every emulated
+millisecond until the runner closes the socket::
+
+    python -m snake_bringup.plant_bridge --fd 3 --robot config/robot.yaml \\
+        --plant config/plant.yaml [--log angles.csv]
+
+With ``--log`` it writes, per tick, the time [s] and every joint's angle and target [rad].
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from snake_driver.calibration import CalibrationError, ChannelCalibration, load_servo_map
+from snake_dynamics.errors import ModelError
+from snake_dynamics.plant import Plant, PulseMap, load_plant
+
+#: runner -> plant: tick, period [us], clock [Hz], width[16] and age[16] [cycles].
+REQUEST = struct.Struct("=QII16I16I")
+#: plant -> runner: millivolts[16].
+REPLY = struct.Struct("=16H")
+#: A pulse age meaning "none" [cycles].
+NO_PULSE = 0xFFFFFFFF
+
+
+class PlantFileError(ValueError):
+    """A robot config or plant file the plant cannot use; the message is one line."""
+
+
+def pulse_map(channel: ChannelCalibration) -> PulseMap:
+    """The plant's view of one joint's calibration (radians, microseconds)."""
+    return PulseMap(
+        channel=channel.channel,
+        direction=channel.direction,
+        zero_offset=channel.zero_offset,
+        pulse_min_us=channel.pulse_min_us,
+        pulse_max_us=channel.pulse_max_us,
+        travel=channel.travel,
+    )
+
+
+def build_plant(robot: Path, plant_file: Path) -> Plant:
+    """The plant of a robot config (body, channels) and a plant file (servos, pots, mass).
+
+    Raises:
+        PlantFileError: either file is unreadable or invalid (one line naming it).
+    """
+    try:
+        model, servos = load_servo_map(robot)
+        params = load_plant(plant_file, model.joint_names)
+    except (ModelError, CalibrationError, OSError) as exc:
+        raise PlantFileError(str(exc)) from None
+    pulses = servos.by_joint()
+    return Plant(model, [pulse_map(pulses[name]) for name in model.joint_names], params)
+
+
+@dataclass
+class ServeStats:
+    """How a plant kept up with the emulated MCU.
+
+    Attributes:
+        ticks: records answered.
+        emulated_s: emulated time from the first record to the last [s].
+        wall_s: wall-clock time over the same records [s].
+        behind_s: the most the emulated clock lagged the wall clock since the first record
+            [s] (the runner runs paced: near 0 while it keeps real time).
+        busy_s: wall time spent stepping the plant [s].
+    """
+
+    ticks: int = 0
+    emulated_s: float = 0.0
+    wall_s: float = 0.0
+    behind_s: float = 0.0
+    busy_s: float = 0.0
+
+    def __str__(self) -> str:
+        rate = self.emulated_s / self.wall_s if self.wall_s > 0 else 0.0
+        return (
+            f"ticks={self.ticks} emulated_s={self.emulated_s:.3f} wall_s={self.wall_s:.3f} "
+            f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
+            f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%}"
+        )
+
+
+def serve(plant: Plant, sock: socket.socket, log: IO[str] | None = None) -> ServeStats:
+    """Answer the runner's records until it closes the socket."""
+    request = bytearray(REQUEST.size)
+    view = memoryview(request)
+    stats = ServeStats()
+    n = plant.model.n_joints
+    t_first = wall_first = 0.0
+    while True:
+        got = 0
+        while got < REQUEST.size:
+            chunk = sock.recv_into(view[got:], REQUEST.size - got)
+            if chunk == 0:
+                return stats
+            got += chunk
+        wall = time.monotonic()
+        fields = REQUEST.unpack(request)
+        tick, period_us, freq = fields[0], fields[1], float(fields[2])
+        widths = [w / freq * 1e6 for w in fields[3:19]]
+        ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
+        t = tick * period_us * 1e-6
+        mv = plant.step(t, widths, ages)
+        sock.sendall(REPLY.pack(*(int(v) for v in mv)))
+        if stats.ticks == 0:
+            t_first, wall_first = t, wall
+        stats.ticks += 1
+        stats.emulated_s, stats.wall_s = t - t_first, wall - wall_first
+        stats.behind_s = max(stats.behind_s, stats.wall_s - stats.emulated_s)
+        stats.busy_s += time.monotonic() - wall
+        if log is not None:
+            row = [*plant.q, *(plant.targets.latest(j) for j in range(n))]
+            log.write(f"{t:.3f}," + ",".join(f"{x:.6f}" for x in row) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point (see the module's docstring)."""
+    parser = argparse.ArgumentParser(prog="plant_bridge", description=__doc__.splitlines()[0])
+    parser.add_argument("--fd", type=int, required=True, help="the socket to the runner")
+    parser.add_argument("--robot", type=Path, required=True, help="robot config (YAML)")
+    parser.add_argument("--plant", type=Path, required=True, help="plant file (YAML)")
+    parser.add_argument("--log", type=Path, help="write time, angles and targets here (CSV)")
+    args = parser.parse_args(argv)
+    try:
+        plant = build_plant(args.robot, args.plant)
+    except PlantFileError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    plant.sim.warm_up()
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
+    sock = socket.socket(fileno=args.fd)
+    print(f"PLANT ready {plant.params.servo.describe()}", flush=True)
+    log = args.log.open("w") if args.log else None
+    try:
+        if log is not None:
+            names = plant.model.joint_names
+            log.write(",".join(["t", *names, *(f"{j}_target" for j in names)]) + "\n")
+        stats = serve(plant, sock, log)
+    finally:
+        if log is not None:
+            log.close()
+    print(f"PLANT end {stats}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,338 @@
+"""A physical plant for the emulated robot: servo pulses in, joint motion and potentiometer
+voltages out (no ROS, no I/O).
+
+Each servo channel's pulse width becomes the servo's target angle through the robot's
+calibration (:class:`PulseMap`, the inverse of PROTOCOL.md's "Calibration"), held from the
+end of the pulse that carried it; the servo acts on it its ``dead_time`` later (its
+electronics: the pulse period adds its own 0-20 ms before, as on the robot) with the servo
+model of :mod:`snake_dynamics.servo`; the MFM dynamics of the robot's body, with its masses
+and inertias scaled by ``mass_scale``, move the joints (:class:`Simulator`, one step per
+millisecond). A channel without pulses for :data:`LIMP_AFTER` is limp: no torque but the
+gearbox's ``limp_damping``. Each joint's potentiometer turns with the servo shaft and gives
+offset_mv + mv_per_rad * shaft angle plus Gaussian noise, in whole millivolts.
+
+The plant file (:func:`load_plant`, e.g. config/plant.yaml)::
+
+    servo: {defaults: {...}, joints: {joint_k: {...}}}  # the robot config's servo: keys
+    mass_scale: 1.1          # body masses and inertias times this, > 0
+    limp_damping: 0.05       # [N m s/rad] a joint without pulses, >= 0
+    potentiometer: {mv_per_rad: 1273.24, offset_mv: 2500.0, noise_mv: 3.0, seed: 1}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from .errors import ModelError
+from .model import SnakeModel
+from .servo import ServoModel, ServoParams
+from .simulator import InputSource, Simulator
+
+FloatArray = NDArray[np.float64]
+
+#: A channel whose last pulse ended longer ago than this is limp [s] (2.5 pulse periods).
+LIMP_AFTER = 0.05
+
+#: Millivolts meaning "no value for this channel" in the runner's reply.
+NO_VOLTAGE = 0xFFFF
+
+_KEYS = ("servo", "mass_scale", "limp_damping", "potentiometer")
+_POT_KEYS = ("mv_per_rad", "offset_mv", "noise_mv", "seed")
+
+
+@dataclass(frozen=True)
+class Potentiometer:
+    """A servo's feedback potentiometer on its output shaft.
+
+    Attributes:
+        mv_per_rad: wiper voltage per rad of shaft angle [mV/rad] (negative: wired reversed).
+        offset_mv: wiper voltage at shaft angle 0 (the pulse range's centre) [mV].
+        noise_mv: Gaussian noise on every reading, RMS [mV], >= 0.
+        seed: the noise generator's seed (same seed, same noise).
+    """
+
+    mv_per_rad: float = 1273.24
+    offset_mv: float = 2500.0
+    noise_mv: float = 3.0
+    seed: int = 1
+
+
+@dataclass(frozen=True)
+class PlantParams:
+    """Everything a plant file sets.
+
+    Attributes:
+        servo: the servos' parameters, one per joint.
+        mass_scale: the body's masses and inertias relative to the robot config's.
+        limp_damping: a limp joint's gearbox damping [N m s/rad].
+        potentiometer: the feedback potentiometers (the same on every joint).
+        source: the plant file.
+    """
+
+    servo: ServoModel
+    mass_scale: float = 1.0
+    limp_damping: float = 0.05
+    potentiometer: Potentiometer = Potentiometer()
+    source: str = "built in"
+
+
+def _number(value: object, where: str, low: float, closed: bool, unit: str) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = ok and math.isfinite(float(value))  # type: ignore[arg-type]
+    ok = ok and (float(value) >= low if closed else float(value) > low)  # type: ignore[arg-type]
+    if not ok:
+        raise ModelError(
+            f"{where} must be a number {'>=' if closed else '>'} {low:g} {unit}, got {value!r}"
+        )
+    return float(value)  # type: ignore[arg-type]
+
+
+def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> PlantParams:
+    """The plant of a plant file's content.
+
+    Raises:
+        ModelError: unknown keys, bad values; one line naming the key.
+    """
+    if not isinstance(doc, Mapping):
+        raise ModelError(f"a plant file is a mapping with keys {list(_KEYS)}, got {doc!r}")
+    unknown = sorted(set(doc) - set(_KEYS))
+    if unknown:
+        raise ModelError(f"unknown keys {unknown}; allowed {list(_KEYS)}")
+    servo = ServoModel.from_dict(doc.get("servo"), joint_names, source)
+    pot = doc.get("potentiometer") or {}
+    if not isinstance(pot, Mapping):
+        raise ModelError(f"potentiometer must be a mapping with keys {list(_POT_KEYS)}")
+    unknown = sorted(set(pot) - set(_POT_KEYS))
+    if unknown:
+        raise ModelError(f"potentiometer: unknown keys {unknown}; allowed {list(_POT_KEYS)}")
+    base = Potentiometer()
+    seed = pot.get("seed", base.seed)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ModelError(f"potentiometer.seed must be an integer >= 0, got {seed!r}")
+    mv_per_rad = _number(
+        pot.get("mv_per_rad", base.mv_per_rad),
+        "potentiometer.mv_per_rad",
+        -math.inf,
+        False,
+        "mV/rad",
+    )
+    if mv_per_rad == 0.0:
+        raise ModelError("potentiometer.mv_per_rad must not be 0 mV/rad")
+    return PlantParams(
+        servo=servo,
+        mass_scale=_number(doc.get("mass_scale", 1.0), "mass_scale", 0.0, False, "(ratio)"),
+        limp_damping=_number(doc.get("limp_damping", 0.05), "limp_damping", 0.0, True, "N m s/rad"),
+        potentiometer=Potentiometer(
+            mv_per_rad=mv_per_rad,
+            offset_mv=_number(
+                pot.get("offset_mv", base.offset_mv), "potentiometer.offset_mv", 0.0, True, "mV"
+            ),
+            noise_mv=_number(
+                pot.get("noise_mv", base.noise_mv), "potentiometer.noise_mv", 0.0, True, "mV"
+            ),
+            seed=seed,
+        ),
+        source=source,
+    )
+
+
+def load_plant(path: str | Path, joint_names: Sequence[str]) -> PlantParams:
+    """Read a plant file (see the module's docstring for its keys).
+
+    Raises:
+        ModelError: unreadable file, not YAML, unknown keys or bad values; one line naming
+            the file and the key.
+    """
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read plant file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0]
+        raise ModelError(f"{path}: not valid YAML ({problem})") from None
+    try:
+        return plant_from_dict(doc, joint_names, str(path))
+    except ModelError as exc:
+        raise ModelError(f"{path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class PulseMap:
+    """One joint's servo channel and its pulse calibration (PROTOCOL.md, "Calibration"):
+    shaft angle s = direction * q + zero_offset, pulse = centre + s * range / travel.
+
+    Attributes:
+        channel: servo channel 0..15.
+        direction: +1 or -1.
+        zero_offset: shaft angle at joint angle 0 [rad].
+        pulse_min_us: shortest pulse [us].
+        pulse_max_us: longest pulse [us].
+        travel: shaft angle swept by the pulse range [rad].
+    """
+
+    channel: int
+    direction: int
+    zero_offset: float
+    pulse_min_us: float
+    pulse_max_us: float
+    travel: float
+
+    def shaft(self, q: float) -> float:
+        """The servo shaft's angle at joint angle ``q`` [rad]."""
+        return self.direction * q + self.zero_offset
+
+    def target(self, pulse_us: float) -> float:
+        """The joint angle a servo turns to for a pulse of ``pulse_us`` [us] (a servo knows
+        no joint limits: pulses outside the range drive to its ends) [rad]."""
+        width = min(max(pulse_us, self.pulse_min_us), self.pulse_max_us)
+        centre = 0.5 * (self.pulse_min_us + self.pulse_max_us)
+        shaft = (width - centre) * self.travel / (self.pulse_max_us - self.pulse_min_us)
+        return self.direction * (shaft - self.zero_offset)
+
+
+class PulseTargets(InputSource):
+    """The servos' references: each joint's pulse targets, held from the end of their pulse,
+    seen ``dead_time`` late; no rate reference (a pulse carries none), no feed-forward.
+
+    Args:
+        rest: the targets before the first pulse [rad], shape (n,).
+        dead_time: T_d per joint [s], shape (n,).
+    """
+
+    def __init__(self, rest: FloatArray, dead_time: FloatArray) -> None:
+        self.dead_time = np.asarray(dead_time, dtype=np.float64)
+        self._times = [np.array([-math.inf]) for _ in rest]
+        self._targets = [np.array([float(x)]) for x in rest]
+
+    def set(self, joint: int, t: float, target: float) -> None:
+        """The servo of ``joint`` gets ``target`` [rad] from time t [s] on (before its dead
+        time); older targets it can no longer see are forgotten."""
+        times, targets = self._times[joint], self._targets[joint]
+        if target == targets[-1] or t <= times[-1]:
+            return
+        keep = times >= t - self.dead_time[joint] - 1.0
+        keep[-1] = True
+        self._times[joint] = np.append(times[keep], t)
+        self._targets[joint] = np.append(targets[keep], target)
+
+    def latest(self, joint: int) -> float:
+        """The newest target of ``joint`` [rad]."""
+        return float(self._targets[joint][-1])
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = len(self._times)
+        u = np.zeros((t.size, 3 * n))
+        for j in range(n):
+            k = np.searchsorted(self._times[j], t - self.dead_time[j], side="right") - 1
+            u[:, n + j] = self._targets[j][np.maximum(k, 0)]
+        return u
+
+
+class Plant:
+    """The robot's servos and body, stepped by the emulated MCU's clock.
+
+    Args:
+        model: the robot's body (the robot config's; ``params.mass_scale`` is applied here).
+        pulses: each joint's channel and calibration, in joint order.
+        params: the plant file.
+        dt: the dynamics' step [s].
+    """
+
+    def __init__(
+        self,
+        model: SnakeModel,
+        pulses: Sequence[PulseMap],
+        params: PlantParams,
+        dt: float = 0.001,
+    ) -> None:
+        if len(pulses) != model.n_joints or params.servo.n_joints != model.n_joints:
+            raise ModelError(
+                f"the plant needs {model.n_joints} joints' pulses and servos, got "
+                f"{len(pulses)} and {params.servo.n_joints}"
+            )
+        scale = params.mass_scale
+        self.model = dataclasses.replace(
+            model, masses=model.masses * scale, inertias=model.inertias * scale
+        )
+        self.pulses = tuple(pulses)
+        self.params = params
+        self.dt = dt
+        n = model.n_joints
+        self.targets = PulseTargets(np.zeros(n), params.servo.dead_times)
+        self.powered = np.zeros(n, dtype=bool)
+        self._last_edge = np.full(n, -math.inf)
+        self._simulators: dict[tuple[bool, ...], Simulator] = {}
+        self.sim = self._simulator(self.powered)
+        self._rng = np.random.default_rng(params.potentiometer.seed)
+
+    def _simulator(self, powered: NDArray[np.bool_]) -> Simulator:
+        """The simulator whose servos are those of the powered joints, limp elsewhere."""
+        key = tuple(bool(p) for p in powered)
+        if key not in self._simulators:
+            limp = ServoParams(0.0, 0.0, 0.0, self.params.limp_damping, math.inf, math.inf)
+            servos = tuple(
+                s if p else limp for s, p in zip(self.params.servo.joints, key, strict=True)
+            )
+            self._simulators[key] = Simulator(
+                self.model, self.dt, servo=ServoModel(servos, self.params.servo.source)
+            )
+        return self._simulators[key]
+
+    @property
+    def time(self) -> float:
+        """The plant's time [s]."""
+        return self.sim.time
+
+    @property
+    def q(self) -> FloatArray:
+        """Joint angles [rad], shape (n,)."""
+        return self.sim.q
+
+    def step(self, t: float, width_us: Sequence[float], age_s: Sequence[float]) -> FloatArray:
+        """Take the pulses seen at time t [s] and move the joints to t.
+
+        Args:
+            t: the emulated time [s].
+            width_us: every channel's latest complete pulse [us] (0: none yet), 16 values.
+            age_s: how long ago each of those pulses ended [s] (inf: none).
+
+        Returns:
+            every channel's potentiometer voltage [mV], whole, :data:`NO_VOLTAGE` for a
+            channel without a joint, shape (16,).
+        """
+        powered = np.zeros_like(self.powered)
+        for j, pulse in enumerate(self.pulses):
+            width, age = width_us[pulse.channel], age_s[pulse.channel]
+            if width <= 0.0 or age > LIMP_AFTER:
+                continue
+            powered[j] = True
+            edge = t - age
+            if edge > self._last_edge[j]:
+                self._last_edge[j] = edge
+                self.targets.set(j, edge, pulse.target(width))
+        if not np.array_equal(powered, self.powered):
+            sim = self._simulator(powered)
+            sim.reset(self.sim.time, self.sim.q, self.sim.qd)
+            self.sim, self.powered = sim, powered
+        self.sim.run_until(t, self.targets, max_steps=1_000_000)
+        return self.millivolts(len(width_us))
+
+    def millivolts(self, channels: int = 16) -> FloatArray:
+        """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""
+        pot = self.params.potentiometer
+        out = np.full(channels, float(NO_VOLTAGE))
+        noise = self._rng.normal(0.0, pot.noise_mv, len(self.pulses)) if pot.noise_mv else None
+        for j, pulse in enumerate(self.pulses):
+            mv = pot.offset_mv + pot.mv_per_rad * pulse.shaft(float(self.q[j]))
+            mv += 0.0 if noise is None else float(noise[j])
+            out[pulse.channel] = min(max(round(mv), 0), NO_VOLTAGE - 1)
+        return out

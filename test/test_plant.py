@@ -1,0 +1,212 @@
+"""The emulated robot's physical plant (snake_dynamics/plant.py, snake_bringup/plant_bridge.py,
+firmware/tools/plant_link.c): pulses -> targets through the calibration, limp without pulses,
+plant files, and a step through the real firmware ELF in simavr against the servo model."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snake_bringup.emulator import Emulator
+from snake_bringup.plant_bridge import build_plant, pulse_map
+from snake_driver.calibration import load_servo_map, servo_map
+from snake_driver.link import DriverLink
+from snake_driver.transport import make_transport
+from snake_dynamics.errors import ModelError
+from snake_dynamics.plant import LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+from snake_ros.paths import robot_config
+
+ROBOT = robot_config("robot")
+PLANT = robot_config("plant")
+CHANNELS = 16
+
+
+def test_pulse_to_target_inverts_the_calibration() -> None:
+    model, _ = load_servo_map(ROBOT)
+    spec = {
+        "defaults": {"pulse_min_us": 600, "pulse_max_us": 2400, "travel_deg": 170.0},
+        "joints": {
+            name: {"channel": k, "direction": -1 if k % 2 else 1, "zero_offset_deg": 7.5 * k}
+            for k, name in enumerate(model.joint_names)
+        },
+    }
+    for channel in servo_map(spec, model).channels:
+        pulses = pulse_map(channel)
+        us_per_rad = (channel.pulse_max_us - channel.pulse_min_us) / channel.travel
+        for angle in np.linspace(channel.lower, channel.upper, 37):
+            width = channel.pulse_us(float(angle))
+            shaft = channel.direction * angle + channel.zero_offset
+            if abs(shaft) >= channel.travel / 2:  # the firmware clamps at the pulse range
+                continue
+            # the firmware rounds to whole microseconds: within half of one
+            assert pulses.target(width) == pytest.approx(angle, abs=0.5 / us_per_rad + 1e-9)
+
+
+def _plant(**changes: object) -> Plant:
+    plant = build_plant(ROBOT, PLANT)
+    params = dataclasses.replace(plant.params, **changes)
+    model, _ = load_servo_map(ROBOT)
+    return Plant(model, plant.pulses, params)
+
+
+def _pulses(plant: Plant, t: float, angles: dict[int, float]) -> tuple[list[float], list[float]]:
+    """Widths [us] and ages [s] of pulses for the given joints, ended at t."""
+    widths, ages = [0.0] * CHANNELS, [math.inf] * CHANNELS
+    for j, angle in angles.items():
+        pulse = plant.pulses[j]
+        centre = 0.5 * (pulse.pulse_min_us + pulse.pulse_max_us)
+        us_per_rad = (pulse.pulse_max_us - pulse.pulse_min_us) / pulse.travel
+        widths[pulse.channel] = centre + (pulse.direction * angle + pulse.zero_offset) * us_per_rad
+        ages[pulse.channel] = 0.0
+    return widths, ages
+
+
+def test_no_pulses_no_torque_but_the_gearbox() -> None:
+    plant = _plant()
+    t = 0.0
+    for _ in range(200):  # joint 3 driven towards 0.5 rad for 0.2 s
+        t += 0.001
+        plant.step(t, *_pulses(plant, t, {3: 0.5}))
+    assert plant.powered.tolist() == [j == 3 for j in range(8)]
+    assert plant.q[3] > 0.1
+    moving = plant.sim.qd.copy()
+    widths, ages = _pulses(plant, t, {3: 0.5})
+    ages[plant.pulses[3].channel] = LIMP_AFTER + 1e-3  # the pulses stopped
+    plant.step(t + 0.001, widths, ages)
+    assert not plant.powered.any()
+    assert np.abs(moving).max() > 0.01
+    # only the gearbox's damping acts, on every joint
+    assert plant.sim.tau == pytest.approx(-plant.params.limp_damping * plant.sim.qd, abs=1e-12)
+
+
+def test_potentiometer_voltages_follow_the_shaft() -> None:
+    plant = _plant(potentiometer=dataclasses.replace(_plant().params.potentiometer, noise_mv=0))
+    mv = plant.millivolts()
+    pot = plant.params.potentiometer
+    for pulse in plant.pulses:
+        assert mv[pulse.channel] == round(pot.offset_mv)
+    others = set(range(CHANNELS)) - {p.channel for p in plant.pulses}
+    assert all(mv[c] == NO_VOLTAGE for c in others)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("mass_scale: 0\n", "mass_scale must be a number > 0"),
+        ("mass: 1.1\n", "unknown keys ['mass']"),
+        ("potentiometer: {gain: 3}\n", "potentiometer: unknown keys ['gain']"),
+        ("potentiometer: {seed: true}\n", "potentiometer.seed must be an integer"),
+        ("servo: {defaults: {stall_torque: -1}}\n", "servo.defaults.stall_torque must be"),
+        ("servo: {joints: {joint_9: {}}}\n", "unknown joints ['joint_9']"),
+        ("[1, 2\n", "not valid YAML"),
+    ],
+)
+def test_bad_plant_files_give_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "plant.yaml"
+    path.write_text(text)
+    model, _ = load_servo_map(ROBOT)
+    with pytest.raises(ModelError) as err:
+        load_plant(path, model.joint_names)
+    assert message in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+needs_avr = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("avr-gcc", "cc")),
+    reason="needs gcc-avr and simavr (make test installs them)",
+)
+
+
+@needs_avr
+def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
+    path = tmp_path / "plant.yaml"
+    path.write_text("potentiometer: {noise_mv: -1}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snake_bringup.cli", "emulate", "--plant", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"snake: error: {path}: potentiometer.noise_mv must be a number >= 0 mV, got -1"
+    ]
+
+
+@needs_avr
+def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: Path) -> None:
+    """The ELF in simavr drives the plant: the pulses' targets are the commanded angles, the
+    joint follows them as the plant's servo model and body predict, later and slower than
+    the nominal servo."""
+    log = tmp_path / "plant.csv"
+    _, servos = load_servo_map(ROBOT)
+    rest = dict.fromkeys(servos.joint_names, 0.0)
+    step = {**rest, "joint_4": 0.4, "joint_7": -0.3}
+    with Emulator(plant=PLANT, plant_log=log) as emulator:
+        link = DriverLink(
+            make_transport(emulator.endpoint.transport, emulator.endpoint.port),
+            servos,
+            now=time.monotonic,
+        )
+        for pose, seconds in ((rest, 1.5), (step, 1.5)):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                link.ping()
+                link.send_targets(pose)
+                for _ in range(5):
+                    link.poll(0.01)
+        link.close()
+    data = np.genfromtxt(log, delimiter=",", names=True)
+    t = data["t"]
+    assert np.diff(t) == pytest.approx(0.001)  # every emulated millisecond, none skipped
+    plant = build_plant(ROBOT, PLANT)
+    n = plant.model.n_joints
+    names = plant.model.joint_names
+    q = np.column_stack([data[f"joint_{k}"] for k in range(1, n + 1)])
+    targets = np.column_stack([data[f"joint_{k}_target"] for k in range(1, n + 1)])
+    # the pulses' targets end at the commanded angles (whole microseconds of pulse)
+    for k, name in enumerate(servos.joint_names):
+        assert targets[-1, k] == pytest.approx(step[name], abs=0.003)
+    # the joints settle there, within the deadband and the body's coupling
+    assert q[-1] == pytest.approx(targets[-1], abs=0.01)
+    # the same servo model and body, fed the logged targets, predict the same motion
+    moved = int(np.argmax(np.abs(targets[:, 3]) > 0.01))  # joint_4's step reaches a pulse
+    assert moved > 0
+    sim = Simulator(plant.model, 0.001, servo=plant.params.servo)
+    sim.reset(t[moved - 1], q[moved - 1], np.zeros(n))
+    reference = CommandReference(targets[moved - 1], timeout=10.0)
+    for k in range(moved - 1, len(t)):
+        reference.push(t[k], targets[k], np.zeros(n))
+    source = PrescribedInput(
+        sim.fast_model, reference, plant.params.servo.dead_times, feed_forward=False
+    )
+    predicted = [sim.q.copy()]
+    for k in range(moved, len(t)):
+        sim.run_until(t[k], source, max_steps=10)
+        predicted.append(sim.q.copy())
+    error = np.asarray(predicted) - q[moved - 1 :]
+    assert np.sqrt(np.mean(error[:, 3] ** 2)) < 0.01
+    # later: the joint starts its dead time after the pulse that carried the step
+    start = int(np.argmax(np.abs(q[:, 3]) > 1e-3))
+    assert t[start] - t[moved] >= plant.params.servo.dead_times[3]
+    # slower: the datasheet servo (acting on the pulse at once) on the nominal body gets
+    # to 90 % of the step sooner
+    nominal = Simulator(load_servo_map(ROBOT)[0], 0.001, servo=ServoModel.from_yaml(ROBOT, names))
+    nominal.reset(t[moved - 1], q[moved - 1], np.zeros(n))
+    fast = PrescribedInput(nominal.fast_model, reference, 0.0, feed_forward=False)
+    rise = []
+    for k in range(moved, len(t)):
+        nominal.run_until(t[k], fast, max_steps=10)
+        rise.append(nominal.q[3])
+    t90 = np.argmax(q[moved:, 3] >= 0.9 * step["joint_4"])
+    assert 0 < np.argmax(np.asarray(rise) >= 0.9 * step["joint_4"]) < t90
