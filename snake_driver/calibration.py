@@ -3,7 +3,10 @@
 Joint limits come from the model (``model.links[].limits``), so the dynamics, the URDF
 and the servos share one set. The pulse mapping is PROTOCOL.md's "Calibration":
 servo angle s = direction * clamp(a, min, max) + zero_offset, pulse = centre + s * range
-/ travel. Angles here are radians; the wire uses integer centidegrees.
+/ travel. Angles here are radians; the wire uses integer centidegrees. A joint whose servo
+brings its potentiometer out has a ``feedback:`` calibration (PROTOCOL.md's "Feedback"):
+the ADC readings at two known joint angles; the firmware then reports that joint's angle as
+measured, the others as its estimate.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ import yaml
 
 from snake_dynamics import SnakeModel
 
-from .protocol import MAX_CHANNELS, ConfigChannel, ConfigSystem, SetTargets, WatchdogAction
+from .protocol import (
+    ADC_MAX,
+    MAX_CHANNELS,
+    ConfigChannel,
+    ConfigFeedback,
+    ConfigSystem,
+    SetTargets,
+    WatchdogAction,
+)
 
 _CHANNEL_KEYS = {
     "channel",
@@ -27,7 +38,9 @@ _CHANNEL_KEYS = {
     "pulse_min_us",
     "pulse_max_us",
     "travel_deg",
+    "feedback",
 }
+_FEEDBACK_KEYS = {"adc_lo", "angle_lo_deg", "adc_hi", "angle_hi_deg"}
 _DRIVER_KEYS = {"watchdog_ms", "watchdog_action", "telemetry_period_ms", "servo_speed_deg_s"}
 
 
@@ -47,6 +60,30 @@ def from_cdeg(cdeg: int) -> float:
 
 
 @dataclass(frozen=True)
+class FeedbackCalibration:
+    """Two points of a servo's potentiometer: the firmware maps ADC readings between them
+    linearly to joint angles, clamped to the angles between them (PROTOCOL.md, "Feedback").
+
+    Attributes:
+        adc_lo: ADC reading at angle_lo [counts of 1/1024 of the reference], < adc_hi.
+        angle_lo: joint angle at adc_lo [rad].
+        adc_hi: ADC reading at angle_hi [counts], <= 1023.
+        angle_hi: joint angle at adc_hi [rad]; lower than angle_lo for a reversed pot.
+    """
+
+    adc_lo: int
+    angle_lo: float
+    adc_hi: int
+    angle_hi: float
+
+    def config_message(self, channel: int) -> ConfigFeedback:
+        """The CONFIG_FEEDBACK message that loads this calibration for a channel."""
+        return ConfigFeedback(
+            channel, True, self.adc_lo, to_cdeg(self.angle_lo), self.adc_hi, to_cdeg(self.angle_hi)
+        )
+
+
+@dataclass(frozen=True)
 class ChannelCalibration:
     """One joint's servo.
 
@@ -60,6 +97,8 @@ class ChannelCalibration:
         pulse_min_us: shortest pulse [us].
         pulse_max_us: longest pulse [us].
         travel: servo angle swept by the pulse range [rad].
+        feedback: the potentiometer's calibration, or None: no feedback (the firmware's
+            estimate stands for the angle).
     """
 
     joint: str
@@ -71,6 +110,7 @@ class ChannelCalibration:
     pulse_min_us: int
     pulse_max_us: int
     travel: float
+    feedback: FeedbackCalibration | None = None
 
     def clamp(self, angle: float) -> float:
         """The angle within the joint limits [rad]."""
@@ -114,9 +154,19 @@ class ServoMap:
         """Calibration per joint name."""
         return {c.joint: c for c in self.channels}
 
-    def config_messages(self) -> list[ConfigChannel | ConfigSystem]:
-        """Everything the firmware needs after a (re)connect: system then channels."""
-        return [self.system, *(c.config_message() for c in self.channels)]
+    def config_messages(self) -> list[ConfigChannel | ConfigFeedback | ConfigSystem]:
+        """Everything the firmware needs after a (re)connect: system, channels, then each
+        channel's feedback (off where there is none, clearing an earlier session's)."""
+        return [
+            self.system,
+            *(c.config_message() for c in self.channels),
+            *(
+                ConfigFeedback(c.channel, on=False)
+                if c.feedback is None
+                else c.feedback.config_message(c.channel)
+                for c in self.channels
+            ),
+        ]
 
     def targets(
         self, positions: Mapping[str, float], duration_ms: int = 0
@@ -149,6 +199,30 @@ def _number(section: Mapping[str, Any], key: str, where: str, default: float) ->
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise CalibrationError(f"{where}.{key} must be a finite number, got {value!r}")
     return float(value)
+
+
+def _feedback(spec: Any, where: str) -> FeedbackCalibration | None:
+    """A joint's ``feedback:`` entry (null: none), checked as the firmware checks it."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping):
+        raise CalibrationError(f"{where} must be a mapping {sorted(_FEEDBACK_KEYS)} or null")
+    if set(spec) != _FEEDBACK_KEYS:
+        raise CalibrationError(f"{where} needs exactly the keys {sorted(_FEEDBACK_KEYS)}")
+    adc_lo, adc_hi = spec["adc_lo"], spec["adc_hi"]
+    lo, hi = _number(spec, "angle_lo_deg", where, 0.0), _number(spec, "angle_hi_deg", where, 0.0)
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in (adc_lo, adc_hi)) or not (
+        0 <= adc_lo < adc_hi <= ADC_MAX
+    ):
+        raise CalibrationError(
+            f"{where}: need integer readings 0 <= adc_lo < adc_hi <= {ADC_MAX}, "
+            f"got {adc_lo!r} and {adc_hi!r}"
+        )
+    if not (-180.0 <= lo <= 180.0 and -180.0 <= hi <= 180.0) or round(lo * 100) == round(hi * 100):
+        raise CalibrationError(
+            f"{where}: need two different angles within [-180, 180] deg, got {lo} and {hi}"
+        )
+    return FeedbackCalibration(adc_lo, math.radians(lo), adc_hi, math.radians(hi))
 
 
 def servo_map(spec: Mapping[str, Any], model: SnakeModel, where: str = "servos") -> ServoMap:
@@ -220,6 +294,7 @@ def servo_map(spec: Mapping[str, Any], model: SnakeModel, where: str = "servos")
                 int(pulse_min),
                 int(pulse_max),
                 math.radians(travel),
+                _feedback(entry.get("feedback"), f"{here}.feedback"),
             )
         )
     used = [c.channel for c in channels]

@@ -20,6 +20,12 @@ not finite, name unknown joints, differ in name and position counts, or are stam
 ``command_max_age`` of now (older, or in the future by more than that; a zero stamp means
 "now"). Diagnostics are OK only while valid telemetry arrives at about its configured rate
 (:mod:`snake_driver.health`); otherwise WARN or ERROR with a one-line hint.
+
+``measured/joint_states`` carries each joint's measured angle where its servo has
+potentiometer feedback (``feedback:`` in the robot config's ``servos:``) and the firmware
+reports it, else the firmware's slew-model estimate; diagnostics say which
+(``measured_joints``, ``estimated_joints``) and WARN while a joint calibrated for feedback
+still reports an estimate (``feedback_missing``).
 """
 
 from __future__ import annotations
@@ -297,6 +303,9 @@ class DriverNode(Node):
                 "estop": bool(m.flags & Flag.ESTOP),
                 "watchdog_tripped": bool(m.flags & Flag.WATCHDOG_TRIPPED),
                 "limit_hit": bool(m.flags & Flag.LIMIT_HIT),
+                "measured_joints": len(m.measured),
+                "estimated_joints": ", ".join(m.estimated) or "none",
+                "feedback_missing": ", ".join(self._feedback_missing(m)) or "none",
                 **{f"firmware_{k}": v for k, v in vars(m.counters).items()},
             }
         status.values = [
@@ -309,6 +318,10 @@ class DriverNode(Node):
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = [status]
         self.pub_diag.publish(array)
+
+    def _feedback_missing(self, m: Measurement) -> list[str]:
+        """Joints calibrated for feedback whose latest position is still the estimate."""
+        return [c.joint for c in self.servos.channels if c.feedback and c.joint not in m.measured]
 
     def _judge(self, delta: Counts, m: Measurement | None) -> tuple[Level, str]:
         """The link's level and one-line message: not connected (with the reason and its
@@ -329,6 +342,11 @@ class DriverNode(Node):
             return Level.WARN, "e-stop latched by the driver: ~/enable true to re-arm"
         if m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
             return Level.WARN, "e-stop or watchdog tripped"
+        if m is not None and (missing := self._feedback_missing(m)):
+            return Level.WARN, (
+                f"no feedback from {', '.join(missing)}: publishing the firmware's estimate "
+                "(check the potentiometer wiring, ADC input = channel)"
+            )
         return level, message
 
 

@@ -93,11 +93,13 @@ class Measurement:
         stamp: host time of the MCU's timestamp [s] (the clock of ``now()``), or None before
             the first ping/pong exchange of the session.
         mcu_time_us: the raw MCU timestamp [us].
-        positions: estimated joint angles [rad], by joint name in servo-map order.
+        positions: joint angles [rad], by joint name in servo-map order: measured by the
+            joint's potentiometer where ``measured`` names it, else the firmware's estimate.
         pulses_us: commanded pulse widths [us], by joint name.
         flags: firmware status flags.
         limit_mask: channels clamped at a limit.
         counters: the firmware receiver's frame counters.
+        measured: the joints whose position is measured (feedback_mask).
     """
 
     stamp: float | None
@@ -107,6 +109,12 @@ class Measurement:
     flags: Flag
     limit_mask: int
     counters: Counters
+    measured: frozenset[str] = frozenset()
+
+    @property
+    def estimated(self) -> list[str]:
+        """The joints whose position is the firmware's estimate, in servo-map order."""
+        return [j for j in self.positions if j not in self.measured]
 
 
 @dataclass(frozen=True)
@@ -365,14 +373,19 @@ class DriverLink:
             events += self._send_enable(True)
         return events
 
-    def _on_first_report(self, flags: Flag, angles: dict[str, float]) -> list[LinkEvent]:
+    def _on_first_report(self, report: Measurement) -> list[LinkEvent]:
         """The session's first telemetry shows the MCU as the session found it (ENABLE waits
         for it). Its angles are where the servos are if it was armed already (the link
-        dropped, the MCU ran on); a restarted MCU's angle estimate is only its boot value,
-        so then the last targets sent are, if any. The ramp starts there; then arm."""
+        dropped, the MCU ran on) or where they are measured; a restarted MCU's angle
+        estimate is only its boot value, so for the other joints the last targets sent are,
+        if any. The ramp starts there; then arm."""
         self._first_report_pending = False
-        armed = bool(flags & Flag.ENABLED)
-        self.ramp.start(angles if armed or self._last_sent is None else self._last_sent)
+        angles = report.positions
+        armed = bool(report.flags & Flag.ENABLED)
+        if not armed and self._last_sent is not None:
+            measured = {j: a for j, a in angles.items() if j in report.measured}
+            angles = {**self._last_sent, **measured}
+        self.ramp.start(angles)
         if self.want_enabled and not self.estopped:
             return self._send_enable(True)
         return []
@@ -564,7 +577,7 @@ class DriverLink:
                     continue  # the MCU restarted: handshake again
                 measurements.append(self._measurement(msg, received))
                 if self._first_report_pending:
-                    events += self._on_first_report(Flag(msg.flags), measurements[-1].positions)
+                    events += self._on_first_report(measurements[-1])
             elif isinstance(msg, ErrorReport):
                 self._last_rx = time.monotonic()
                 self.stats.error_reports += 1
@@ -656,6 +669,7 @@ class DriverLink:
             msg.flags,
             msg.limit_mask,
             msg.counters,
+            frozenset(c.joint for c in self.servos.channels if msg.measured(c.channel)),
         )
 
     def _stamp(self, mcu_us: int, received: float) -> float | None:

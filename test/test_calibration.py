@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from snake_driver.calibration import CalibrationError, load_servo_map, servo_map, to_cdeg
-from snake_driver.protocol import SetTargets, WatchdogAction
+from snake_driver.protocol import ConfigFeedback, SetTargets, WatchdogAction
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +45,27 @@ def test_targets_clamp_to_limits_and_report_it() -> None:
         servos.targets({"joint_1": 0.0})
 
 
+def pot(**change: float) -> dict[str, float]:
+    """A potentiometer calibration (robot.yaml's feedback: keys) with some values changed."""
+    return {"adc_lo": 102, "angle_lo_deg": -90.0, "adc_hi": 921, "angle_hi_deg": 90.0} | change
+
+
+def test_feedback_calibration_is_sent_per_channel() -> None:
+    """A joint's feedback: becomes CONFIG_FEEDBACK for its channel (angles in cdeg); every
+    other channel gets feedback off, so an earlier session's calibration does not linger."""
+    doc = yaml.safe_load((ROOT / "config/robot.yaml").read_text())
+    doc["servos"]["joints"]["joint_3"]["feedback"] = pot(angle_lo_deg=60.5, angle_hi_deg=-60.25)
+    doc["servos"]["joints"]["joint_5"]["feedback"] = None
+    from snake_dynamics import SnakeModel
+
+    servos = servo_map(doc["servos"], SnakeModel.from_dict(doc["model"]))
+    feedback = [m for m in servos.config_messages() if isinstance(m, ConfigFeedback)]
+    assert [m.channel for m in feedback] == list(range(8))
+    assert feedback[2] == ConfigFeedback(2, True, 102, 6050, 921, -6025)
+    assert all(not m.on for k, m in enumerate(feedback) if k != 2)
+    assert [c.joint for c in servos.channels if c.feedback] == ["joint_3"]
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -60,6 +81,27 @@ def test_targets_clamp_to_limits_and_report_it() -> None:
             "watchdog_action must be hold or limp",
         ),
         (lambda s: s["driver"].update(telemetry_period_ms="fast"), "must be a finite number"),
+        (lambda s: s["joints"]["joint_2"].update(feedback=5), "feedback must be a mapping"),
+        (
+            lambda s: s["joints"]["joint_2"].update(feedback={"adc_lo": 0}),
+            "feedback needs exactly the keys",
+        ),
+        (
+            lambda s: s["joints"]["joint_2"].update(feedback=pot(adc_lo=900, adc_hi=100)),
+            "0 <= adc_lo < adc_hi <= 1023",
+        ),
+        (
+            lambda s: s["joints"]["joint_2"].update(feedback=pot(adc_hi=1024)),
+            "0 <= adc_lo < adc_hi <= 1023",
+        ),
+        (
+            lambda s: s["joints"]["joint_2"].update(feedback=pot(angle_hi_deg=-90)),
+            "two different angles",
+        ),
+        (
+            lambda s: s["joints"]["joint_2"].update(feedback=pot(angle_lo_deg=-181)),
+            "two different angles",
+        ),
     ],
 )
 def test_bad_servo_sections_name_the_field(edit, message) -> None:  # type: ignore[no-untyped-def]

@@ -205,6 +205,10 @@ def test_replay_window() -> None:
         p.Ping(-1),
         p.ConfigSystem(watchdog_ms=70000),
         p.Telemetry(0, p.Flag(0), 0, p.Counters(), (0,), ()),
+        p.Telemetry(0, p.Flag(0), 0, p.Counters(), (0,), (0,), feedback_mask=0x10000),
+        p.ConfigFeedback(16),
+        p.ConfigFeedback(0, adc_hi=-1),
+        p.ConfigFeedback(0, angle_lo_cdeg=40000),
     ],
 )
 def test_encoding_out_of_range_raises(message: p.Message) -> None:
@@ -357,7 +361,7 @@ def test_own_frames_echoed_back_are_counted_not_returned() -> None:
 def test_payload_limit_is_per_direction() -> None:
     """Host -> MCU frames carry at most 40 payload bytes (the MCU waits for no longer
     candidate); MCU -> host frames up to 120."""
-    assert p.MAX_PAYLOAD_TO_MCU == 40 and p.PROTOCOL_VERSION == 2
+    assert p.MAX_PAYLOAD_TO_MCU == 40 and p.PROTOCOL_VERSION == 3
     assert len(p.SetTargets((0,) * 16).payload()) <= p.MAX_PAYLOAD_TO_MCU
     with pytest.raises(p.FieldRangeError):
         p.encode_frame(0x3F, bytes(41), 0)
@@ -366,6 +370,20 @@ def test_payload_limit_is_per_direction() -> None:
     mcu = p.Decoder(direction=p.Direction.TO_MCU)
     assert mcu.feed(long_frame) == []
     assert mcu.stats.bad_length == 1
+
+
+def test_telemetry_of_16_channels_fits_and_flags_measured_angles() -> None:
+    """v3 telemetry: 31 + 4n bytes (95 for 16 channels, within the 120-byte limit); bit i of
+    feedback_mask marks channel i's angle as measured, the others are estimates."""
+    t = p.Telemetry(1, p.Flag(0), 0, p.Counters(), (0,) * 16, (1500,) * 16, 0x8005)
+    assert len(t.payload()) == 95 <= p.MAX_PAYLOAD
+    assert [c for c in range(16) if t.measured(c)] == [0, 2, 15]
+    assert p.Telemetry.from_payload(t.payload()) == t
+    off = p.ConfigFeedback(3, on=False)
+    assert off.payload() == b"\x03"
+    assert p.ConfigFeedback.from_payload(off.payload()) == off
+    with pytest.raises(p.PayloadError):
+        p.ConfigFeedback.from_payload(bytes(5))
 
 
 def test_frames_before_the_boot_id_is_known_are_unverified() -> None:

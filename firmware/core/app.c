@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../hal/hal.h"
+#include "feedback.h"
 #include "messages.h"
 #include "protocol.h"
 #include "servo.h"
@@ -156,6 +157,14 @@ static bool dispatch(const proto_frame_t *f, uint32_t now)
         }
         break;
     }
+    case MSG_CONFIG_FEEDBACK: {
+        msg_config_feedback_t m;
+        if (!msg_decode_config_feedback(f, &m) ||
+            !feedback_configure(m.channel, m.on ? &m.cal : NULL)) {
+            return false;
+        }
+        break;
+    }
     case MSG_CONFIG_SYSTEM: {
         msg_config_system_t m;
         if (!msg_decode_config_system(f, &m)) {
@@ -248,6 +257,7 @@ void app_init(const uint8_t *key)
     reply_first = 0;
     reply_count = 0;
     servo_init(now);
+    feedback_init(now);
     watchdog_configure(500, WATCHDOG_HOLD);
     watchdog_disarm();
     telemetry_configure(20, now);
@@ -283,7 +293,8 @@ static void control(uint32_t now)
 }
 
 /* Bounded work: at most RX_PER_PASS bytes parsed (PROTOCOL.md, "Flood behaviour"), one
- * control update, the waiting replies and one report; then the watchdog kick. */
+ * control update, one feedback filter step, the waiting replies and one report; then the
+ * watchdog kick. */
 void app_step(void)
 {
     uint8_t rx[RX_PER_PASS];
@@ -296,6 +307,7 @@ void app_step(void)
         protocol_timeout(&parser);
     }
     now = hal_micros();
+    feedback_update(now);
     if (frame_handled || now - last_control_us >= CONTROL_PERIOD_US) {
         control(now);
     }

@@ -45,6 +45,23 @@ bool msg_decode_config_channel(const proto_frame_t *f, msg_config_channel_t *m)
     return true;
 }
 
+bool msg_decode_config_feedback(const proto_frame_t *f, msg_config_feedback_t *m)
+{
+    if (f->len != 1 && f->len != 9) {
+        return false;
+    }
+    const uint8_t *p = f->payload;
+    m->channel = p[0];
+    m->on = f->len == 9;
+    if (m->on) {
+        m->cal.adc_lo = get_u16(p + 1);
+        m->cal.angle_lo_cdeg = get_i16(p + 3);
+        m->cal.adc_hi = get_u16(p + 5);
+        m->cal.angle_hi_cdeg = get_i16(p + 7);
+    }
+    return true;
+}
+
 bool msg_decode_config_system(const proto_frame_t *f, msg_config_system_t *m)
 {
     if (f->len != 7) {
@@ -88,7 +105,8 @@ uint8_t msg_encode_telemetry(const msg_telemetry_t *m, uint8_t *payload)
     put_u32(p, m->mcu_time_us);
     put_u16(p + 4, m->flags);
     put_u16(p + 6, m->limit_mask);
-    p += 8;
+    put_u16(p + 8, m->feedback_mask);
+    p += 10;
     for (uint8_t i = 0; i < CNT_COUNT; i++, p += 2) {
         put_u16(p, m->counters[i]);
     }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "protocol.h"
+#include "feedback.h"
 #include "servo.h"
 
 enum {
@@ -15,6 +16,7 @@ enum {
     MSG_CONFIG_SYSTEM = 0x04,
     MSG_ENABLE = 0x05,
     MSG_ESTOP = 0x06,
+    MSG_CONFIG_FEEDBACK = 0x07,
     MSG_PONG = 0x41,
     MSG_TELEMETRY = 0x42,
     MSG_ERROR = 0x43,
@@ -56,10 +58,11 @@ enum {
     CNT_COUNT
 };
 
-/* Telemetry payload: time u32, flags u16, limit_mask u16, counters, count u8, then arrays */
+/* Telemetry payload: time u32, flags u16, limit_mask u16, feedback_mask u16, counters,
+ * count u8, then arrays */
 enum {
-    MSG_TELEMETRY_COUNTERS = 8,
-    MSG_TELEMETRY_ARRAYS = 9 + 2 * CNT_COUNT,
+    MSG_TELEMETRY_COUNTERS = 10,
+    MSG_TELEMETRY_ARRAYS = 11 + 2 * CNT_COUNT,
     MSG_TELEMETRY_LEN = MSG_TELEMETRY_ARRAYS + 4 * SERVO_CHANNELS, /* every channel reported */
 };
 
@@ -85,6 +88,13 @@ typedef struct {
     servo_cal_t cal;
 } msg_config_channel_t;
 
+/* CONFIG_FEEDBACK: channel alone switches its feedback off */
+typedef struct {
+    uint8_t channel;
+    bool on;
+    feedback_cal_t cal;
+} msg_config_feedback_t;
+
 typedef struct {
     uint16_t watchdog_ms;
     uint8_t watchdog_action;
@@ -102,6 +112,7 @@ typedef struct {
     uint32_t mcu_time_us;
     uint16_t flags;
     uint16_t limit_mask;
+    uint16_t feedback_mask; /* bit i: angle_cdeg[i] is measured, else the estimate */
     uint16_t counters[CNT_COUNT];
     uint8_t count;
     int16_t angle_cdeg[SERVO_CHANNELS];
@@ -112,6 +123,7 @@ typedef struct {
 bool msg_decode_ping(const proto_frame_t *f, msg_ping_t *m);
 bool msg_decode_set_targets(const proto_frame_t *f, msg_set_targets_t *m);
 bool msg_decode_config_channel(const proto_frame_t *f, msg_config_channel_t *m);
+bool msg_decode_config_feedback(const proto_frame_t *f, msg_config_feedback_t *m);
 bool msg_decode_config_system(const proto_frame_t *f, msg_config_system_t *m);
 bool msg_decode_enable(const proto_frame_t *f, bool *enable);
 

@@ -1,5 +1,7 @@
 #include "telemetry.h"
 
+#include "feedback.h"
+
 static uint32_t period_us = 20000u;
 static uint32_t next_us;
 
@@ -26,12 +28,14 @@ void telemetry_collect(msg_telemetry_t *t, uint32_t now_us, uint16_t flags,
     t->mcu_time_us = now_us;
     t->flags = flags;
     t->limit_mask = limit_mask;
+    t->feedback_mask = feedback_mask();
     for (uint8_t i = 0; i < CNT_COUNT; i++) {
         t->counters[i] = counters[i];
     }
     t->count = SERVO_CHANNELS;
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
-        t->angle_cdeg[ch] = servo_estimate_cdeg(ch);
+        t->angle_cdeg[ch] = (t->feedback_mask & (1u << ch)) ? feedback_angle_cdeg(ch)
+                                                            : servo_estimate_cdeg(ch);
         t->pulse_us[ch] = pulse_us[ch];
     }
 }

@@ -27,6 +27,7 @@ extern int check_failures;
 /* The test groups, one per file */
 void run_protocol_tests(void (*run)(const char *name, void (*fn)(void)));
 void run_servo_tests(void (*run)(const char *name, void (*fn)(void)));
+void run_feedback_tests(void (*run)(const char *name, void (*fn)(void)));
 void run_app_tests(void (*run)(const char *name, void (*fn)(void)));
 int run_vector_tests(const char *dir); /* returns the number of vectors checked */
 

@@ -12,6 +12,8 @@ size_t fake_tx_len;
 size_t fake_tx_room;
 int fake_cuts;
 int fake_kicks;
+uint16_t fake_adc[SERVO_CHANNELS];
+uint16_t fake_adc_mask;
 static uint8_t rx[4096];
 static size_t rx_len, rx_pos;
 
@@ -24,6 +26,8 @@ void fake_reset(void)
     fake_tx_room = sizeof fake_tx;
     fake_cuts = 0;
     fake_kicks = 0;
+    memset(fake_adc, 0, sizeof fake_adc);
+    fake_adc_mask = 0;
     rx_len = rx_pos = 0;
 }
 
@@ -101,4 +105,16 @@ void hal_kick(void)
 
 void hal_idle(void)
 {
+}
+
+void hal_adc_select(uint16_t mask)
+{
+    fake_adc_mask = mask;
+}
+
+uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+{
+    bool on = fake_adc_mask & (1u << channel);
+    *sum = on ? fake_adc[channel] : 0;
+    return on ? 1 : 0;
 }

@@ -15,6 +15,8 @@ extern size_t fake_tx_len;
 extern size_t fake_tx_room; /* transmit buffer size seen by the core (fake_reset: 4096) */
 extern int fake_cuts;       /* hal_servo_cut calls */
 extern int fake_kicks;      /* hal_kick calls */
+extern uint16_t fake_adc[SERVO_CHANNELS]; /* each hal_adc_take: one conversion of this */
+extern uint16_t fake_adc_mask;            /* the latest hal_adc_select */
 
 void fake_reset(void);
 void fake_rx(const uint8_t *data, size_t len); /* bytes the next hal_uart_read returns */

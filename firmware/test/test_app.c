@@ -252,17 +252,17 @@ static void replies_before_telemetry(void)
 {
     start();
     replies();
-    fake_tx_room = 170; /* a telemetry report (100 bytes), then room for 3 pongs (23 each) */
+    fake_tx_room = 172; /* a telemetry report (102 bytes), then room for 3 pongs (23 each) */
     advance_ms(20);
-    CHECK_EQ(fake_tx_len, 100);
+    CHECK_EQ(fake_tx_len, 102);
     ping();
     ping();
     ping();
-    CHECK_EQ(fake_tx_len, 169);
+    CHECK_EQ(fake_tx_len, 171);
     ping(); /* no room: waits in the reply queue */
-    CHECK_EQ(fake_tx_len, 169);
+    CHECK_EQ(fake_tx_len, 171);
     advance_ms(20); /* a report is due, but a reply waits: skipped */
-    CHECK_EQ(fake_tx_len, 169);
+    CHECK_EQ(fake_tx_len, 171);
     replies_t r = replies(); /* the line drains */
     CHECK_EQ(r.pongs, 3);
     CHECK_EQ(r.telemetry, 1);
@@ -340,6 +340,53 @@ static void disable_stops_estop_cuts(void)
     CHECK_EQ(fake_cuts, 1);
 }
 
+static void config_feedback(uint8_t channel, uint16_t adc_lo, int16_t lo, uint16_t adc_hi,
+                            int16_t hi)
+{
+    uint8_t payload[9] = {channel};
+    put_u16(payload + 1, adc_lo);
+    put_u16(payload + 3, (uint16_t)lo);
+    put_u16(payload + 5, adc_hi);
+    put_u16(payload + 7, (uint16_t)hi);
+    send(MSG_CONFIG_FEEDBACK, payload, sizeof payload);
+}
+
+static int16_t telemetry_angle(const replies_t *r, uint8_t channel)
+{
+    return (int16_t)get_u16(r->telemetry_payload + MSG_TELEMETRY_ARRAYS + 2 * channel);
+}
+
+/* CONFIG_FEEDBACK: a channel with feedback reports its measured angle with its
+ * feedback_mask bit set; the others their estimate; nonsense is refused, off restores. */
+static void feedback_in_telemetry(void)
+{
+    start();
+    set_target(1, 3000, 0);
+    advance_ms(100); /* the servo model (600 deg/s) reaches 30 deg */
+    (void)replies();
+    fake_adc[2] = 300;
+    config_feedback(2, 100, -9000, 900, 9000);
+    config_feedback(3, 500, 0, 500, 9000); /* adc_lo == adc_hi */
+    uint8_t short_payload[5] = {4};
+    send(MSG_CONFIG_FEEDBACK, short_payload, sizeof short_payload);
+    advance_ms(20);
+    replies_t r = replies();
+    CHECK_EQ(r.errors, 2);
+    CHECK_EQ(r.error.code, ERR_BAD_PAYLOAD);
+    CHECK_EQ(r.error.type, MSG_CONFIG_FEEDBACK);
+    CHECK_EQ(r.telemetry, 1);
+    CHECK_EQ(get_u16(r.telemetry_payload + 8), 0x0004); /* feedback_mask */
+    CHECK_EQ(telemetry_angle(&r, 2), -4500);            /* 300 counts */
+    CHECK_EQ(telemetry_angle(&r, 1), 3000);             /* the estimate */
+    const uint8_t off[1] = {2};
+    send(MSG_CONFIG_FEEDBACK, off, sizeof off);
+    advance_ms(20);
+    r = replies();
+    CHECK_EQ(r.errors, 0);
+    CHECK_EQ(get_u16(r.telemetry_payload + 8), 0);
+    CHECK_EQ(telemetry_angle(&r, 2), 0); /* its estimate again */
+}
+
 void run_app_tests(void (*run)(const char *name, void (*fn)(void)))
 {
     run("boots_without_pulses", boots_without_pulses);
@@ -353,4 +400,5 @@ void run_app_tests(void (*run)(const char *name, void (*fn)(void)))
     run("timeout_frees_a_held_estop", timeout_frees_a_held_estop);
     run("bounded_pass_kicks_the_watchdog", bounded_pass_kicks_the_watchdog);
     run("disable_stops_estop_cuts", disable_stops_estop_cuts);
+    run("feedback_in_telemetry", feedback_in_telemetry);
 }

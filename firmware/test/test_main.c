@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     }
     run_protocol_tests(run);
     run_servo_tests(run);
+    run_feedback_tests(run);
     run_app_tests(run);
     int before = check_failures;
     int vectors = run_vector_tests(argv[1]);

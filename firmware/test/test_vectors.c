@@ -131,6 +131,17 @@ static void check_decoded(const vector_t *v, const proto_frame_t *f)
         CHECK_EQ(m.cal.pulse_min_us, value(v, "pulse_min_us"));
         CHECK_EQ(m.cal.pulse_max_us, value(v, "pulse_max_us"));
         CHECK_EQ(m.cal.travel_cdeg, value(v, "travel_cdeg"));
+    } else if (!strcmp(v->message, "ConfigFeedback")) {
+        msg_config_feedback_t m;
+        CHECK(msg_decode_config_feedback(f, &m));
+        CHECK_EQ(m.channel, value(v, "channel"));
+        CHECK_EQ(m.on, value(v, "on"));
+        if (m.on) {
+            CHECK_EQ(m.cal.adc_lo, value(v, "adc_lo"));
+            CHECK_EQ(m.cal.angle_lo_cdeg, value(v, "angle_lo_cdeg"));
+            CHECK_EQ(m.cal.adc_hi, value(v, "adc_hi"));
+            CHECK_EQ(m.cal.angle_hi_cdeg, value(v, "angle_hi_cdeg"));
+        }
     } else if (!strcmp(v->message, "ConfigSystem")) {
         msg_config_system_t m;
         CHECK(msg_decode_config_system(f, &m));
@@ -168,7 +179,8 @@ static void check_encoded(const vector_t *v, const proto_frame_t *f)
     } else if (!strcmp(v->message, "Telemetry")) {
         msg_telemetry_t m = {.mcu_time_us = (uint32_t)value(v, "mcu_time_us"),
                              .flags = (uint16_t)value(v, "flags"),
-                             .limit_mask = (uint16_t)value(v, "limit_mask")};
+                             .limit_mask = (uint16_t)value(v, "limit_mask"),
+                             .feedback_mask = (uint16_t)value(v, "feedback_mask")};
         const field_t *counters = field(v, "counters"), *angles = field(v, "angles_cdeg"),
                       *pulses = field(v, "pulses_us");
         CHECK_EQ(counters->n, CNT_COUNT);

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from snake_driver.protocol import (  # noqa: E402
     ConfigChannel,
+    ConfigFeedback,
     ConfigSystem,
     Counters,
     Direction,
@@ -100,12 +101,19 @@ def main() -> None:
         ConfigSystem(250, WatchdogAction.LIMP, 50, 40000),
         4,
     )
+    write(
+        "config_feedback",
+        "channel 9's feedback: reversed pot, 112 counts at +95 deg, 901 at -95 deg",
+        ConfigFeedback(9, True, 112, 9500, 901, -9500),
+        12,
+    )
+    write("config_feedback_off", "channel 15's feedback off", ConfigFeedback(15, on=False), 13)
     write("enable", "enable pulses", Enable(True), 5)
     write("disable", "disable pulses", Enable(False), 6)
     write("estop", "emergency stop (empty payload)", Estop(), 7)
     write(
         "telemetry",
-        "16 channels, enabled, one limit hit",
+        "16 channels, enabled, one limit hit, channels 0, 2 and 15 measured",
         Telemetry(
             123_456_789,
             Flag.ENABLED | Flag.LIMIT_HIT | Flag.MOVING,
@@ -113,6 +121,7 @@ def main() -> None:
             Counters(1000, 3, 2, 1, 0, 4, 5, 6, 7, 65535),
             tuple(range(-8000, 8000, 1000)),
             tuple(range(1000, 2600, 100)),
+            0x8005,
         ),
         42,
     )

@@ -8,10 +8,6 @@
  * (PK0 in hal/avr) are measured in CPU cycles; the runner prints "LOOP passes=N
  * max_cycles=M max_at_cycle=C p99_cycles=P median_cycles=Q mean_cycles=A" before its END line.
  *
- * Plant: with --plant-fd FD (an inherited stream socket) the 16 servo pins drive a physical
- * plant process (the servos and the robot's body), whose potentiometer voltages come back on
- * ADC0-7, in lock-step every emulated millisecond (plant_link.h).
- *
  * Resets: SIGUSR1 resets the MCU (as its reset pin would); every reset, whatever its cause
  * (the signal, the MCU's own watchdog), prints "RESET n=N cycle=C cause=signal|mcu", and the
  * END line counts them (resets=N). With --eeprom FILE the EEPROM (the firmware's boot
@@ -19,8 +15,13 @@
  * its content changed (checked every emulated millisecond), so it persists across resets
  * and runs; simavr keeps the EEPROM through a reset, as the chip does.
  *
+ * Analog inputs: --adc K=MV (repeatable) holds ADCK (K = 0..7: simavr 1.6 emulates no
+ * more) at MV millivolts from the start; AVcc, the firmware's ADC reference, is 5000 mV
+ * (the Arduino Mega's supply). simavr converts to floor(MV * 1023 / 5000).
+ *
  * Usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] [--seconds S]
- *                      [--loop-pin K0] [--eeprom FILE] [--mcu NAME] [--freq HZ] firmware.elf
+ *                      [--loop-pin K0] [--eeprom FILE] [--adc K=MV]... [--mcu NAME]
+ *                      [--freq HZ] firmware.elf
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <avr_adc.h>
 #include <avr_eeprom.h>
 #include <avr_ioport.h>
 #include <sim_avr.h>
@@ -39,9 +41,9 @@
 #include <sim_vcd_file.h>
 #include <uart_pty.h>
 
-#include "plant_link.h" /* --plant-fd: the servos and body as a physical plant */
-
 #define PACE_INTERVAL_US 1000u /* how often emulated time is compared with the wall clock */
+#define ADC_INPUTS 8u          /* ADC0-7: what simavr 1.6 emulates */
+#define AVCC_MV 5000u
 
 static volatile sig_atomic_t stop_requested, reset_requested;
 
@@ -72,7 +74,6 @@ static void on_reset(avr_t *avr)
     if (avr->cycle == 0) {
         return; /* the power-on reset inside avr_init */
     }
-    plant_link_reset(avr);
     resets.count++;
     printf("RESET n=%lu cycle=%llu cause=%s\n", resets.count, (unsigned long long)avr->cycle,
            resets.signalled ? "signal" : "mcu");
@@ -266,18 +267,21 @@ static int add_traces(avr_t *avr, avr_vcd_t *vcd, const char *list)
 static void usage(void)
 {
     fprintf(stderr, "usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] "
-                    "[--seconds S] [--loop-pin K0] [--eeprom FILE] [--mcu NAME] [--freq HZ] "
-                    "firmware.elf\n");
+                    "[--seconds S] [--loop-pin K0] [--eeprom FILE] [--adc K=MV]... [--mcu NAME] "
+                    "[--freq HZ] firmware.elf\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *vcd_path = NULL, *trace = NULL, *elf = NULL, *mcu = "atmega2560";
     const char *loop_pin = NULL, *eeprom_path = NULL;
-    int plant_fd = -1;
     double seconds = 0.0;
     unsigned long freq = 16000000ul;
     int realtime = 0;
+    long adc_mv[ADC_INPUTS];
+    for (unsigned k = 0; k < ADC_INPUTS; k++) {
+        adc_mv[k] = -1; /* not set */
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -291,8 +295,16 @@ int main(int argc, char **argv)
             loop_pin = argv[++i];
         } else if (!strcmp(a, "--eeprom") && has_value) {
             eeprom_path = argv[++i];
-        } else if (!strcmp(a, "--plant-fd") && has_value) {
-            plant_fd = atoi(argv[++i]); /* an inherited socket to the plant (plant_link.h) */
+        } else if (!strcmp(a, "--adc") && has_value) {
+            char *end;
+            unsigned long k = strtoul(argv[++i], &end, 10);
+            long mv = *end == '=' ? strtol(end + 1, &end, 10) : -1;
+            if (k >= ADC_INPUTS || mv < 0 || mv > (long)AVCC_MV || *end != '\0') {
+                fprintf(stderr, "simavr_runner: --adc wants K=MV, K 0..7, MV 0..%u, got %s\n",
+                        AVCC_MV, argv[i]);
+                return 2;
+            }
+            adc_mv[k] = mv;
         } else if (!strcmp(a, "--mcu") && has_value) {
             mcu = argv[++i];
         } else if (!strcmp(a, "--freq") && has_value) {
@@ -333,12 +345,17 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    avr->avcc = AVCC_MV;
+    for (unsigned k = 0; k < ADC_INPUTS; k++) {
+        if (adc_mv[k] >= 0) { /* before the first conversion: simavr samples it then */
+            avr_raise_irq(avr_io_getirq(avr, AVR_IOCTL_ADC_GETIRQ, (int)(ADC_IRQ_ADC0 + k)),
+                          (uint32_t)adc_mv[k]);
+        }
+    }
+
     static uart_pty_t uart;
     uart_pty_init(avr, &uart);
     uart_pty_connect(&uart, '0');
-    if (plant_fd >= 0 && plant_link_attach(avr, plant_fd) != 0) {
-        return 2;
-    }
 
     static avr_vcd_t vcd;
     if (vcd_path != NULL) {
@@ -404,9 +421,6 @@ int main(int argc, char **argv)
     }
     if (loop_pin != NULL) {
         print_loop_stats();
-    }
-    if (plant_fd >= 0) {
-        printf("PLANT ticks=%llu\n", plant_link_ticks());
     }
     printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d resets=%lu\n",
            (unsigned long long)avr->cycle, (double)avr->cycle / (double)freq,

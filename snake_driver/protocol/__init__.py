@@ -29,6 +29,7 @@ from .framing import (
     mac_boot_id,
 )
 from .messages import (
+    ADC_MAX,
     AUTH_LEN,
     BOOT_ID_OFFSET,
     CRC_LEN,
@@ -45,6 +46,7 @@ from .messages import (
     TYPE_AUTH,
     AuthKeyError,
     ConfigChannel,
+    ConfigFeedback,
     ConfigSystem,
     Counters,
     Direction,
@@ -70,6 +72,7 @@ from .siphash import (
 )
 
 __all__ = [
+    "ADC_MAX",
     "AUTH_LEN",
     "BOOT_ID_OFFSET",
     "CRC_LEN",
@@ -86,6 +89,7 @@ __all__ = [
     "TYPE_AUTH",
     "AuthKeyError",
     "ConfigChannel",
+    "ConfigFeedback",
     "ConfigSystem",
     "Counters",
     "Decoder",

@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 SYNC = 0xA5
 TYPE_AUTH = 0x80
 HEADER_LEN = 5
@@ -58,6 +58,7 @@ class MsgType(enum.IntEnum):
     CONFIG_SYSTEM = 0x04
     ENABLE = 0x05
     ESTOP = 0x06
+    CONFIG_FEEDBACK = 0x07
     PONG = 0x41
     TELEMETRY = 0x42
     ERROR = 0x43
@@ -285,6 +286,57 @@ class ConfigChannel:
         return cls(*struct.unpack("<BbhhhHHH", data))
 
 
+#: largest ADC reading (10-bit conversions) [counts]
+ADC_MAX = 1023
+
+
+@dataclass(frozen=True)
+class ConfigFeedback:
+    """Host -> MCU: a channel's analog feedback and its two-point calibration, or feedback
+    off (PROTOCOL.md, "Feedback").
+
+    Attributes:
+        channel: 0..15; its feedback is read on ADC input `channel`.
+        on: False switches the channel's feedback off (its telemetry angle is the estimate);
+            the other fields are then not sent.
+        adc_lo: ADC reading at angle_lo_cdeg [counts of 1/1024 of the reference], < adc_hi.
+        angle_lo_cdeg: joint angle at adc_lo [cdeg].
+        adc_hi: ADC reading at angle_hi_cdeg [counts], <= 1023.
+        angle_hi_cdeg: joint angle at adc_hi [cdeg], != angle_lo_cdeg.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.CONFIG_FEEDBACK
+    channel: int
+    on: bool = True
+    adc_lo: int = 0
+    angle_lo_cdeg: int = -9000
+    adc_hi: int = ADC_MAX
+    angle_hi_cdeg: int = 9000
+
+    def payload(self) -> bytes:
+        """Encode the payload (9 bytes, 1 when off)."""
+        channel = _check("channel", self.channel, (0, MAX_CHANNELS - 1))
+        if not self.on:
+            return bytes([channel])
+        return struct.pack(
+            "<BHhHh",
+            channel,
+            _check("adc_lo", self.adc_lo, _U16),
+            _check("angle_lo_cdeg", self.angle_lo_cdeg, _I16),
+            _check("adc_hi", self.adc_hi, _U16),
+            _check("angle_hi_cdeg", self.angle_hi_cdeg, _I16),
+        )
+
+    @classmethod
+    def from_payload(cls, data: bytes) -> ConfigFeedback:
+        """Decode a payload; raises PayloadError if it does not fit."""
+        if len(data) == 1:
+            return cls(data[0], on=False)
+        _expect_len("config_feedback", data, 9)
+        channel, adc_lo, angle_lo, adc_hi, angle_hi = struct.unpack("<BHhHh", data)
+        return cls(channel, True, adc_lo, angle_lo, adc_hi, angle_hi)
+
+
 @dataclass(frozen=True)
 class ConfigSystem:
     """Host -> MCU: watchdog, telemetry rate and servo model.
@@ -391,7 +443,7 @@ class Counters:
 _COUNTER_NAMES = tuple(Counters.__dataclass_fields__)
 _N_COUNTERS = len(_COUNTER_NAMES)
 #: telemetry payload bytes before the per-channel arrays; the count byte is the last
-_TELEMETRY_FIXED = 9 + 2 * _N_COUNTERS
+_TELEMETRY_FIXED = 11 + 2 * _N_COUNTERS
 
 
 @dataclass(frozen=True)
@@ -403,8 +455,10 @@ class Telemetry:
         flags: status flags.
         limit_mask: channels whose last target was clamped to a joint limit.
         counters: receiver counters.
-        angles_cdeg: estimated joint angles (servo model) [cdeg], one per channel.
+        angles_cdeg: joint angles [cdeg], one per channel: measured by the channel's
+            feedback where its feedback_mask bit is set, else estimated (servo model).
         pulses_us: commanded pulse widths [us], 0 where no pulses are sent.
+        feedback_mask: bit i set: angles_cdeg[i] is measured (sent after limit_mask).
     """
 
     TYPE: ClassVar[MsgType] = MsgType.TELEMETRY
@@ -414,9 +468,14 @@ class Telemetry:
     counters: Counters
     angles_cdeg: tuple[int, ...]
     pulses_us: tuple[int, ...]
+    feedback_mask: int = 0
+
+    def measured(self, channel: int) -> bool:
+        """Whether a channel's angle is measured (else it is the estimate)."""
+        return bool(self.feedback_mask >> channel & 1)
 
     def payload(self) -> bytes:
-        """Encode the payload (29 + 4 * n bytes)."""
+        """Encode the payload (31 + 4 * n bytes)."""
         n = len(self.angles_cdeg)
         if n != len(self.pulses_us) or n > MAX_CHANNELS:
             raise FieldRangeError(
@@ -429,10 +488,11 @@ class Telemetry:
         for i, p in enumerate(self.pulses_us):
             _check(f"pulses_us[{i}]", p, _U16)
         return struct.pack(
-            f"<IHH{_N_COUNTERS}HB{n}h{n}H",
+            f"<IHHH{_N_COUNTERS}HB{n}h{n}H",
             _check("mcu_time_us", self.mcu_time_us, _U32),
             _check("flags", int(self.flags), _U16),
             _check("limit_mask", self.limit_mask, _U16),
+            _check("feedback_mask", self.feedback_mask, _U16),
             *counts,
             n,
             *self.angles_cdeg,
@@ -445,15 +505,16 @@ class Telemetry:
         n = data[_TELEMETRY_FIXED - 1] if len(data) >= _TELEMETRY_FIXED else 0
         if len(data) != _TELEMETRY_FIXED + 4 * n or n > MAX_CHANNELS:
             raise PayloadError(f"telemetry payload of {len(data)} bytes does not fit its count")
-        fields = struct.unpack(f"<IHH{_N_COUNTERS}HB{n}h{n}H", data)
-        arrays = 4 + _N_COUNTERS
+        fields = struct.unpack(f"<IHHH{_N_COUNTERS}HB{n}h{n}H", data)
+        arrays = 5 + _N_COUNTERS
         return cls(
             fields[0],
             Flag(fields[1]),
             fields[2],
-            Counters(*fields[3 : 3 + _N_COUNTERS]),
+            Counters(*fields[4 : 4 + _N_COUNTERS]),
             tuple(fields[arrays : arrays + n]),
             tuple(fields[arrays + n :]),
+            fields[3],
         )
 
 
@@ -493,6 +554,7 @@ Message: TypeAlias = (
     | Pong
     | SetTargets
     | ConfigChannel
+    | ConfigFeedback
     | ConfigSystem
     | Enable
     | Estop
@@ -507,6 +569,7 @@ MESSAGE_CLASSES: dict[int, type[Message]] = {
         Pong,
         SetTargets,
         ConfigChannel,
+        ConfigFeedback,
         ConfigSystem,
         Enable,
         Estop,

@@ -9,6 +9,10 @@
  * toggles at every byte USART0 receives: its edges time the input on the MCU clock (a
  * scope, or simavr_runner --vcd ... --trace F0). Nothing else writes port F, so the toggle
  * (one write to PINF) never races a read-modify-write of the main loop.
+ * ADC: channel k's feedback on ADCk (port F: ADC0-7, port K: ADC8-15), AVcc reference,
+ * 125 kHz ADC clock (104 us a conversion), one conversion after the other by interrupt over
+ * the selected channels. PF0 and PK0 are also the debug pins: a channel with feedback on
+ * ADC0 or ADC8 takes its pin back as an analog input and that debug output stops.
  */
 #include <avr/eeprom.h>
 #include <avr/interrupt.h>
@@ -314,6 +318,89 @@ void hal_servo_cut(void)
     }
 }
 
+/* ---- ADC ---- */
+
+#define ADC_KEEP 63u /* conversions kept per channel between takes */
+
+static volatile uint16_t adc_mask;        /* channels converted, bit k: ADCk */
+static volatile uint8_t adc_channel;      /* the one being converted */
+static volatile uint16_t adc_sum[16];
+static volatile uint8_t adc_count[16];
+static volatile uint8_t debug_pins = 3u;  /* bit 0: PF0 toggles, bit 1: PK0 shows passes */
+
+/* Start converting channel ch: AVcc reference, MUX5 in ADCSRB for ADC8-15. */
+static void adc_start(uint8_t ch)
+{
+    adc_channel = ch;
+    ADMUX = (uint8_t)(_BV(REFS0) | (ch & 7u));
+    ADCSRB = ch >= 8 ? _BV(MUX5) : 0;
+    ADCSRA = _BV(ADEN) | _BV(ADSC) | _BV(ADIE) | _BV(ADPS2) | _BV(ADPS1) | _BV(ADPS0);
+}
+
+/* Bounded: one result stored, at most 16 bits scanned for the next channel. */
+ISR(ADC_vect)
+{
+    uint16_t value = ADC; /* ADCL first: simavr samples the input there */
+    uint8_t ch = adc_channel;
+    if (adc_count[ch] < ADC_KEEP) {
+        adc_sum[ch] += value;
+        adc_count[ch]++;
+    }
+    uint16_t mask = adc_mask;
+    if (mask == 0) {
+        ADCSRA = 0;
+        return;
+    }
+    do {
+        ch = (uint8_t)((ch + 1u) & 15u);
+    } while (!(mask & (1u << ch)));
+    adc_start(ch);
+}
+
+void hal_adc_select(uint16_t mask)
+{
+    uint8_t low = (uint8_t)mask, high = (uint8_t)(mask >> 8);
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        /* feedback pins: analog inputs, no pull-up, digital input buffer off */
+        DDRF &= (uint8_t)~low;
+        PORTF &= (uint8_t)~low;
+        DDRK &= (uint8_t)~high;
+        PORTK &= (uint8_t)~high;
+        DIDR0 = low;
+        DIDR2 = high;
+        debug_pins = (uint8_t)((low & 1u ? 0 : 1u) | (high & 1u ? 0 : 2u));
+        if (debug_pins & 1u) {
+            RX_DDR |= _BV(RX_BIT);
+        }
+        if (debug_pins & 2u) {
+            LOOP_DDR |= _BV(LOOP_BIT);
+        }
+        bool idle = adc_mask == 0;
+        adc_mask = mask;
+        if (idle && mask != 0) {
+            uint8_t ch = 0;
+            while (!(mask & (1u << ch))) {
+                ch++;
+            }
+            adc_start(ch);
+        }
+    }
+}
+
+uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+{
+    uint8_t n;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+    {
+        n = adc_count[channel];
+        *sum = adc_sum[channel];
+        adc_count[channel] = 0;
+        adc_sum[channel] = 0;
+    }
+    return n;
+}
+
 /* ---- USART0 ---- */
 
 static volatile uint8_t rx_buf[RX_SIZE], tx_buf[TX_SIZE];
@@ -323,7 +410,9 @@ static volatile uint16_t rx_dropped;
 ISR(USART0_RX_vect)
 {
     uint8_t byte = UDR0;
-    RX_PIN = _BV(RX_BIT);
+    if (debug_pins & 1u) {
+        RX_PIN = _BV(RX_BIT);
+    }
     uint8_t next = (uint8_t)((rx_head + 1u) & (RX_SIZE - 1u));
     if (next == rx_tail) {
         rx_dropped++;
@@ -427,7 +516,8 @@ void hal_kick(void)
 void hal_idle(void)
 {
     hw_finish_stops();
-    LOOP_PORT &= (uint8_t)~_BV(LOOP_BIT); /* the pass ends here */
+    uint8_t loop_pin = debug_pins & 2u ? _BV(LOOP_BIT) : 0;
+    LOOP_PORT &= (uint8_t)~loop_pin; /* the pass ends here */
     set_sleep_mode(SLEEP_MODE_IDLE);
     cli();
     if (rx_head == rx_tail) {
@@ -437,5 +527,5 @@ void hal_idle(void)
         sleep_disable();
     }
     sei();
-    LOOP_PORT |= _BV(LOOP_BIT); /* the next pass starts */
+    LOOP_PORT |= loop_pin; /* the next pass starts */
 }

@@ -127,6 +127,18 @@ void hal_servo_cut(void)
 {
 }
 
+void hal_adc_select(uint16_t mask)
+{
+    (void)mask; /* no analog inputs: every channel reports its estimate */
+}
+
+uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+{
+    (void)channel;
+    *sum = 0;
+    return 0;
+}
+
 void hal_kick(void)
 {
 }

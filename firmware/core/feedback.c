@@ -1,0 +1,119 @@
+#include "feedback.h"
+
+#include "../hal/hal.h"
+
+static feedback_cal_t cal[SERVO_CHANNELS];
+static uint16_t configured; /* channels with a calibration */
+static uint16_t sampled;    /* configured channels whose filter holds a value */
+static uint16_t filtered[SERVO_CHANNELS]; /* [1/32 count] */
+static uint32_t sum[SERVO_CHANNELS]; /* samples taken since the last filter step */
+static uint16_t count[SERVO_CHANNELS];
+static uint32_t next_step_us;
+
+void feedback_init(uint32_t now_us)
+{
+    configured = 0;
+    sampled = 0;
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        sum[ch] = 0;
+        count[ch] = 0;
+    }
+    next_step_us = now_us + FEEDBACK_PERIOD_US;
+    hal_adc_select(0);
+}
+
+static bool valid(const feedback_cal_t *c)
+{
+    return c->adc_lo < c->adc_hi && c->adc_hi <= FEEDBACK_ADC_MAX &&
+           c->angle_lo_cdeg != c->angle_hi_cdeg &&
+           c->angle_lo_cdeg >= -SERVO_ANGLE_LIMIT_CDEG &&
+           c->angle_lo_cdeg <= SERVO_ANGLE_LIMIT_CDEG &&
+           c->angle_hi_cdeg >= -SERVO_ANGLE_LIMIT_CDEG &&
+           c->angle_hi_cdeg <= SERVO_ANGLE_LIMIT_CDEG;
+}
+
+bool feedback_configure(uint8_t channel, const feedback_cal_t *c)
+{
+    if (channel >= SERVO_CHANNELS || (c != NULL && !valid(c))) {
+        return false;
+    }
+    uint16_t bit = (uint16_t)(1u << channel);
+    if (c != NULL) {
+        cal[channel] = *c;
+        configured |= bit;
+    } else {
+        configured &= (uint16_t)~bit;
+        sampled &= (uint16_t)~bit;
+    }
+    hal_adc_select(configured);
+    return true;
+}
+
+uint16_t feedback_channels(void)
+{
+    return configured;
+}
+
+void feedback_update(uint32_t now_us)
+{
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        if (configured & (1u << ch)) {
+            uint16_t s;
+            uint8_t n = hal_adc_take(ch, &s);
+            sum[ch] += s;
+            count[ch] = (uint16_t)(count[ch] + n); /* ~10 per ms: no wrap in a late pass */
+        }
+    }
+    if ((int32_t)(now_us - next_step_us) < 0) {
+        return;
+    }
+    /* one step per period; a late pass does not catch up (its mean covers the gap) */
+    next_step_us = (now_us - next_step_us < FEEDBACK_PERIOD_US) ? next_step_us + FEEDBACK_PERIOD_US
+                                                                : now_us + FEEDBACK_PERIOD_US;
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
+        uint16_t bit = (uint16_t)(1u << ch);
+        if (!(configured & bit) || count[ch] == 0) {
+            continue;
+        }
+        /* mean in 1/32 count, rounded */
+        uint16_t mean = (uint16_t)(((sum[ch] << FEEDBACK_FRAC) + count[ch] / 2u) / count[ch]);
+        if (sampled & bit) {
+            int32_t d = (int32_t)mean - (int32_t)filtered[ch];
+            /* y += (x - y) / 4, rounded away from zero: y reaches a constant x exactly */
+            int32_t step = (d + (d >= 0 ? 3 : -3)) / (1 << FEEDBACK_SHIFT);
+            filtered[ch] = (uint16_t)((int32_t)filtered[ch] + step);
+        } else {
+            filtered[ch] = mean; /* the first sample starts the filter */
+            sampled |= bit;
+        }
+        sum[ch] = 0;
+        count[ch] = 0;
+    }
+}
+
+uint16_t feedback_mask(void)
+{
+    return sampled;
+}
+
+int16_t feedback_angle_cdeg(uint8_t channel)
+{
+    return feedback_convert(&cal[channel], filtered[channel]);
+}
+
+int16_t feedback_convert(const feedback_cal_t *c, uint16_t value)
+{
+    int32_t lo = (int32_t)c->adc_lo << FEEDBACK_FRAC;
+    int32_t span = ((int32_t)c->adc_hi << FEEDBACK_FRAC) - lo;
+    int32_t x = value;
+    if (x < lo) {
+        x = lo;
+    } else if (x > lo + span) {
+        x = lo + span;
+    }
+    /* |(x - lo) * (angle_hi - angle_lo)| <= 32736 * 36000 < 2^31; a half rounds away
+     * from angle_lo */
+    int32_t num = (x - lo) * ((int32_t)c->angle_hi_cdeg - c->angle_lo_cdeg);
+    int32_t q = (num + (num >= 0 ? span / 2 : -span / 2)) / span;
+    return (int16_t)(c->angle_lo_cdeg + q);
+}
