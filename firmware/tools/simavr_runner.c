@@ -8,6 +8,10 @@
  * (PK0 in hal/avr) are measured in CPU cycles; the runner prints "LOOP passes=N
  * max_cycles=M max_at_cycle=C p99_cycles=P median_cycles=Q mean_cycles=A" before its END line.
  *
+ * Plant: with --plant-fd FD (an inherited stream socket) the 16 servo pins drive a physical
+ * plant process (the servos and the robot's body), whose potentiometer voltages come back on
+ * ADC0-7, in lock-step every emulated millisecond (plant_link.h).
+ *
  * Resets: SIGUSR1 resets the MCU (as its reset pin would); every reset, whatever its cause
  * (the signal, the MCU's own watchdog), prints "RESET n=N cycle=C cause=signal|mcu", and the
  * END line counts them (resets=N). With --eeprom FILE the EEPROM (the firmware's boot
@@ -40,6 +44,8 @@
 #include <sim_io.h>
 #include <sim_vcd_file.h>
 #include <uart_pty.h>
+
+#include "plant_link.h" /* --plant-fd: the servos and body as a physical plant */
 
 #define PACE_INTERVAL_US 1000u /* how often emulated time is compared with the wall clock */
 #define ADC_INPUTS 8u          /* ADC0-7: what simavr 1.6 emulates */
@@ -74,6 +80,7 @@ static void on_reset(avr_t *avr)
     if (avr->cycle == 0) {
         return; /* the power-on reset inside avr_init */
     }
+    plant_link_reset(avr);
     resets.count++;
     printf("RESET n=%lu cycle=%llu cause=%s\n", resets.count, (unsigned long long)avr->cycle,
            resets.signalled ? "signal" : "mcu");
@@ -275,6 +282,7 @@ int main(int argc, char **argv)
 {
     const char *vcd_path = NULL, *trace = NULL, *elf = NULL, *mcu = "atmega2560";
     const char *loop_pin = NULL, *eeprom_path = NULL;
+    int plant_fd = -1;
     double seconds = 0.0;
     unsigned long freq = 16000000ul;
     int realtime = 0;
@@ -305,6 +313,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             adc_mv[k] = mv;
+        } else if (!strcmp(a, "--plant-fd") && has_value) {
+            plant_fd = atoi(argv[++i]); /* an inherited socket to the plant (plant_link.h) */
         } else if (!strcmp(a, "--mcu") && has_value) {
             mcu = argv[++i];
         } else if (!strcmp(a, "--freq") && has_value) {
@@ -356,6 +366,9 @@ int main(int argc, char **argv)
     static uart_pty_t uart;
     uart_pty_init(avr, &uart);
     uart_pty_connect(&uart, '0');
+    if (plant_fd >= 0 && plant_link_attach(avr, plant_fd) != 0) {
+        return 2;
+    }
 
     static avr_vcd_t vcd;
     if (vcd_path != NULL) {
@@ -421,6 +434,9 @@ int main(int argc, char **argv)
     }
     if (loop_pin != NULL) {
         print_loop_stats();
+    }
+    if (plant_fd >= 0) {
+        printf("PLANT ticks=%llu\n", plant_link_ticks());
     }
     printf("END cycles=%llu emulated_s=%.6f wall_s=%.3f state=%d resets=%lu\n",
            (unsigned long long)avr->cycle, (double)avr->cycle / (double)freq,
