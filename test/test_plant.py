@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from snake_bringup.emulator import Emulator
 from snake_bringup.plant_bridge import build_plant, pulse_map
@@ -143,16 +144,26 @@ def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
     ]
 
 
+#: robot.yaml's feedback example: the default plant's pots (0.5 V to 4.5 V over 180 deg)
+FEEDBACK = {"adc_lo": 102, "angle_lo_deg": -90, "adc_hi": 921, "angle_hi_deg": 90}
+
+
 @needs_avr
 def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: Path) -> None:
     """The ELF in simavr drives the plant: the pulses' targets are the commanded angles, the
     joint follows them as the plant's servo model and body predict, later and slower than
-    the nominal servo."""
+    the nominal servo, and the firmware measures the plant's angles on its pots."""
+    doc = yaml.safe_load(ROBOT.read_text())
+    for entry in doc["servos"]["joints"].values():
+        entry["feedback"] = FEEDBACK
+    robot = tmp_path / "robot.yaml"
+    robot.write_text(yaml.safe_dump(doc))
     log = tmp_path / "plant.csv"
-    _, servos = load_servo_map(ROBOT)
+    _, servos = load_servo_map(robot)
     rest = dict.fromkeys(servos.joint_names, 0.0)
     step = {**rest, "joint_4": 0.4, "joint_7": -0.3}
-    with Emulator(plant=PLANT, plant_log=log) as emulator:
+    telemetry = []
+    with Emulator(plant=PLANT, robot=str(robot), plant_log=log) as emulator:
         link = DriverLink(
             make_transport(emulator.endpoint.transport, emulator.endpoint.port),
             servos,
@@ -164,7 +175,7 @@ def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: 
                 link.ping()
                 link.send_targets(pose)
                 for _ in range(5):
-                    link.poll(0.01)
+                    telemetry += link.poll(0.01)[0]
         link.close()
     data = np.genfromtxt(log, delimiter=",", names=True)
     t = data["t"]
@@ -210,3 +221,19 @@ def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: 
         rise.append(nominal.q[3])
     t90 = np.argmax(q[moved:, 3] >= 0.9 * step["joint_4"])
     assert 0 < np.argmax(np.asarray(rise) >= 0.9 * step["joint_4"]) < t90
+    # the firmware's measured angles are the plant's, through pots, ADC and calibration
+    measured = [m for m in telemetry if m.measured == frozenset(servos.joint_names)]
+    assert len(measured) > 0.8 * len(telemetry) > 50
+    mcu_s = np.array([m.mcu_time_us for m in measured]) * 1e-6
+    angles = np.array([[m.positions[name] for name in names] for m in measured])
+    # best aligned, the measured angle trails the plant's (filter, sampling, telemetry: 13 ms
+    # measured) and matches it to ADC counts of 0.22 deg, pot noise and offsets of mV
+    lags = np.arange(-30, 11) * 1e-3
+    rms = [
+        np.sqrt(np.mean((np.interp(mcu_s + lag, t, q[:, 3]) - angles[:, 3]) ** 2)) for lag in lags
+    ]
+    best = int(np.argmin(rms))
+    assert -0.025 <= lags[best] <= 0.0
+    assert rms[best] < 0.006
+    for k in range(n):
+        assert angles[-1, k] == pytest.approx(np.interp(mcu_s[-1], t, q[:, k]), abs=0.01)
