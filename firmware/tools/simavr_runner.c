@@ -25,7 +25,7 @@
  *
  * Usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] [--seconds S]
  *                      [--loop-pin K0] [--eeprom FILE] [--adc K=MV]... [--mcu NAME]
- *                      [--freq HZ] firmware.elf
+ *                      [--freq HZ] [--plant-fd FD] firmware.elf
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -275,7 +275,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: simavr_runner [--vcd FILE] [--trace B5,E3,...] [--realtime] "
                     "[--seconds S] [--loop-pin K0] [--eeprom FILE] [--adc K=MV]... [--mcu NAME] "
-                    "[--freq HZ] firmware.elf\n");
+                    "[--freq HZ] [--plant-fd FD] firmware.elf\n");
 }
 
 int main(int argc, char **argv)
@@ -314,7 +314,13 @@ int main(int argc, char **argv)
             }
             adc_mv[k] = mv;
         } else if (!strcmp(a, "--plant-fd") && has_value) {
-            plant_fd = atoi(argv[++i]); /* an inherited socket to the plant (plant_link.h) */
+            char *end; /* an inherited socket to the plant (plant_link.h) */
+            long fd = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end != '\0' || fd < 0 || fd > 65535) {
+                fprintf(stderr, "simavr_runner: --plant-fd wants a descriptor, got %s\n", argv[i]);
+                return 2;
+            }
+            plant_fd = (int)fd;
         } else if (!strcmp(a, "--mcu") && has_value) {
             mcu = argv[++i];
         } else if (!strcmp(a, "--freq") && has_value) {
