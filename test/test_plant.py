@@ -22,6 +22,8 @@ from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
 from snake_dynamics.errors import ModelError
+from snake_dynamics.integrators import joint_response
+from snake_dynamics.model import SnakeModel
 from snake_dynamics.plant import LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
@@ -88,6 +90,39 @@ def test_no_pulses_no_torque_but_the_gearbox() -> None:
     assert np.abs(moving).max() > 0.01
     # only the gearbox's damping acts, on every joint
     assert plant.sim.tau == pytest.approx(-plant.params.limp_damping * plant.sim.qd, abs=1e-12)
+
+
+def test_one_joint_step_is_the_servo_models_closed_loop() -> None:
+    """One body on the fixed tail (known inertia about the joint), pulses every 20 ms that
+    carry a step: the plant's joint is joint_response's, the servo model's pure form."""
+    mass, length, radius = 0.1, 0.1, 0.02
+    inertia = mass * (3 * radius**2 + length**2) / 12 + mass * (length / 2) ** 2
+    model = SnakeModel(
+        masses=[1.0, mass], lengths=[0.1, length], radii=[0.02, radius], axes=[[0.0, 0.0, 1.0]]
+    )
+    params = load_plant(
+        PLANT,
+        ["joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6", "joint_7", "joint_8"],
+    )
+    servo = params.servo.joints[3]  # a joint with the defaults
+    one = dataclasses.replace(params, servo=ServoModel.uniform(servo, 1), mass_scale=1.0)
+    plant = Plant(model, [build_plant(ROBOT, PLANT).pulses[0]], one)
+    r, dt = 0.3, 0.001
+    t = np.arange(0.0, 0.4, dt)
+    q = [0.0]
+    for k in range(1, t.size):  # a pulse ends at 1 ms, 21 ms, 41 ms, ...
+        widths, ages = _pulses(plant, t[k], {0: r})
+        ages[0] = ((t[k] - 0.001) % 0.020) if t[k] >= 0.001 else math.inf
+        plant.step(t[k], widths, ages)
+        q.append(plant.q[0])
+    # the reference: 0 until the first pulse's end, then r (joint_response's reference is
+    # linear between samples: the step over the sample after it, half a sample late)
+    expected, _ = joint_response(servo, inertia, t, np.where(t > 0.0015, r, 0.0))
+    assert np.all(np.asarray(q)[t <= 0.001 + servo.dead_time] == 0.0)
+    # half a sample of the ramp at the no-load speed at most
+    np.testing.assert_allclose(q, expected, rtol=0, atol=servo.no_load_speed * dt / 2)
+    # overdamped, it creeps up to the deadband's edge and rests there
+    assert q[-1] == pytest.approx(r - servo.deadband, abs=1e-3)
 
 
 def test_potentiometer_voltages_follow_the_shaft() -> None:
