@@ -6,18 +6,12 @@ static feedback_cal_t cal[SERVO_CHANNELS];
 static uint16_t configured; /* channels with a calibration */
 static uint16_t sampled;    /* configured channels whose filter holds a value */
 static uint16_t filtered[SERVO_CHANNELS]; /* [1/32 count] */
-static uint32_t sum[SERVO_CHANNELS]; /* samples taken since the last filter step */
-static uint16_t count[SERVO_CHANNELS];
 static uint32_t next_step_us;
 
 void feedback_init(uint32_t now_us)
 {
     configured = 0;
     sampled = 0;
-    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
-        sum[ch] = 0;
-        count[ch] = 0;
-    }
     next_step_us = now_us + FEEDBACK_PERIOD_US;
     hal_adc_select(0);
 }
@@ -56,38 +50,28 @@ uint16_t feedback_channels(void)
 
 void feedback_update(uint32_t now_us)
 {
-    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
-        if (configured & (1u << ch)) {
-            uint16_t s;
-            uint8_t n = hal_adc_take(ch, &s);
-            sum[ch] += s;
-            count[ch] = (uint16_t)(count[ch] + n); /* ~10 per ms: no wrap in a late pass */
-        }
-    }
     if ((int32_t)(now_us - next_step_us) < 0) {
         return;
     }
-    /* one step per period; a late pass does not catch up (its mean covers the gap) */
+    /* one step per period; a late pass does not catch up */
     next_step_us = (now_us - next_step_us < FEEDBACK_PERIOD_US) ? next_step_us + FEEDBACK_PERIOD_US
                                                                 : now_us + FEEDBACK_PERIOD_US;
-    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
-        uint16_t bit = (uint16_t)(1u << ch);
-        if (!(configured & bit) || count[ch] == 0) {
-            continue;
+    uint16_t bit = 1;
+    for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++, bit <<= 1) {
+        uint16_t raw;
+        if (!(configured & bit) || !hal_adc_take(ch, &raw)) {
+            continue; /* no new conversion: the filter holds */
         }
-        /* mean in 1/32 count, rounded */
-        uint16_t mean = (uint16_t)(((sum[ch] << FEEDBACK_FRAC) + count[ch] / 2u) / count[ch]);
+        uint16_t x = (uint16_t)(raw << FEEDBACK_FRAC); /* <= 1023 * 32: no overflow */
         if (sampled & bit) {
-            int32_t d = (int32_t)mean - (int32_t)filtered[ch];
+            int16_t d = (int16_t)(x - filtered[ch]);
             /* y += (x - y) / 4, rounded away from zero: y reaches a constant x exactly */
-            int32_t step = (d + (d >= 0 ? 3 : -3)) / (1 << FEEDBACK_SHIFT);
-            filtered[ch] = (uint16_t)((int32_t)filtered[ch] + step);
+            int16_t step = (int16_t)((d + (d >= 0 ? 3 : -3)) / (1 << FEEDBACK_SHIFT));
+            filtered[ch] = (uint16_t)(filtered[ch] + step);
         } else {
-            filtered[ch] = mean; /* the first sample starts the filter */
+            filtered[ch] = x; /* the first conversion starts the filter */
             sampled |= bit;
         }
-        sum[ch] = 0;
-        count[ch] = 0;
     }
 }
 

@@ -1,6 +1,6 @@
 /*
  * Analog position feedback: a servo potentiometer's wiper on an ADC input (channel k on
- * ADCk), averaged and low-pass filtered on the MCU clock, converted to a joint angle by a
+ * ADCk), low-pass filtered on the MCU clock, converted to a joint angle by a
  * per-channel two-point calibration (PROTOCOL.md, "Feedback"). Angles in centidegrees.
  */
 #ifndef FEEDBACK_H
@@ -33,8 +33,8 @@ bool feedback_configure(uint8_t channel, const feedback_cal_t *cal);
 /* Channels with feedback configured (bit i: channel i), what the ADC must sample. */
 uint16_t feedback_channels(void);
 
-/* Take the ADC's new samples (hal_adc_take) and, once per FEEDBACK_PERIOD_US, step each
- * channel's filter with their mean. */
+/* Once per FEEDBACK_PERIOD_US, step each channel's filter with its latest conversion
+ * (hal_adc_take), if a new one arrived. */
 void feedback_update(uint32_t now_us);
 
 /* Channels whose angle is measured: feedback configured and sampled since. */

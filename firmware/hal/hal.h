@@ -42,10 +42,9 @@ void hal_servo_cut(void);
  * other, continuously, by interrupt; 0 stops. Their pins become analog inputs. */
 void hal_adc_select(uint16_t mask);
 
-/* The conversions of a channel's input since the previous take: their number (at most
- * 63; conversions beyond that are not kept) and, in *sum, their sum [counts of 1/1024 of the
- * reference]. */
-uint8_t hal_adc_take(uint8_t channel, uint16_t *sum);
+/* The latest conversion of a channel's input [counts of 1/1024 of the reference] in *value;
+ * false (value untouched) if none arrived since the previous take. */
+bool hal_adc_take(uint8_t channel, uint16_t *value);
 
 /* Kick the hardware watchdog: called once at the end of every main-loop pass, whose work is
  * bounded well below the watchdog's period. */

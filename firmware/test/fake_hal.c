@@ -112,9 +112,11 @@ void hal_adc_select(uint16_t mask)
     fake_adc_mask = mask;
 }
 
-uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+bool hal_adc_take(uint8_t channel, uint16_t *value)
 {
-    bool on = fake_adc_mask & (1u << channel);
-    *sum = on ? fake_adc[channel] : 0;
-    return on ? 1 : 0;
+    if (!(fake_adc_mask & (1u << channel))) {
+        return false;
+    }
+    *value = fake_adc[channel];
+    return true;
 }

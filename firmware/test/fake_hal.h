@@ -15,7 +15,7 @@ extern size_t fake_tx_len;
 extern size_t fake_tx_room; /* transmit buffer size seen by the core (fake_reset: 4096) */
 extern int fake_cuts;       /* hal_servo_cut calls */
 extern int fake_kicks;      /* hal_kick calls */
-extern uint16_t fake_adc[SERVO_CHANNELS]; /* each hal_adc_take: one conversion of this */
+extern uint16_t fake_adc[SERVO_CHANNELS]; /* each hal_adc_take: a new conversion of this */
 extern uint16_t fake_adc_mask;            /* the latest hal_adc_select */
 
 void fake_reset(void);

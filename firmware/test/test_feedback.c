@@ -63,7 +63,7 @@ static void configure_validates(void)
     CHECK_EQ(fake_adc_mask, 0x8000);
 }
 
-/* The first mean starts the filter; then y += (x - y) / 4 per millisecond: a step reaches
+/* The first conversion starts the filter; then y += (x - y) / 4 per millisecond: a step reaches
  * 1 - 0.75^n of its height after n ms (time constant 3.5 ms). */
 static void filter_step_response(void)
 {

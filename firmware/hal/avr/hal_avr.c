@@ -320,13 +320,11 @@ void hal_servo_cut(void)
 
 /* ---- ADC ---- */
 
-#define ADC_KEEP 63u /* conversions kept per channel between takes */
-
-static volatile uint16_t adc_mask;        /* channels converted, bit k: ADCk */
-static volatile uint8_t adc_channel;      /* the one being converted */
-static volatile uint16_t adc_sum[16];
-static volatile uint8_t adc_count[16];
-static volatile uint8_t debug_pins = 3u;  /* bit 0: PF0 toggles, bit 1: PK0 shows passes */
+static volatile uint16_t adc_mask;       /* channels converted, bit k: ADCk */
+static volatile uint16_t adc_new;        /* channels converted since their last take */
+static volatile uint16_t adc_value[16];
+static uint8_t adc_channel;              /* the one being converted (ISR and idle start) */
+static volatile uint8_t debug_pins = 3u; /* bit 0: PF0 toggles, bit 1: PK0 shows passes */
 
 /* Start converting channel ch: AVcc reference, MUX5 in ADCSRB for ADC8-15. */
 static void adc_start(uint8_t ch)
@@ -337,23 +335,26 @@ static void adc_start(uint8_t ch)
     ADCSRA = _BV(ADEN) | _BV(ADSC) | _BV(ADIE) | _BV(ADPS2) | _BV(ADPS1) | _BV(ADPS0);
 }
 
-/* Bounded: one result stored, at most 16 bits scanned for the next channel. */
+/* Bounded: one result stored, at most 16 one-bit steps to the next selected channel. */
 ISR(ADC_vect)
 {
-    uint16_t value = ADC; /* ADCL first: simavr samples the input there */
     uint8_t ch = adc_channel;
-    if (adc_count[ch] < ADC_KEEP) {
-        adc_sum[ch] += value;
-        adc_count[ch]++;
-    }
+    uint16_t bit = (uint16_t)(1u << ch);
+    adc_value[ch] = ADC; /* ADCL first: simavr samples the input there */
+    adc_new |= bit;
     uint16_t mask = adc_mask;
     if (mask == 0) {
         ADCSRA = 0;
         return;
     }
     do {
-        ch = (uint8_t)((ch + 1u) & 15u);
-    } while (!(mask & (1u << ch)));
+        bit <<= 1;
+        ch++;
+        if (bit == 0) {
+            bit = 1;
+            ch = 0;
+        }
+    } while (!(mask & bit));
     adc_start(ch);
 }
 
@@ -377,6 +378,7 @@ void hal_adc_select(uint16_t mask)
             LOOP_DDR |= _BV(LOOP_BIT);
         }
         bool idle = adc_mask == 0;
+        adc_new &= mask;
         adc_mask = mask;
         if (idle && mask != 0) {
             uint8_t ch = 0;
@@ -388,17 +390,19 @@ void hal_adc_select(uint16_t mask)
     }
 }
 
-uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+bool hal_adc_take(uint8_t channel, uint16_t *value)
 {
-    uint8_t n;
+    uint16_t bit = (uint16_t)(1u << channel);
+    bool fresh;
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
     {
-        n = adc_count[channel];
-        *sum = adc_sum[channel];
-        adc_count[channel] = 0;
-        adc_sum[channel] = 0;
+        fresh = adc_new & bit;
+        if (fresh) {
+            *value = adc_value[channel];
+            adc_new &= (uint16_t)~bit;
+        }
     }
-    return n;
+    return fresh;
 }
 
 /* ---- USART0 ---- */

@@ -132,11 +132,11 @@ void hal_adc_select(uint16_t mask)
     (void)mask; /* no analog inputs: every channel reports its estimate */
 }
 
-uint8_t hal_adc_take(uint8_t channel, uint16_t *sum)
+bool hal_adc_take(uint8_t channel, uint16_t *value)
 {
     (void)channel;
-    *sum = 0;
-    return 0;
+    (void)value;
+    return false;
 }
 
 void hal_kick(void)
