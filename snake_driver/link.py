@@ -11,7 +11,7 @@ stamps are in the clock of ``now()`` (the driver node passes ROS time); timeouts
 and e-stop repeats run on ``time.monotonic``, as the wire does, whatever ROS time does.
 
 **Handshake.** On an open transport the link sends nothing but PINGs (every
-``HANDSHAKE_PING_S``) until a valid PONG answers one of them (protocol v2): the PONG carries
+``HANDSHAKE_PING_S``) until a valid PONG answers one of them (since protocol v2): the PONG carries
 the MCU's boot id, which every later frame's MAC mixes in. Only then is the link
 ``connected`` (the "connected" event): a port that echoes, says nothing, speaks garbage or
 fails authentication never gets configuration, ENABLE or targets, and after ``link_timeout``

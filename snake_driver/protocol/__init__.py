@@ -1,6 +1,6 @@
 """Wire protocol between the host and the snake firmware (specified in firmware/PROTOCOL.md).
 
-Protocol version 2. A frame is ``SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2)``,
+Protocol version 3. A frame is ``SYNC LEN TYPE SEQ(2) PAYLOAD [COUNTER(4) TAG(4)] CRC(2)``,
 little-endian. In authenticated mode (bit 7 of TYPE) COUNTER is a monotonically increasing
 32-bit number and TAG the low 32 bits of SipHash-2-4 over the direction, the MCU's boot id
 and the frame, keyed with a shared 128-bit key.
