@@ -160,6 +160,21 @@ def _check_inertia(j: FloatArray, i: int) -> None:
         )
 
 
+def read_yaml(path: Path, what: str) -> Any:
+    """The YAML document in ``path`` (a robot or plant file: ``what`` names it in errors).
+
+    Raises:
+        ModelError: the file cannot be read or is not YAML; one line naming the file.
+    """
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0]
+        raise ModelError(f"{path}: not valid YAML ({problem})") from None
+
+
 @dataclass(frozen=True)
 class SnakeModel:
     """Geometry and inertia of the serial snake (bodies 0..n, joints 1..n).
@@ -303,12 +318,7 @@ class SnakeModel:
                 names the file and the field.
         """
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise ModelError(f"{path}: cannot read robot file ({exc.strerror})") from exc
-        except yaml.YAMLError as exc:
-            raise ModelError(f"{path}: not valid YAML ({exc})") from exc
+        doc = read_yaml(path, "robot file")
         if not isinstance(doc, Mapping) or not isinstance(doc.get("model"), Mapping):
             raise ModelError(f"{path}: expected a mapping with a 'model:' section")
         try:

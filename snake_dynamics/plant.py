@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from .errors import ModelError
-from .model import SnakeModel
+from .model import SnakeModel, read_yaml
 from .servo import ServoModel, ServoParams
 from .simulator import InputSource, Simulator
 
@@ -152,13 +151,7 @@ def load_plant(path: str | Path, joint_names: Sequence[str]) -> PlantParams:
             the file and the key.
     """
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read plant file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        problem = str(exc).splitlines()[0]
-        raise ModelError(f"{path}: not valid YAML ({problem})") from None
+    doc = read_yaml(path, "plant file")
     try:
         return plant_from_dict(doc, joint_names, str(path))
     except ModelError as exc:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import ModelError
+from .model import read_yaml
 
 FloatArray = NDArray[np.float64]
 
@@ -188,12 +188,7 @@ class ServoModel:
                 the file and the key.
         """
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise ModelError(f"{path}: cannot read robot file ({exc.strerror})") from exc
-        except yaml.YAMLError as exc:
-            raise ModelError(f"{path}: not valid YAML ({exc})") from exc
+        doc = read_yaml(path, "robot file")
         spec = doc.get("servo") if isinstance(doc, Mapping) else None
         try:
             return cls.from_dict(spec, joint_names, str(path))
