@@ -25,6 +25,7 @@ static proto_sender_t sender;
 static bool frame_handled; /* since the last control update */
 static uint32_t last_control_us;
 static uint32_t last_rx_us; /* clock after the read of the pass that took the latest byte */
+static bool report_deferred; /* a due report waits for a pass without a control update */
 
 #define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
 #define T_GAP_US 2000u          /* inter-frame timeout (PROTOCOL.md) */
@@ -266,6 +267,7 @@ void app_init(const uint8_t *key)
     frame_handled = false;
     last_control_us = now;
     last_rx_us = now;
+    report_deferred = false;
     sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST, .boot_id = boot_id};
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
         pulse_us[ch] = 0;
@@ -293,8 +295,9 @@ static void control(uint32_t now)
 }
 
 /* Bounded work: at most RX_PER_PASS bytes parsed (PROTOCOL.md, "Flood behaviour"), one
- * control update, one feedback filter step, the waiting replies and one report; then the
- * watchdog kick. */
+ * feedback filter step, the waiting replies and one control update or one report (a due
+ * report waits for the next pass if this one updated the outputs, but never twice); then
+ * the watchdog kick. */
 void app_step(void)
 {
     uint8_t rx[RX_PER_PASS];
@@ -308,12 +311,16 @@ void app_step(void)
     }
     now = hal_micros();
     feedback_update(now);
-    if (frame_handled || now - last_control_us >= CONTROL_PERIOD_US) {
+    bool controlled = frame_handled || now - last_control_us >= CONTROL_PERIOD_US;
+    if (controlled) {
         control(now);
     }
     flush_replies();
-    if (telemetry_due(now)) {
+    if (controlled && !report_deferred) {
+        report_deferred = telemetry_pending(now);
+    } else if (telemetry_due(now)) {
         report(now);
+        report_deferred = false;
     }
     hal_kick();
     hal_idle();

@@ -1,6 +1,7 @@
 #include "feedback.h"
 
 #include "../hal/hal.h"
+#include "udiv.h"
 
 static feedback_cal_t cal[SERVO_CHANNELS];
 static uint16_t configured; /* channels with a calibration */
@@ -95,9 +96,10 @@ int16_t feedback_convert(const feedback_cal_t *c, uint16_t value)
     } else if (x > lo + span) {
         x = lo + span;
     }
-    /* |(x - lo) * (angle_hi - angle_lo)| <= 32736 * 36000 < 2^31; a half rounds away
-     * from angle_lo */
+    /* |(x - lo) * (angle_hi - angle_lo)| <= span * 36000 < 2^31; a half rounds away
+     * from angle_lo; the quotient's magnitude is at most 36000 < 2^16 (span << 16 < 2^31) */
     int32_t num = (x - lo) * ((int32_t)c->angle_hi_cdeg - c->angle_lo_cdeg);
-    int32_t q = (num + (num >= 0 ? span / 2 : -span / 2)) / span;
-    return (int16_t)(c->angle_lo_cdeg + q);
+    uint32_t mag = (uint32_t)(num < 0 ? -num : num) + (uint32_t)span / 2u;
+    int32_t q = udiv_small(mag, (uint32_t)span, 16);
+    return (int16_t)(c->angle_lo_cdeg + (num < 0 ? -q : q));
 }

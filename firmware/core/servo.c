@@ -2,6 +2,8 @@
 
 #include <stddef.h>
 
+#include "udiv.h"
+
 typedef struct {
     servo_cal_t cal;
     int16_t start_cdeg; /* interpolation from start to goal over [t0, t0 + duration] */
@@ -10,6 +12,11 @@ typedef struct {
     uint16_t duration_ms;
     int16_t command_cdeg;
     int32_t estimate_mcdeg; /* servo model state [millicentidegrees] */
+    /* the calibration's pulse formula, prepared at configuration (servo_pulse_us) */
+    int32_t pulse_base; /* num - pulse_min * den at joint angle 0 */
+    int16_t pulse_gain; /* d num / d angle = 2 * direction * span */
+    int32_t pulse_full; /* span * den: num - pulse_min * den at pulse_max */
+    uint32_t pulse_den; /* 2 * travel <= 72000 */
 } channel_t;
 
 static channel_t channels[SERVO_CHANNELS];
@@ -18,6 +25,7 @@ static uint16_t speed_cdeg_per_s;
 static uint32_t clock_ms;
 static uint32_t clock_rem_us;
 static uint32_t last_us;
+static bool changed; /* a target, calibration or speed changed since the last update */
 
 static const servo_cal_t default_cal = {
     .direction = 1,
@@ -34,15 +42,32 @@ static int16_t clamp16(int32_t v, int16_t lo, int16_t hi)
     return (int16_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
+/* Take a calibration and prepare its pulse formula (PROTOCOL.md, "Calibration"): with
+ * span = pulse_max - pulse_min and den = 2 * travel, the pulse rounded half up is
+ * floor(num / den), num = (pulse_min + pulse_max) * travel + 2 * servo_angle * span + travel. */
+static void set_cal(channel_t *c, const servo_cal_t *cal)
+{
+    int32_t span = (int32_t)cal->pulse_max_us - cal->pulse_min_us;
+    int32_t den = 2 * (int32_t)cal->travel_cdeg;
+    c->cal = *cal;
+    c->pulse_den = (uint32_t)den;
+    c->pulse_gain = (int16_t)(2 * cal->direction * span);
+    c->pulse_full = span * den;
+    c->pulse_base = ((int32_t)cal->pulse_max_us - cal->pulse_min_us) * cal->travel_cdeg +
+                    2 * (int32_t)cal->zero_offset_cdeg * span + cal->travel_cdeg;
+}
+
 void servo_init(uint32_t now_us)
 {
     for (uint8_t i = 0; i < SERVO_CHANNELS; i++) {
-        channels[i] = (channel_t){.cal = default_cal};
+        channels[i] = (channel_t){0};
+        set_cal(&channels[i], &default_cal);
     }
     speed_cdeg_per_s = 60000u;
     clock_ms = 0;
     clock_rem_us = 0;
     last_us = now_us;
+    changed = true;
 }
 
 /* Advance the millisecond clock to now_us; returns the milliseconds that passed. */
@@ -50,9 +75,11 @@ static uint32_t advance_clock(uint32_t now_us)
 {
     uint32_t us = clock_rem_us + (now_us - last_us);
     last_us = now_us;
-    clock_rem_us = us % 1000u;
-    clock_ms += us / 1000u;
-    return us / 1000u;
+    /* passes are milliseconds apart: the short division unless the loop stood still */
+    uint32_t ms = us < (1000uL << 16) ? udiv_small(us, 1000u, 16) : us / 1000u;
+    clock_rem_us = us - ms * 1000u;
+    clock_ms += ms;
+    return ms;
 }
 
 bool servo_configure(uint8_t channel, const servo_cal_t *cal)
@@ -67,9 +94,10 @@ bool servo_configure(uint8_t channel, const servo_cal_t *cal)
               cal->travel_cdeg <= 2u * SERVO_ANGLE_LIMIT_CDEG;
     if (ok) {
         channel_t *c = &channels[channel];
-        c->cal = *cal;
+        set_cal(c, cal);
         c->goal_cdeg = clamp16(c->goal_cdeg, cal->min_cdeg, cal->max_cdeg);
         c->start_cdeg = clamp16(c->start_cdeg, cal->min_cdeg, cal->max_cdeg);
+        changed = true;
     }
     return ok;
 }
@@ -77,6 +105,7 @@ bool servo_configure(uint8_t channel, const servo_cal_t *cal)
 void servo_set_speed(uint16_t cdeg_per_s)
 {
     speed_cdeg_per_s = cdeg_per_s;
+    changed = true;
 }
 
 uint16_t servo_set_targets(uint8_t first, uint8_t count, const int16_t *target_cdeg,
@@ -94,8 +123,14 @@ uint16_t servo_set_targets(uint8_t first, uint8_t count, const int16_t *target_c
         c->goal_cdeg = goal;
         c->t0_ms = clock_ms;
         c->duration_ms = duration_ms;
+        /* what servo_update would give now: the goal at once, or the start */
+        if (duration_ms == 0) {
+            c->command_cdeg = goal;
+            if (speed_cdeg_per_s == 0) {
+                c->estimate_mcdeg = (int32_t)goal * 1000;
+            }
+        }
     }
-    servo_update(now_us);
     return clamped;
 }
 
@@ -106,6 +141,7 @@ void servo_hold(uint32_t now_us)
         channels[i].goal_cdeg = channels[i].command_cdeg;
         channels[i].duration_ms = 0;
     }
+    changed = true;
 }
 
 /* Linear interpolation; the fraction is kept in 1/32768 so the product fits in 32 bits. */
@@ -115,7 +151,7 @@ static int16_t interpolate(const channel_t *c, uint32_t now_ms)
     if (elapsed >= c->duration_ms) {
         return c->goal_cdeg;
     }
-    int32_t frac = (int32_t)((elapsed << 15) / c->duration_ms);
+    int32_t frac = udiv_small(elapsed << 15, c->duration_ms, 15); /* elapsed < duration */
     return (int16_t)(c->start_cdeg + ((((int32_t)c->goal_cdeg - c->start_cdeg) * frac) >> 15));
 }
 
@@ -133,6 +169,10 @@ static int32_t approach(int32_t value, int32_t target, int32_t step)
 void servo_update(uint32_t now_us)
 {
     uint32_t dt_ms = advance_clock(now_us);
+    if (dt_ms == 0 && !changed) {
+        return; /* same millisecond, same inputs: every channel is where it was */
+    }
+    changed = false;
     /* [mcdeg] = [cdeg/s] * [ms]; dt is capped so the product stays in 32 bits */
     int32_t step = (int32_t)speed_cdeg_per_s * (int32_t)(dt_ms < 1000u ? dt_ms : 1000u);
     for (uint8_t i = 0; i < SERVO_CHANNELS; i++) {
@@ -151,7 +191,10 @@ int16_t servo_command_cdeg(uint8_t channel)
 
 int16_t servo_estimate_cdeg(uint8_t channel)
 {
-    return (int16_t)(channels[channel].estimate_mcdeg / 1000);
+    /* |estimate| <= 180 deg = 18 000 000 mcdeg < 1000 << 15; truncated toward zero */
+    int32_t e = channels[channel].estimate_mcdeg;
+    int16_t q = (int16_t)udiv_small((uint32_t)(e < 0 ? -e : e), 1000u, 15);
+    return e < 0 ? (int16_t)-q : q;
 }
 
 bool servo_moving(void)
@@ -166,15 +209,15 @@ bool servo_moving(void)
 
 uint16_t servo_pulse_us(uint8_t channel, int16_t angle_cdeg)
 {
-    const servo_cal_t *cal = &channels[channel].cal;
-    int32_t servo_cdeg = (int32_t)cal->direction * angle_cdeg + cal->zero_offset_cdeg;
-    int32_t span = (int32_t)cal->pulse_max_us - cal->pulse_min_us;
-    int32_t den = 2 * (int32_t)cal->travel_cdeg;
-    /* pulse = centre + servo_angle * span / travel, rounded half up */
-    int32_t num = ((int32_t)cal->pulse_min_us + cal->pulse_max_us) * cal->travel_cdeg +
-                  2 * servo_cdeg * span + den / 2;
-    int32_t pulse = num < 0 ? 0 : num / den;
-    return (uint16_t)(pulse < cal->pulse_min_us   ? cal->pulse_min_us
-                      : pulse > cal->pulse_max_us ? cal->pulse_max_us
-                                                  : pulse);
+    const channel_t *c = &channels[channel];
+    /* r = num - pulse_min * den; the quotient r / den is below span <= 2000 < 2^11 where
+     * the pulse is not clamped (den << 11 < 2^28) */
+    int32_t r = c->pulse_base + (int32_t)c->pulse_gain * angle_cdeg;
+    if (r < 0) {
+        return c->cal.pulse_min_us;
+    }
+    if (r >= c->pulse_full) {
+        return c->cal.pulse_max_us;
+    }
+    return (uint16_t)(c->cal.pulse_min_us + udiv_small((uint32_t)r, c->pulse_den, 11));
 }

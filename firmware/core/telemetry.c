@@ -11,9 +11,14 @@ void telemetry_configure(uint16_t period_ms, uint32_t now_us)
     next_us = now_us;
 }
 
+bool telemetry_pending(uint32_t now_us)
+{
+    return period_us != 0 && (int32_t)(now_us - next_us) >= 0;
+}
+
 bool telemetry_due(uint32_t now_us)
 {
-    if (period_us == 0 || (int32_t)(now_us - next_us) < 0) {
+    if (!telemetry_pending(now_us)) {
         return false;
     }
     /* keep the cadence, but never try to catch up on missed reports */

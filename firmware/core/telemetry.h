@@ -10,6 +10,9 @@
 /* Report every period_ms (0: never), the first one at now_us. */
 void telemetry_configure(uint16_t period_ms, uint32_t now_us);
 
+/* True when a report is due at now_us (telemetry_due would say so); changes nothing. */
+bool telemetry_pending(uint32_t now_us);
+
 /* True when a report is due at now_us; schedules the next one. */
 bool telemetry_due(uint32_t now_us);
 

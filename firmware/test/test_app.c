@@ -59,9 +59,12 @@ static void config_system(uint16_t watchdog_ms, uint8_t action)
     send(MSG_CONFIG_SYSTEM, payload, sizeof payload);
 }
 
+/* The clock moves on; a pass, and the next one (timer 2 wakes the MCU every 128 us): a
+ * report that fell due in a pass that updated the outputs goes out in the next. */
 static void advance_ms(uint32_t ms)
 {
     fake_now_us += ms * 1000u;
+    app_step();
     app_step();
 }
 

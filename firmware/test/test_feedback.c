@@ -27,6 +27,34 @@ static void convert_two_points(void)
     CHECK_EQ(feedback_convert(&rev, counts(506)), 12); /* 9500 - 394 * 19000 / 789 = 12.04 */
 }
 
+/* PROTOCOL.md's formula with plain 32-bit division: the reference for the fast path. */
+static int16_t reference_convert(const feedback_cal_t *c, uint16_t value)
+{
+    int32_t lo = (int32_t)c->adc_lo << FEEDBACK_FRAC;
+    int32_t span = ((int32_t)c->adc_hi << FEEDBACK_FRAC) - lo;
+    int32_t x = value < lo ? lo : value > lo + span ? lo + span : value;
+    int32_t num = (x - lo) * ((int32_t)c->angle_hi_cdeg - c->angle_lo_cdeg);
+    return (int16_t)(c->angle_lo_cdeg + (num + (num >= 0 ? span / 2 : -span / 2)) / span);
+}
+
+/* Every filtered value under extreme and odd calibrations: the short division gives the
+ * formula's angle exactly. */
+static void convert_matches_the_formula_everywhere(void)
+{
+    const feedback_cal_t cals[] = {
+        {0, -18000, 1023, 18000}, {0, 18000, 1, -18000}, {1022, -18000, 1023, 18000},
+        {100, 9000, 900, -9000},  {37, 5, 991, 6},        {0, 0, 1023, 1023},
+    };
+    for (unsigned k = 0; k < sizeof cals / sizeof cals[0]; k++) {
+        unsigned wrong = 0;
+        for (uint32_t v = 0; v <= (FEEDBACK_ADC_MAX << FEEDBACK_FRAC); v++) {
+            wrong += feedback_convert(&cals[k], (uint16_t)v) !=
+                     reference_convert(&cals[k], (uint16_t)v);
+        }
+        CHECK_EQ(wrong, 0);
+    }
+}
+
 static void convert_clamps_to_the_calibrated_range(void)
 {
     CHECK_EQ(feedback_convert(&cal, 0), -9000);
@@ -95,6 +123,7 @@ static void filter_step_response(void)
 void run_feedback_tests(void (*run)(const char *name, void (*fn)(void)))
 {
     run("convert_two_points", convert_two_points);
+    run("convert_matches_the_formula_everywhere", convert_matches_the_formula_everywhere);
     run("convert_clamps_to_the_calibrated_range", convert_clamps_to_the_calibrated_range);
     run("configure_validates", configure_validates);
     run("filter_step_response", filter_step_response);

@@ -32,6 +32,41 @@ static void reversed_offset_calibration(void)
     CHECK_EQ(servo_pulse_us(0, 0), 1500);     /* other channels unchanged */
 }
 
+/* PROTOCOL.md's formula with plain 32-bit division: the reference for the fast path. */
+static uint16_t reference_pulse_us(const servo_cal_t *cal, int16_t angle_cdeg)
+{
+    int32_t servo_cdeg = (int32_t)cal->direction * angle_cdeg + cal->zero_offset_cdeg;
+    int32_t den = 2 * (int32_t)cal->travel_cdeg;
+    int32_t num = ((int32_t)cal->pulse_min_us + cal->pulse_max_us) * cal->travel_cdeg +
+                  2 * servo_cdeg * ((int32_t)cal->pulse_max_us - cal->pulse_min_us) + den / 2;
+    int32_t pulse = num < 0 ? 0 : num / den;
+    return (uint16_t)(pulse < cal->pulse_min_us   ? cal->pulse_min_us
+                      : pulse > cal->pulse_max_us ? cal->pulse_max_us
+                                                  : pulse);
+}
+
+/* Every angle of +-180 deg under extreme and odd calibrations: the short division gives
+ * the formula's pulse exactly. */
+static void pulse_matches_the_formula_everywhere(void)
+{
+    const servo_cal_t cals[] = {
+        {1, 0, -18000, 18000, 500, 2500, 1},      /* steepest: clamps almost everywhere */
+        {-1, 18000, -18000, 18000, 500, 2500, 36000},
+        {1, -17999, -18000, 18000, 500, 501, 7}, /* one-microsecond range */
+        {-1, 350, -6000, 4500, 900, 2100, 12000},
+        {1, 123, -18000, 18000, 1000, 2000, 9001},
+    };
+    for (unsigned k = 0; k < sizeof cals / sizeof cals[0]; k++) {
+        servo_init(0);
+        CHECK(servo_configure(3, &cals[k]));
+        unsigned wrong = 0;
+        for (int32_t a = -18000; a <= 18000; a++) {
+            wrong += servo_pulse_us(3, (int16_t)a) != reference_pulse_us(&cals[k], (int16_t)a);
+        }
+        CHECK_EQ(wrong, 0);
+    }
+}
+
 static void inconsistent_calibration_refused(void)
 {
     servo_init(0);
@@ -126,6 +161,7 @@ void run_servo_tests(void (*run)(const char *name, void (*fn)(void)))
 {
     run("default_calibration", default_calibration);
     run("reversed_offset_calibration", reversed_offset_calibration);
+    run("pulse_matches_the_formula_everywhere", pulse_matches_the_formula_everywhere);
     run("inconsistent_calibration_refused", inconsistent_calibration_refused);
     run("targets_clamped_to_limits", targets_clamped_to_limits);
     run("interpolation_over_duration", interpolation_over_duration);
