@@ -8,6 +8,12 @@ converts messages, runs timers (poll, commands, pings, diagnostics) and offers t
 ``~/estop`` and ``~/enable`` services. Nothing from a topic or the wire can stop it, and no
 callback waits: the link connects on a worker thread, and the services answer from state.
 
+The link never sends more than the MCU's line (``baudrate``; over Wi-Fi the bridge's UART
+speed) carries: targets, pings and configuration refresh frames that do not fit are skipped
+(the next command period sends fresh targets), counted in the diagnostics key
+``frames_skipped_line_busy`` and warned about with a hint (lower ``command_rate`` or raise
+``baudrate``).
+
 ``~/estop`` latches the e-stop in the link (no targets, and no ENABLE on a reconnect, until
 ``~/enable`` true), sends ESTOP and answers at once: success means "sent and latched" (false:
 latched only, not connected or not encodable; it is sent at the next session's start); the
@@ -65,8 +71,16 @@ class DriverNode(Node):
         kind = declare_string(self, "transport", "serial", "link to the robot", choices=TRANSPORTS)
         port = declare_string(self, "port", "/dev/ttyACM0", "serial device, or the bridge's port")
         host = declare_string(self, "host", "127.0.0.1", "Wi-Fi bridge address (udp, tcp)")
-        baud = declare_int(self, "baudrate", 115200, 1200, 4000000, "serial speed [baud]")
-        command_rate = declare_float(
+        baud = declare_int(
+            self,
+            "baudrate",
+            115200,
+            1200,
+            4000000,
+            "speed of the MCU's UART [baud]: the serial port's, and for udp/tcp the Wi-Fi "
+            "bridge's UART speed; the driver never sends more than this line carries",
+        )
+        self.command_rate = command_rate = declare_float(
             self, "command_rate", 50.0, 1.0, 500.0, "target frames per second [Hz]"
         )
         ping_rate = declare_float(self, "ping_rate", 5.0, 0.2, 50.0, "clock-sync pings [Hz]")
@@ -110,6 +124,7 @@ class DriverNode(Node):
             enable_on_connect=bool(enable),
             link_timeout=link_timeout,
             command_period=1.0 / command_rate,
+            line_baud=baud,
         )
         self.command_period_ms = int(1000.0 / command_rate)
         period_ms = self.servos.system.telemetry_period_ms
@@ -155,6 +170,11 @@ class DriverNode(Node):
                 self.get_logger().warning(event.message)
             elif event.kind == "send_failed":
                 self.get_logger().error(event.message, throttle_duration_sec=2.0)
+            elif event.kind == "line_busy":  # the link says it at most every LINE_WARN_S
+                self.get_logger().warning(
+                    f"{event.message}: command_rate x frame size exceeds the line: lower "
+                    f"command_rate (now {self.command_rate:g} Hz) or raise baudrate"
+                )
             else:
                 self.get_logger().warning(event.message, throttle_duration_sec=2.0)
 
@@ -282,6 +302,8 @@ class DriverNode(Node):
             "sequence_gaps": dec.seq_gaps,
             "discarded_bytes": dec.discarded_bytes,
             "bytes_received": stats.bytes_received,
+            "bytes_sent": stats.bytes_sent,
+            "frames_skipped_line_busy": stats.frames_skipped_line_busy,
             "last_frame_age_s": link.silence_s if link.connected else None,
             "reconnects": max(0, stats.connects - 1),
             "no_answers": stats.no_answers,

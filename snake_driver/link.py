@@ -8,7 +8,8 @@ that doubles up to ``max_backoff``. Nothing in it blocks its caller: the transpo
 on a worker thread (a TCP connect to a bridge that does not answer takes up to its
 ``connect_timeout``), and ``poll`` only looks whether the opening has finished. Telemetry
 stamps are in the clock of ``now()`` (the driver node passes ROS time); timeouts, backoff
-and e-stop repeats run on ``time.monotonic``, as the wire does, whatever ROS time does.
+and e-stop repeats run on ``monotonic`` (``time.monotonic``), as the wire does, whatever ROS
+time does.
 
 **Handshake.** On an open transport the link sends nothing but PINGs (every
 ``HANDSHAKE_PING_S``) until a valid PONG answers one of them (since protocol v2): the PONG carries
@@ -33,6 +34,23 @@ delivered unstamped (counted).
 
 An e-stop is latched in the link: until ``enable(True)`` it sends no targets, every session
 starts with ESTOP instead of ENABLE, and ESTOP is repeated until telemetry confirms it.
+
+**The line.** However fast the host writes, the MCU's UART takes ``line_baud / 10`` bytes a
+second (8N1; for a Wi-Fi bridge the bridge's UART speed); what it cannot take queues in the
+transport, the kernel's pty or socket buffers and the bridge, where commands go stale and
+PONGs come back too late to match a ping. So the link never hands the transport more than
+``LINE_SHARE`` of that rate (a :class:`LineBudget` with ``LINE_BURST_S`` of burst). A frame
+that a newer one supersedes (targets, a ping in a session, a configuration refresh frame) is
+*skipped* when the budget cannot take it, or while the transport still holds unsent bytes
+(its buffer then holds only frames that must go): counted in
+``LinkStats.frames_skipped_line_busy``; the next command period sends fresh targets. Frames
+that must not be lost (handshake PINGs, the session's configuration, ENABLE, ESTOP) always
+go, overdrawing the budget, which later frames then pay back. Skips while the droppable
+frames alone exceed the line, or the transport holds unsent bytes, are an overload: a
+``line_busy`` event at most every ``LINE_WARN_S``; skips while an overdraw is paid back
+(the first ~30 ms of a session) are only counted. A ping in a session goes only with room for a
+targets frame after it (targets first), but at least every ``link_timeout / 4`` (pongs keep a
+link without telemetry alive).
 """
 
 from __future__ import annotations
@@ -48,6 +66,10 @@ from .calibration import ServoMap, channel_positions
 from .clock import WRAP_US, ClockSync
 from .health import Counts, silence_hint
 from .protocol import (
+    AUTH_LEN,
+    CRC_LEN,
+    HEADER_LEN,
+    MAX_PAYLOAD_TO_MCU,
     Counters,
     Decoder,
     Direction,
@@ -83,6 +105,58 @@ MCU_CLOCK_AHEAD_S = 1.0
 HANDSHAKE_PING_S = 0.05
 #: Pings remembered, so that only a PONG answering one of ours counts [count].
 PINGS_KEPT = 64
+#: The MCU's line speed when none is given [baud] (the firmware's USART0 default).
+DEFAULT_LINE_BAUD = 115200
+#: Share of the line's byte rate the link uses: headroom for a UART that does not send
+#: back to back, a bridge's pauses and clocks that differ by a few percent.
+LINE_SHARE = 0.9
+#: Burst the line budget allows after a pause [s of line time] (one 50 Hz command period) ...
+LINE_BURST_S = 0.02
+#: ... but at least this many bytes [B]: two of the longest host frames (authenticated).
+LINE_BURST_MIN = 2 * (HEADER_LEN + MAX_PAYLOAD_TO_MCU + AUTH_LEN + CRC_LEN)
+#: A ``line_busy`` event at most this often [s].
+LINE_WARN_S = 10.0
+
+
+class LineBudget:
+    """A token bucket of the bytes the MCU's line carries: it fills at ``bytes_per_s`` up to
+    ``burst`` [B]; ``spend`` may overdraw it (frames that must go), later frames wait until
+    it is paid back.
+
+    Args:
+        bytes_per_s: the byte rate granted [B/s].
+        burst: the bucket's size [B] (full at the start).
+        clock: the time [s] it fills with (``time.monotonic``; a test passes a fake).
+    """
+
+    def __init__(self, bytes_per_s: float, burst: float, clock: Callable[[], float]) -> None:
+        self.bytes_per_s = bytes_per_s
+        self.burst = burst
+        self.clock = clock
+        self._bytes = burst
+        self._t = clock()
+
+    @classmethod
+    def for_line(cls, baud: int, clock: Callable[[], float]) -> LineBudget:
+        """``LINE_SHARE`` of an 8N1 line of ``baud`` [baud], with ``LINE_BURST_S`` of burst."""
+        rate = LINE_SHARE * baud / 10.0
+        return cls(rate, max(rate * LINE_BURST_S, LINE_BURST_MIN), clock)
+
+    @property
+    def available(self) -> float:
+        """Bytes that may be sent now [B] (negative while an overdraw is paid back)."""
+        t = self.clock()
+        self._bytes = min(self.burst, self._bytes + (t - self._t) * self.bytes_per_s)
+        self._t = t
+        return self._bytes
+
+    def fits(self, size: int) -> bool:
+        """``size`` [B] can be sent now without overdrawing."""
+        return self.available >= size
+
+    def spend(self, size: int) -> None:
+        """Take ``size`` [B] for a frame sent (overdrawing if need be)."""
+        self._bytes = self.available - size
 
 
 @dataclass(frozen=True)
@@ -125,7 +199,8 @@ class LinkEvent:
     valid frame for ``link_timeout``), no_answer (an open transport whose device answered no
     PING within ``link_timeout``; the message says why, e.g. an echo), open_failed,
     mcu_reset (the MCU restarted behind an open link), rearmed, send_failed (a message
-    that cannot be encoded) or error_report (the firmware refused a frame).
+    that cannot be encoded), error_report (the firmware refused a frame) or line_busy
+    (frames skipped: more to send than the line carries).
     """
 
     kind: str
@@ -145,6 +220,10 @@ class LinkStats:
         mcu_resets: MCU restarts seen behind an open link.
         rearms: ENABLEs sent again because targets flowed to a disarmed firmware.
         frames_sent: frames written.
+        bytes_sent: bytes written [B].
+        frames_skipped_line_busy: frames that a newer one supersedes (targets, pings in a
+            session, configuration refresh frames) not sent because the line was busy: the
+            line budget could not take them, or the transport still held unsent bytes.
         bytes_received: bytes read from the transport.
         telemetry: telemetry reports received in a session.
         pongs: pongs received that answer one of our pings.
@@ -166,6 +245,8 @@ class LinkStats:
     mcu_resets: int = 0
     rearms: int = 0
     frames_sent: int = 0
+    bytes_sent: int = 0
+    frames_skipped_line_busy: int = 0
     bytes_received: int = 0
     telemetry: int = 0
     pongs: int = 0
@@ -203,6 +284,10 @@ class DriverLink:
             lost, and a handshake without a PONG for this long is given up [s].
         command_period: time between two ``send_targets`` calls [s]: the ramp moves each
             joint by at most the servo speed times this per frame.
+        line_baud: the speed of the MCU's UART [baud] (behind a Wi-Fi bridge: the bridge's
+            UART speed, not the network's): the link sends at most ``LINE_SHARE`` of it.
+        monotonic: the clock [s] of timeouts, backoff, repeats and the line budget (a test
+            passes a fake one).
 
     Attributes:
         state: "closed" (waiting for the next attempt), "opening" (the transport is being
@@ -214,6 +299,8 @@ class DriverLink:
             ESTOP was sent.
         lost_reason: why the link was last lost ("" if never).
         ramp: the slew limit of the targets after a session starts.
+        line_baud: the MCU's line speed [baud].
+        budget: the line's byte budget.
     """
 
     def __init__(
@@ -227,8 +314,13 @@ class DriverLink:
         max_backoff: float = 4.0,
         link_timeout: float = 1.0,
         command_period: float = 0.02,
+        line_baud: int = DEFAULT_LINE_BAUD,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.transport = transport
+        self.monotonic = monotonic
+        self.line_baud = line_baud
+        self.budget = LineBudget.for_line(line_baud, monotonic)
         self.servos = servos
         self.now = now
         self.key = key
@@ -255,17 +347,20 @@ class DriverLink:
         self._handshake_counts = Counts(0.0)  # the counters when the handshake began
         self._restarting = False  # the handshake follows an MCU restart, not a connect
         self._pings: deque[int] = deque(maxlen=PINGS_KEPT)  # host_time_us of our pings
-        self._next_sync_ping = 0.0  # [s, time.monotonic()]
-        self._targets_sent = 0
+        self._next_sync_ping = 0.0  # [s, monotonic()]
+        self._targets_since_refresh = 0  # target frames sent since the latest refresh
         self._config_cursor = 0
-        self._last_rx = 0.0  # time.monotonic() of the latest valid frame, or handshake start
+        self._targets_bytes = 0  # the latest target frame's size [B]
+        self._last_ping_sent = -math.inf  # [s, monotonic()]
+        self._next_line_warning = -math.inf  # [s, monotonic()]
+        self._last_rx = 0.0  # monotonic() of the latest valid frame, or handshake start
         self._last_mcu: tuple[int, float] | None = None  # latest MCU time [us], received [s]
-        self._estop_until = 0.0  # end of the ESTOP repeats [s, time.monotonic()]
-        self._next_estop = 0.0  # next ESTOP repeat [s, time.monotonic()]
+        self._estop_until = 0.0  # end of the ESTOP repeats [s, monotonic()]
+        self._next_estop = 0.0  # next ESTOP repeat [s, monotonic()]
         self._mcu_flags: Flag | None = None  # of the session's latest telemetry
         self._last_sent: dict[str, float] | None = None  # latest targets sent [rad]
         self._first_report_pending = False  # the session waits for its first telemetry
-        self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, time.monotonic()]
+        self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, monotonic()]
         self._last_stamp: float | None = None  # latest stamp delivered [s]
 
     @property
@@ -277,7 +372,7 @@ class DriverLink:
         """The link's cumulative counters now, for :class:`.health.LinkMonitor`."""
         dec = self.decoder.stats
         return Counts(
-            t=time.monotonic(),
+            t=self.monotonic(),
             bytes_received=self.stats.bytes_received,
             telemetry=self.stats.telemetry,
             pongs=self.stats.pongs,
@@ -310,7 +405,7 @@ class DriverLink:
     def _advance_connection(self, events: list[LinkEvent]) -> None:
         """Start an opening when due; finish one that is done; time out a handshake."""
         busy = self._opening is not None and self._opening.is_alive()  # an undone opening
-        if self.state == "closed" and time.monotonic() >= self._next_attempt and not busy:
+        if self.state == "closed" and self.monotonic() >= self._next_attempt and not busy:
             self._open_async()
         if self.state == "opening":
             if self._opening is not None and self._opening.is_alive():
@@ -336,7 +431,7 @@ class DriverLink:
         self.decoder = Decoder(self.key, Direction.TO_HOST)
         self.decoder.stats = stats
         self._pings.clear()
-        self._last_rx = time.monotonic()
+        self._last_rx = self.monotonic()
         self._handshake_counts = self.counts()
         self._next_sync_ping = 0.0
         self._restarting = False
@@ -357,7 +452,7 @@ class DriverLink:
         self.stats.unverified += unverified
         self.clock = ClockSync()
         self.clock.add_exchange(pong.host_time_us * 1e-6, pong.mcu_time_us, received)
-        self._last_rx = time.monotonic()
+        self._last_rx = self.monotonic()
         self._last_mcu = (pong.mcu_time_us, self._last_rx)
         self._mcu_flags = None
         self._first_report_pending = bool(self.servos.system.telemetry_period_ms)
@@ -396,7 +491,7 @@ class DriverLink:
         self._close_transport()
         self.lost_reason = reason
         delay = self._backoff
-        self._next_attempt = time.monotonic() + delay
+        self._next_attempt = self.monotonic() + delay
         self._backoff = min(2.0 * self._backoff, self.max_backoff)
         events.append(LinkEvent(kind, f"{reason}; retrying in {delay:.2g} s"))
 
@@ -412,16 +507,42 @@ class DriverLink:
 
     # ------------------------------------------------------------------ sending
     def send(self, msg: Message) -> list[LinkEvent]:
-        """Send a message in a session (a PING also during the handshake); a write failure
-        becomes a ``lost`` event, a message that cannot be encoded (the replay counter is
-        exhausted) a ``send_failed`` one."""
+        """Send a message in a session (a PING also during the handshake), whatever the line
+        budget says (see ``_send``); a write failure becomes a ``lost`` event, a message that
+        cannot be encoded (the replay counter is exhausted) a ``send_failed`` one."""
+        return self._send(msg)[1]
+
+    def _frame_bytes(self, msg: Message) -> int:
+        """The size of ``msg``'s frame on the wire [B]."""
+        return HEADER_LEN + len(msg.payload()) + CRC_LEN + (AUTH_LEN if self.key else 0)
+
+    def _send(
+        self, msg: Message, droppable: bool = False, reserve: int = 0
+    ) -> tuple[bool, list[LinkEvent]]:
+        """Send ``msg`` (see ``send``); whether it was written, and the events.
+
+        Args:
+            msg: the message.
+            droppable: a newer frame supersedes it: skipped (counted) while the transport
+                holds unsent bytes or the line budget cannot take it with ``reserve`` [B] to
+                spare. Otherwise it goes, overdrawing the budget if need be.
+            reserve: bytes to leave in the budget for a more important frame [B].
+        """
         events: list[LinkEvent] = []
         if not (self.connected or (self.state == "handshake" and isinstance(msg, Ping))):
-            return events
+            return False, events
+        if droppable and self.transport.pending:
+            return False, self._skipped(warn=True)
+        if droppable and not self.budget.fits(self._frame_bytes(msg) + reserve):
+            # paying back frames that must go (a session's configuration) is no overload
+            return False, self._skipped(warn=self.budget.available >= 0)
         try:
-            self.transport.write(self.encoder.encode(msg))
+            frame = self.encoder.encode(msg)
+            self.budget.spend(len(frame))
+            self.transport.write(frame)
         except TransportError as exc:
             self._lost(str(exc), events)
+            return False, events
         except FieldRangeError as exc:
             events.append(
                 LinkEvent(
@@ -430,21 +551,46 @@ class DriverLink:
                     "driver and flash the firmware with it: make -C firmware AUTH_KEY=...)",
                 )
             )
-        else:
-            self.stats.frames_sent += 1
-        return events
+            return False, events
+        self.stats.frames_sent += 1
+        self.stats.bytes_sent += len(frame)
+        return True, events
+
+    def _skipped(self, warn: bool) -> list[LinkEvent]:
+        """Count a frame skipped for a busy line; if ``warn``, a ``line_busy`` event at most
+        every ``LINE_WARN_S``."""
+        self.stats.frames_skipped_line_busy += 1
+        t = self.monotonic()
+        if not warn or t < self._next_line_warning:
+            return []
+        self._next_line_warning = t + LINE_WARN_S
+        rate = self.budget.bytes_per_s
+        return [
+            LinkEvent(
+                "line_busy",
+                f"{self.stats.frames_skipped_line_busy} frame(s) skipped so far (targets, "
+                f"pings, configuration refresh; the newest wins): more to send than the line "
+                f"carries (at most {rate:.0f} bytes/s on {self.line_baud} baud; target "
+                f"frames of {self._targets_bytes} bytes)",
+            )
+        ]
 
     def _refresh_config(self) -> list[LinkEvent]:
-        """One configuration frame in rotation every ``CONFIG_EVERY`` target frames, so a
-        configuration frame lost or corrupted on the way is repaired (the firmware applies
-        an identical calibration as a no-op). Only beside targets: every valid frame feeds
-        the firmware's watchdog, which must still trip when the commands stop."""
-        self._targets_sent += 1
-        if self._targets_sent % CONFIG_EVERY:
+        """One configuration frame in rotation after every ``CONFIG_EVERY`` target frames
+        sent, so a configuration frame lost or corrupted on the way is repaired (the firmware
+        applies an identical calibration as a no-op); one skipped for a busy line is tried
+        again beside the next targets. Only beside targets: every valid frame feeds the
+        firmware's watchdog, which must still trip when the commands stop."""
+        self._targets_since_refresh += 1
+        if self._targets_since_refresh < CONFIG_EVERY:
             return []
         messages = self.servos.config_messages()
-        self._config_cursor = (self._config_cursor + 1) % len(messages)
-        return self.send(messages[self._config_cursor])
+        cursor = (self._config_cursor + 1) % len(messages)
+        sent, events = self._send(messages[cursor], droppable=True)
+        if sent:
+            self._config_cursor = cursor
+            self._targets_since_refresh = 0
+        return events
 
     def send_targets(
         self, positions: Mapping[str, float], duration_ms: int = 0
@@ -452,7 +598,8 @@ class DriverLink:
         """Send joint targets [rad] (clamped to the limits, slew-limited while the session's
         ramp runs); returns the clamped joints. Nothing is sent while an e-stop is latched,
         outside a session, or before the session's first telemetry (where the robot is)
-        unless telemetry is off.
+        unless telemetry is off; they are skipped (counted) while the line is busy (the next
+        call's targets supersede them).
 
         Raises:
             CalibrationError: a mapped joint is missing from ``positions``.
@@ -465,10 +612,13 @@ class DriverLink:
             safe = self.ramp.step(safe)
             self.stats.ramped_targets += 1
             message, _ = self.servos.targets(safe, duration_ms)
-        events = self._rearm() + self.send(message)
-        if self.connected:
-            self._last_sent = safe
-        return clamped, events + self._refresh_config()
+        events = self._rearm()
+        self._targets_bytes = self._frame_bytes(message)
+        sent, sent_events = self._send(message, droppable=True)
+        if not sent:
+            return clamped, events + sent_events
+        self._last_sent = safe
+        return clamped, events + sent_events + self._refresh_config()
 
     def _rearm(self) -> list[LinkEvent]:
         """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
@@ -481,7 +631,7 @@ class DriverLink:
             return []
         if flags & Flag.ENABLED and not flags & Flag.WATCHDOG_TRIPPED:
             return []
-        if time.monotonic() < self._next_rearm:
+        if self.monotonic() < self._next_rearm:
             return []
         self.stats.rearms += 1
         why = "watchdog tripped" if flags & Flag.WATCHDOG_TRIPPED else "disarmed"
@@ -491,15 +641,21 @@ class DriverLink:
     def _send_enable(self, on: bool) -> list[LinkEvent]:
         """Send ENABLE(on); telemetry from before it takes effect re-arms nothing for
         ``REARM_S``."""
-        self._next_rearm = time.monotonic() + REARM_S
+        self._next_rearm = self.monotonic() + REARM_S
         return self.send(Enable(on))
 
     def ping(self) -> list[LinkEvent]:
         """Send a ping stamped with the host clock (for the handshake, round-trip time and
-        clock mapping); sent during the handshake and in a session."""
+        clock mapping); sent during the handshake (always) and in a session, there only with
+        room for a targets frame after it (else skipped, counted) unless no ping has gone
+        for ``link_timeout / 4``."""
         host_us = max(0, int(self.now() * 1e6))
-        events = self.send(Ping(host_us))
-        self._pings.append(host_us)
+        overdue = self.monotonic() - self._last_ping_sent >= self.link_timeout / 4
+        droppable = self.state == "session" and not overdue
+        sent, events = self._send(Ping(host_us), droppable, reserve=self._targets_bytes)
+        if sent:
+            self._last_ping_sent = self.monotonic()
+            self._pings.append(host_us)
         return events
 
     def estop(self) -> list[LinkEvent]:
@@ -512,12 +668,12 @@ class DriverLink:
 
     def _begin_estop(self) -> list[LinkEvent]:
         self.estop_confirmed = False
-        self._estop_until = time.monotonic() + ESTOP_CONFIRM_S
+        self._estop_until = self.monotonic() + ESTOP_CONFIRM_S
         self._next_estop = 0.0
         return self._repeat_estop()
 
     def _repeat_estop(self) -> list[LinkEvent]:
-        t = time.monotonic()
+        t = self.monotonic()
         if (
             not self.estopped
             or self.estop_confirmed
@@ -540,7 +696,7 @@ class DriverLink:
     @property
     def silence_s(self) -> float:
         """Time since the latest valid frame from the MCU (or the handshake's start) [s]."""
-        return time.monotonic() - self._last_rx
+        return self.monotonic() - self._last_rx
 
     def poll(self, timeout: float = 0.0) -> tuple[list[Measurement], list[LinkEvent]]:
         """Advance the connection (never blocking on it), read what arrived within
@@ -552,7 +708,7 @@ class DriverLink:
         if self.state not in ("handshake", "session"):
             return measurements, events
         if self.state == "handshake" or self.clock.estimate is None:
-            t = time.monotonic()
+            t = self.monotonic()
             if t >= self._next_sync_ping:
                 self._next_sync_ping = t + HANDSHAKE_PING_S
                 events += self.ping()
@@ -571,7 +727,7 @@ class DriverLink:
             elif self.state != "session":
                 continue  # nothing but a PONG counts before the handshake completes
             elif isinstance(msg, Telemetry):
-                self._last_rx = time.monotonic()
+                self._last_rx = self.monotonic()
                 events += self._follow_mcu_clock(msg.mcu_time_us)
                 if self.state != "session":
                     continue  # the MCU restarted: handshake again
@@ -579,7 +735,7 @@ class DriverLink:
                 if self._first_report_pending:
                     events += self._on_first_report(measurements[-1])
             elif isinstance(msg, ErrorReport):
-                self._last_rx = time.monotonic()
+                self._last_rx = self.monotonic()
                 self.stats.error_reports += 1
                 events.append(LinkEvent("error_report", f"firmware refused a frame: {msg}"))
         silent = self.silence_s
@@ -600,7 +756,7 @@ class DriverLink:
             self.stats.stray_pongs += 1
             return []
         self.stats.pongs += 1
-        self._last_rx = time.monotonic()
+        self._last_rx = self.monotonic()
         self._backoff = self.min_backoff  # the MCU answers: the next loss retries soon
         if self.state == "handshake" and self._restarting:
             return self._start_session(pong, received)
@@ -616,7 +772,7 @@ class DriverLink:
                 f"the MCU's boot id changed from {self.boot_id} to {pong.boot_id}", pong, received
             )
         self.clock.add_exchange(pong.host_time_us * 1e-6, pong.mcu_time_us, received)
-        self._last_mcu = (pong.mcu_time_us, time.monotonic())
+        self._last_mcu = (pong.mcu_time_us, self.monotonic())
         return []
 
     def _mcu_restarted(self, why: str, pong: Pong | None, received: float) -> list[LinkEvent]:
@@ -638,7 +794,7 @@ class DriverLink:
         """Check a telemetry's MCU time [us] against the session's latest: a clock that went
         back, or ran ahead of the host's, means the MCU restarted (with the same boot id if
         its EEPROM was not kept, as in a fresh emulator): handshake again."""
-        t = time.monotonic()
+        t = self.monotonic()
         if self._last_mcu is not None:
             last_us, last_t = self._last_mcu
             step_s = mcu_clock_step_us(last_us, mcu_us) * 1e-6

@@ -9,7 +9,9 @@ Only ``open`` may block (a TCP connect, up to ``connect_timeout``): the driver r
 its executor thread. ``write`` never blocks: what the device cannot take at once waits in an
 outgoing buffer, sent on by every later ``write`` and ``read``, whole and in order (a partial
 write is continued, never dropped or repeated); when no byte can leave for ``write_timeout``
-the link is stuck: a TransportError.
+the link is stuck: a TransportError. The buffer is not bounded here: the driver's link keeps
+it short (it sends no more than the MCU's line carries, and no frame that a newer one
+supersedes while ``pending`` is not 0), so it holds at most frames that must go.
 """
 
 from __future__ import annotations

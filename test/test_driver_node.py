@@ -389,6 +389,64 @@ def test_a_port_that_echoes_is_an_error_with_its_hint_and_gets_only_pings(domain
     assert sent and all(isinstance(m, Ping) for _, m in sent)
 
 
+def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
+    domain, firmware_build
+) -> None:
+    """command_rate 200 Hz of 26-byte targets (5 200 bytes/s) on a 9600 baud line (960
+    bytes/s; the driver uses 90 %): targets that do not fit are skipped, the diagnostics
+    count them and the log says what to change; telemetry keeps coming."""
+    firmware, pty = start_firmware(firmware_build)
+    proc = start_driver(
+        [
+            "-r",
+            "__node:=driver_slow_line",
+            "-r",
+            "measured/joint_states:=/slow/joint_states",
+            "-r",
+            "joint_commands:=/slow/joint_commands",
+            "-p",
+            "transport:=serial",
+            "-p",
+            f"port:={pty}",
+            "-p",
+            "robot_config:=robot",
+            "-p",
+            "baudrate:=9600",
+            "-p",
+            "command_rate:=200.0",
+        ]
+    )
+    node = rclpy.create_node("driver_slow_line_test")
+    diagnostics: list[DiagnosticArray] = []
+    measured: list[JointState] = []
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    node.create_subscription(JointState, "/slow/joint_states", measured.append, 50)
+    pub = node.create_publisher(JointState, "/slow/joint_commands", 10)
+
+    def skipped() -> int:
+        values = [
+            dict((kv.key, kv.value) for kv in s.values)
+            for d in diagnostics
+            for s in d.status
+            if s.hardware_id == f"serial {pty} @ 9600"
+        ]
+        return max((int(v.get("frames_skipped_line_busy", 0)) for v in values), default=0)
+
+    def busy() -> bool:
+        pub.publish(command([0.1] * 8))
+        return skipped() > 10 and len(measured) > 10
+
+    try:
+        assert spin_until(node, busy, 20.0), (skipped(), len(measured))
+    finally:
+        node.destroy_node()
+        out = stop_driver(proc)
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert "command_rate x frame size exceeds the line" in out
+    assert "lower command_rate (now 200 Hz) or raise baudrate" in out
+
+
 def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
     """The driver as the launch file and ``snake hardware`` start it with auth_key talks to
     the firmware built with that key (a plain driver would verify none of its telemetry)."""

@@ -32,6 +32,7 @@ import pytest
 from conftest import wait_for
 from fault_proxy import FakeDevice, TcpFaultProxy
 
+from snake_bringup.emulator import Emulator
 from snake_driver.calibration import load_servo_map, to_cdeg
 from snake_driver.health import (
     HINT_AUTH,
@@ -42,17 +43,33 @@ from snake_driver.health import (
     LinkMonitor,
     judge,
 )
-from snake_driver.link import ESTOP_CONFIRM_S, ESTOP_REPEAT_S, DriverLink, LinkEvent, Measurement
+from snake_driver.link import (
+    ESTOP_CONFIRM_S,
+    ESTOP_REPEAT_S,
+    DriverLink,
+    LineBudget,
+    LinkEvent,
+    Measurement,
+)
 from snake_driver.protocol import (
     Decoder,
     Direction,
+    Enable,
+    Encoder,
     Estop,
     Flag,
     Message,
     Ping,
+    Pong,
     SetTargets,
 )
-from snake_driver.transport import SerialTransport, TcpTransport, UdpTransport
+from snake_driver.transport import (
+    SerialTransport,
+    TcpTransport,
+    Transport,
+    UdpTransport,
+    make_transport,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
@@ -777,3 +794,179 @@ def test_heavy_corruption_is_diagnosed(firmware, bridge) -> None:
     assert judge(clean, 50.0)[0] == Level.OK
     level, message = judge(faulty, 50.0)
     assert level >= Level.WARN and "frames bad" in message, message
+
+
+# ---------------------------------------------------------------------- the line's budget
+class FakeClock:
+    """A monotonic clock that moves only when told [s]."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_line_budget_fills_at_its_rate_up_to_its_burst_and_overdraws_are_paid_back() -> None:
+    clock = FakeClock()
+    line = LineBudget.for_line(115200, clock)
+    assert line.bytes_per_s == pytest.approx(0.9 * 11520)  # LINE_SHARE of 8N1
+    assert line.burst == pytest.approx(0.02 * 0.9 * 11520)  # LINE_BURST_S of it
+    assert LineBudget.for_line(1200, clock).burst == 110  # two of the longest frames
+    budget = LineBudget(1000.0, 200.0, clock)  # [B/s], [B]
+    assert budget.fits(200) and not budget.fits(201)  # full: the burst
+    budget.spend(200)
+    assert not budget.fits(1)
+    clock.t += 0.0625  # 62.5 B
+    assert budget.fits(62) and not budget.fits(63)
+    budget.spend(62)
+    budget.spend(500)  # a frame that must go overdraws
+    assert budget.available == -499.5
+    clock.t += 0.5  # paid back
+    assert budget.available == 0.5 and not budget.fits(1)
+    clock.t += 3600.0  # a pause fills it up to the burst only
+    assert budget.available == pytest.approx(200.0)
+
+
+class MemoryTransport(Transport):
+    """The MCU's side in memory: records every frame written, answers each PING with a PONG
+    (boot id 5); ``stuck`` makes it take no byte (they wait in ``pending``)."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.stuck = False
+        self._replies = b""
+        self._decoder = Decoder(None, Direction.TO_MCU)
+        self._encoder = Encoder(None, Direction.TO_HOST)
+
+    @property
+    def description(self) -> str:
+        return "memory"
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._forget_pending()
+
+    def _send_some(self, data: bytes) -> int:
+        if self.stuck:
+            return 0
+        self.frames.append(data)
+        for _, msg in self._decoder.feed_messages(data):
+            if isinstance(msg, Ping):
+                self._replies += self._encoder.encode(Pong(msg.host_time_us, 1000, 5))
+        return len(data)
+
+    def read(self, timeout: float) -> bytes:
+        self.flush()
+        replies, self._replies = self._replies, b""
+        return replies
+
+    def messages(self) -> list[Message]:
+        return sent_messages(b"".join(self.frames), boot_id=5)
+
+
+def test_on_a_busy_line_only_frames_that_a_newer_one_supersedes_are_skipped() -> None:
+    """On the link's own (fake) clock: targets, pings in a session and configuration refresh
+    frames wait for the line budget, skipped and counted while it is short or the transport
+    holds unsent bytes; handshake PINGs, the session's configuration, ENABLE and ESTOP
+    always go; a ping goes at least every link_timeout / 4."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    servos = replace(servos, system=replace(servos.system, telemetry_period_ms=0))
+    clock, transport = FakeClock(), MemoryTransport()
+    link = DriverLink(transport, servos, now=time.monotonic, monotonic=clock)
+    wait_for(lambda: link.poll(0.0) and link.connected, 5.0, "the handshake")
+    session = transport.messages()
+    config = servos.config_messages()
+    assert session == [Ping(session[0].host_time_us), *config, Enable(True)]  # type: ignore[attr-defined]
+    assert link.budget.available < 0  # the configuration overdrew the burst
+    targets = dict.fromkeys(servos.joint_names, 0.1)
+    events: list[LinkEvent] = []
+    for _ in range(20):  # the clock stands still: nothing droppable fits
+        events += link.ping() + link.send_targets(targets)[1]
+    events += link.estop() + link.enable(True)
+    assert transport.messages()[len(session) :] == [Estop(), Enable(True)]
+    assert link.stats.frames_skipped_line_busy == 40
+    assert events == []  # the budget pays back frames that must go: no overload
+
+    clock.t += 1.0  # the budget is full again (burst 207 B): targets and pings flow
+    sent = len(transport.messages())
+    for _ in range(10):
+        events += link.send_targets(targets)[1] + link.ping()
+    new = transport.messages()[sent:]
+    # 207.36 B for 26-byte targets and 15-byte pings, a ping only with room for targets
+    # after it: 17.36 B are left after the fifth targets, enough for a ping alone
+    assert [type(m).__name__ for m in new] == ["SetTargets", "Ping"] * 4 + ["SetTargets"]
+    assert link.stats.frames_skipped_line_busy == 40 + 11
+    assert [e.kind for e in events] == ["line_busy"]  # an overload, once per LINE_WARN_S
+    assert events[0].message.startswith("41 frame(s) skipped")
+    assert link.stats.bytes_sent == sum(map(len, transport.frames))
+
+    transport.stuck = True  # unsent bytes wait in the transport: only what must go
+    clock.t += 1.0
+    link.enable(True)
+    assert transport.pending > 0
+    skipped = link.stats.frames_skipped_line_busy
+    link.send_targets(targets)
+    assert link.stats.frames_skipped_line_busy == skipped + 1
+    clock.t += link.link_timeout / 4  # overdue: a ping goes anyway
+    pending = transport.pending
+    link.ping()
+    assert transport.pending > pending
+    transport.stuck = False
+    transport.flush()
+    tail = transport.messages()[len(session) + 2 + len(new) :]
+    assert tail == [Enable(True), Ping(tail[1].host_time_us)]  # type: ignore[attr-defined]
+
+    clock.t += 1.0  # 207.36 B: 8 ENABLEs (64 B) and 5 targets (130 B) leave 13.36 B, short
+    sent = len(transport.messages())  # of the 21-byte refresh due after the tenth targets
+    for _ in range(8):
+        link.enable(True)
+    for _ in range(5):
+        link.send_targets(targets)
+    assert link.stats.frames_skipped_line_busy == skipped + 2  # the stuck targets, the refresh
+    clock.t += 1.0  # the refresh goes beside the next targets
+    link.send_targets(targets)
+    refresh = transport.messages()[sent:]
+    assert [type(m).__name__ for m in refresh] == ["Enable"] * 8 + ["SetTargets"] * 6 + [
+        "ConfigChannel"
+    ]
+    assert refresh[-1] == config[1]  # the rotation's next frame
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("avr-gcc", "socat")), reason="needs gcc-avr and socat"
+)
+@pytest.mark.parametrize("bridge", [None, "tcp"])
+def test_a_host_faster_than_the_line_keeps_its_session(bridge: str | None) -> None:
+    """The real firmware in simavr, its UART at 115200 baud (11 520 bytes/s), behind its pty
+    or a TCP bridge (whose socket buffers hold megabytes): the host pings and sends targets
+    as fast as it can poll. The link sends no more than the line carries, over a window on
+    the MCU's clock; the session holds (PONGs answer pings of its own) and the surplus is
+    skipped and counted."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    targets = dict.fromkeys(servos.joint_names, 0.1)
+    with Emulator(bridge=bridge, seconds=15) as emulator:
+        endpoint = emulator.endpoint
+        link = DriverLink(make_transport(endpoint.transport, endpoint.port), servos, time.monotonic)
+        events: list[LinkEvent] = []
+        sent_at: list[tuple[int, int]] = []  # (MCU time [us], bytes sent) at each telemetry
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline or not link.connected:
+            events += link.ping() + link.send_targets(targets)[1]
+            measurements, new_events = link.poll(0.02)
+            events += new_events
+            sent_at += [(m.mcu_time_us, link.stats.bytes_sent) for m in measurements]
+            if time.monotonic() > deadline + 5.0:
+                break
+        link.close()
+    kinds = {e.kind for e in events}
+    assert not kinds & {"lost", "no_answer", "mcu_reset"}, events
+    assert link.stats.connects == 1 and link.stats.stray_pongs == 0
+    assert link.stats.pongs >= 3 * 4  # a ping at least every link_timeout / 4
+    assert link.stats.frames_skipped_line_busy > 0 and "line_busy" in kinds
+    (t0, b0), (t1, b1) = sent_at[0], sent_at[-1]
+    window_s = (t1 - t0) * 1e-6
+    assert window_s > 2.0
+    assert (b1 - b0) / window_s <= 11520.0  # 115200 baud, 8N1
