@@ -275,13 +275,20 @@ void app_init(const uint8_t *key)
     }
 }
 
-/* Watchdog, interpolation and pulses at now. */
-static void control(uint32_t now)
+/* Pulses at now; every CONTROL_PERIOD_US (periodic) also the watchdog and the
+ * interpolation, which otherwise run only if a frame changed the servo inputs (a
+ * SET_TARGETS brings the commands up to date itself). */
+static void control(uint32_t now, bool periodic)
 {
-    if (watchdog_poll(now) && watchdog_action() == WATCHDOG_HOLD) {
-        servo_hold(now);
+    if (periodic) {
+        if (watchdog_poll(now) && watchdog_action() == WATCHDOG_HOLD) {
+            servo_hold(now);
+        }
+        last_control_us = now;
     }
-    servo_update(now);
+    if (periodic || servo_changed()) {
+        servo_update(now);
+    }
     bool on = pulses_on();
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
         uint16_t p = on ? servo_pulse_us(ch, servo_command_cdeg(ch)) : 0;
@@ -290,7 +297,6 @@ static void control(uint32_t now)
             hal_servo_write(ch, p);
         }
     }
-    last_control_us = now;
     frame_handled = false;
 }
 
@@ -311,9 +317,10 @@ void app_step(void)
     }
     now = hal_micros();
     feedback_update(now);
-    bool controlled = frame_handled || now - last_control_us >= CONTROL_PERIOD_US;
+    bool periodic = now - last_control_us >= CONTROL_PERIOD_US;
+    bool controlled = frame_handled || periodic;
     if (controlled) {
-        control(now);
+        control(now, periodic);
     }
     flush_replies();
     if (controlled && !report_deferred) {

@@ -144,6 +144,23 @@ void servo_hold(uint32_t now_us)
     changed = true;
 }
 
+/* floor(e * 2^15 / d) for e < d: the fraction's bits one by one, in 16-bit arithmetic
+ * (the remainder stays below d; a doubled one that carries out of 16 bits exceeds d). */
+static uint16_t frac15(uint16_t e, uint16_t d)
+{
+    uint16_t q = 0;
+    for (uint8_t i = 0; i < 15; i++) {
+        bool carry = e & 0x8000u;
+        e = (uint16_t)(e << 1);
+        q = (uint16_t)(q << 1);
+        if (carry || e >= d) {
+            e = (uint16_t)(e - d);
+            q |= 1u;
+        }
+    }
+    return q;
+}
+
 /* Linear interpolation; the fraction is kept in 1/32768 so the product fits in 32 bits. */
 static int16_t interpolate(const channel_t *c, uint32_t now_ms)
 {
@@ -151,7 +168,7 @@ static int16_t interpolate(const channel_t *c, uint32_t now_ms)
     if (elapsed >= c->duration_ms) {
         return c->goal_cdeg;
     }
-    int32_t frac = udiv_small(elapsed << 15, c->duration_ms, 15); /* elapsed < duration */
+    int32_t frac = frac15((uint16_t)elapsed, c->duration_ms); /* elapsed < duration */
     return (int16_t)(c->start_cdeg + ((((int32_t)c->goal_cdeg - c->start_cdeg) * frac) >> 15));
 }
 
@@ -195,6 +212,11 @@ int16_t servo_estimate_cdeg(uint8_t channel)
     int32_t e = channels[channel].estimate_mcdeg;
     int16_t q = (int16_t)udiv_small((uint32_t)(e < 0 ? -e : e), 1000u, 15);
     return e < 0 ? (int16_t)-q : q;
+}
+
+bool servo_changed(void)
+{
+    return changed;
 }
 
 bool servo_moving(void)

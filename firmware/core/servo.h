@@ -44,6 +44,9 @@ void servo_hold(uint32_t now_us);
 /* Advance interpolation and the servo model to now_us. */
 void servo_update(uint32_t now_us);
 
+/* A calibration, the speed or a hold changed the inputs since the last servo_update. */
+bool servo_changed(void);
+
 int16_t servo_command_cdeg(uint8_t channel);
 int16_t servo_estimate_cdeg(uint8_t channel);
 bool servo_moving(void);

@@ -115,6 +115,29 @@ static void interpolation_over_duration(void)
     CHECK_EQ(servo_estimate_cdeg(2), 6000);
 }
 
+/* Every millisecond of moves across +-180 deg, the shortest to the longest duration: the
+ * command is start + (goal - start) * floor(elapsed * 2^15 / duration) / 2^15, floored. */
+static void interpolation_matches_the_formula_every_millisecond(void)
+{
+    const servo_cal_t wide = {1, 0, -18000, 18000, 500, 2500, 36000};
+    const uint16_t durations[] = {1, 3, 777, 65535};
+    for (unsigned k = 0; k < sizeof durations / sizeof durations[0]; k++) {
+        servo_init(0);
+        CHECK(servo_configure(1, &wide));
+        const int16_t start = -18000, goal = 17999;
+        servo_set_targets(1, 1, &start, 0, 0);
+        servo_set_targets(1, 1, &goal, durations[k], 0);
+        unsigned wrong = 0;
+        for (uint32_t ms = 0; ms <= durations[k]; ms++) {
+            servo_update(ms * 1000u);
+            int32_t frac = (int32_t)(((uint32_t)ms << 15) / durations[k]);
+            int32_t want = ms < durations[k] ? start + (((goal - start) * frac) >> 15) : goal;
+            wrong += servo_command_cdeg(1) != want;
+        }
+        CHECK_EQ(wrong, 0);
+    }
+}
+
 static void interpolation_across_clock_wrap(void)
 {
     const uint32_t start = 0xffffffffu - 99999u; /* 100 ms before the microsecond clock wraps */
@@ -165,6 +188,8 @@ void run_servo_tests(void (*run)(const char *name, void (*fn)(void)))
     run("inconsistent_calibration_refused", inconsistent_calibration_refused);
     run("targets_clamped_to_limits", targets_clamped_to_limits);
     run("interpolation_over_duration", interpolation_over_duration);
+    run("interpolation_matches_the_formula_every_millisecond",
+        interpolation_matches_the_formula_every_millisecond);
     run("interpolation_across_clock_wrap", interpolation_across_clock_wrap);
     run("servo_model_slew_limit", servo_model_slew_limit);
     run("watchdog_timeout", watchdog_timeout);
