@@ -25,7 +25,11 @@ static proto_sender_t sender;
 static bool frame_handled; /* since the last control update */
 static uint32_t last_control_us;
 static uint32_t last_rx_us; /* clock after the read of the pass that took the latest byte */
-static bool report_deferred; /* a due report waits for a pass without a control update */
+/* The heavy jobs, the 5 ms update and a report, wait for a pass without other work, but
+ * not for long: the update at most one pass behind a frame, a report two passes. */
+#define REPORT_WAITS 2u
+static bool update_waited;   /* the due 5 ms update waited one pass behind a frame */
+static uint8_t report_waits; /* passes the due report has waited */
 
 #define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
 #define T_GAP_US 2000u          /* inter-frame timeout (PROTOCOL.md) */
@@ -267,7 +271,8 @@ void app_init(const uint8_t *key)
     frame_handled = false;
     last_control_us = now;
     last_rx_us = now;
-    report_deferred = false;
+    update_waited = false;
+    report_waits = 0;
     sender = (proto_sender_t){.key = key, .dir = PROTO_DIR_TO_HOST, .boot_id = boot_id};
     for (uint8_t ch = 0; ch < SERVO_CHANNELS; ch++) {
         pulse_us[ch] = 0;
@@ -300,10 +305,9 @@ static void control(uint32_t now, bool periodic)
     frame_handled = false;
 }
 
-/* Bounded work: at most RX_PER_PASS bytes parsed (PROTOCOL.md, "Flood behaviour"), one
- * feedback filter step, the waiting replies and one control update or one report (a due
- * report waits for the next pass if this one updated the outputs, but never twice); then
- * the watchdog kick. */
+/* Bounded work: at most RX_PER_PASS bytes parsed (PROTOCOL.md, "Flood behaviour"), the
+ * pulses after a frame, one feedback filter step, the waiting replies, and one heavy job
+ * (the 5 ms update or a report) unless one has waited its limit; then the watchdog kick. */
 void app_step(void)
 {
     uint8_t rx[RX_PER_PASS];
@@ -317,17 +321,19 @@ void app_step(void)
     }
     now = hal_micros();
     feedback_update(now);
-    bool periodic = now - last_control_us >= CONTROL_PERIOD_US;
-    bool controlled = frame_handled || periodic;
-    if (controlled) {
+    bool frame = frame_handled;
+    bool update_due = now - last_control_us >= CONTROL_PERIOD_US;
+    bool periodic = update_due && (!frame || update_waited);
+    update_waited = update_due && !periodic;
+    if (frame || periodic) {
         control(now, periodic);
     }
     flush_replies();
-    if (controlled && !report_deferred) {
-        report_deferred = telemetry_pending(now);
+    if ((frame || periodic) && report_waits < REPORT_WAITS) {
+        report_waits = (uint8_t)(report_waits + telemetry_pending(now));
     } else if (telemetry_due(now)) {
         report(now);
-        report_deferred = false;
+        report_waits = 0;
     }
     hal_kick();
     hal_idle();

@@ -70,14 +70,21 @@ void servo_init(uint32_t now_us)
     changed = true;
 }
 
+/* Milliseconds from the clock's last advance to now_us; the microseconds left in rem_us. */
+static uint32_t pending_ms(uint32_t now_us, uint32_t *rem_us)
+{
+    uint32_t us = clock_rem_us + (now_us - last_us);
+    /* passes are milliseconds apart: the short division unless the loop stood still */
+    uint32_t ms = us < (1000uL << 16) ? udiv_small(us, 1000u, 16) : us / 1000u;
+    *rem_us = us - ms * 1000u;
+    return ms;
+}
+
 /* Advance the millisecond clock to now_us; returns the milliseconds that passed. */
 static uint32_t advance_clock(uint32_t now_us)
 {
-    uint32_t us = clock_rem_us + (now_us - last_us);
+    uint32_t ms = pending_ms(now_us, &clock_rem_us);
     last_us = now_us;
-    /* passes are milliseconds apart: the short division unless the loop stood still */
-    uint32_t ms = us < (1000uL << 16) ? udiv_small(us, 1000u, 16) : us / 1000u;
-    clock_rem_us = us - ms * 1000u;
     clock_ms += ms;
     return ms;
 }
@@ -108,42 +115,6 @@ void servo_set_speed(uint16_t cdeg_per_s)
     changed = true;
 }
 
-uint16_t servo_set_targets(uint8_t first, uint8_t count, const int16_t *target_cdeg,
-                           uint16_t duration_ms, uint32_t now_us)
-{
-    uint16_t clamped = 0;
-    servo_update(now_us); /* start from where the command is now */
-    for (uint8_t i = 0; i < count && first + i < (int)SERVO_CHANNELS; i++) {
-        channel_t *c = &channels[first + i];
-        int16_t goal = clamp16(target_cdeg[i], c->cal.min_cdeg, c->cal.max_cdeg);
-        if (goal != target_cdeg[i]) {
-            clamped |= (uint16_t)(1u << (first + i));
-        }
-        c->start_cdeg = c->command_cdeg;
-        c->goal_cdeg = goal;
-        c->t0_ms = clock_ms;
-        c->duration_ms = duration_ms;
-        /* what servo_update would give now: the goal at once, or the start */
-        if (duration_ms == 0) {
-            c->command_cdeg = goal;
-            if (speed_cdeg_per_s == 0) {
-                c->estimate_mcdeg = (int32_t)goal * 1000;
-            }
-        }
-    }
-    return clamped;
-}
-
-void servo_hold(uint32_t now_us)
-{
-    servo_update(now_us);
-    for (uint8_t i = 0; i < SERVO_CHANNELS; i++) {
-        channels[i].goal_cdeg = channels[i].command_cdeg;
-        channels[i].duration_ms = 0;
-    }
-    changed = true;
-}
-
 /* floor(e * 2^15 / d) for e < d: the fraction's bits one by one, in 16-bit arithmetic
  * (the remainder stays below d; a doubled one that carries out of 16 bits exceeds d). */
 static uint16_t frac15(uint16_t e, uint16_t d)
@@ -170,6 +141,42 @@ static int16_t interpolate(const channel_t *c, uint32_t now_ms)
     }
     int32_t frac = frac15((uint16_t)elapsed, c->duration_ms); /* elapsed < duration */
     return (int16_t)(c->start_cdeg + ((((int32_t)c->goal_cdeg - c->start_cdeg) * frac) >> 15));
+}
+
+uint16_t servo_set_targets(uint8_t first, uint8_t count, const int16_t *target_cdeg,
+                           uint16_t duration_ms, uint32_t now_us)
+{
+    /* the addressed channels start from where their command is now; the others (and the
+     * clock) catch up at the next servo_update, to the same commands */
+    uint32_t rem_us;
+    uint32_t now_ms = clock_ms + pending_ms(now_us, &rem_us);
+    uint16_t clamped = 0;
+    for (uint8_t i = 0; i < count && first + i < (int)SERVO_CHANNELS; i++) {
+        channel_t *c = &channels[first + i];
+        int16_t goal = clamp16(target_cdeg[i], c->cal.min_cdeg, c->cal.max_cdeg);
+        if (goal != target_cdeg[i]) {
+            clamped |= (uint16_t)(1u << (first + i));
+        }
+        c->start_cdeg = interpolate(c, now_ms);
+        c->goal_cdeg = goal;
+        c->t0_ms = now_ms;
+        c->duration_ms = duration_ms;
+        c->command_cdeg = duration_ms ? c->start_cdeg : goal; /* what servo_update gives */
+        if (speed_cdeg_per_s == 0) {
+            c->estimate_mcdeg = (int32_t)c->command_cdeg * 1000;
+        }
+    }
+    return clamped;
+}
+
+void servo_hold(uint32_t now_us)
+{
+    servo_update(now_us);
+    for (uint8_t i = 0; i < SERVO_CHANNELS; i++) {
+        channels[i].goal_cdeg = channels[i].command_cdeg;
+        channels[i].duration_ms = 0;
+    }
+    changed = true;
 }
 
 static int32_t approach(int32_t value, int32_t target, int32_t step)
