@@ -46,8 +46,9 @@ that a newer one supersedes (targets, a ping in a session, a configuration refre
 ``LinkStats.frames_skipped_line_busy``; the next command period sends fresh targets. Frames
 that must not be lost (handshake PINGs, the session's configuration, ENABLE, ESTOP) always
 go, overdrawing the budget, which later frames then pay back. Skips while the droppable
-frames alone exceed the line, or the transport holds unsent bytes, are an overload: a
-``line_busy`` event at most every ``LINE_WARN_S``; skips while an overdraw is paid back
+frames alone exceed the line, or the transport holds unsent bytes, are an overload:
+``LINE_WARN_SKIPS`` of them within a second give a ``line_busy`` event, at most every
+``LINE_WARN_S``; skips while an overdraw is paid back
 (the first ~30 ms of a session) are only counted. A ping in a session goes only with room for a
 targets frame after it (targets first), but at least every ``link_timeout / 4`` (pongs keep a
 link without telemetry alive).
@@ -114,8 +115,11 @@ LINE_SHARE = 0.9
 LINE_BURST_S = 0.02
 #: ... but at least this many bytes [B]: two of the longest host frames (authenticated).
 LINE_BURST_MIN = 2 * (HEADER_LEN + MAX_PAYLOAD_TO_MCU + AUTH_LEN + CRC_LEN)
-#: A ``line_busy`` event at most this often [s].
+#: A ``line_busy`` event at most this often [s] ...
 LINE_WARN_S = 10.0
+#: ... and only after this many overload skips within one second (a sustained overload, not
+#: the odd frame behind a transient stall of the device after a reconnect).
+LINE_WARN_SKIPS = 10
 
 
 class LineBudget:
@@ -353,6 +357,7 @@ class DriverLink:
         self._targets_bytes = 0  # the latest target frame's size [B]
         self._last_ping_sent = -math.inf  # [s, monotonic()]
         self._next_line_warning = -math.inf  # [s, monotonic()]
+        self._overload_skips: deque[float] = deque(maxlen=LINE_WARN_SKIPS)  # [s, monotonic()]
         self._last_rx = 0.0  # monotonic() of the latest valid frame, or handshake start
         self._last_mcu: tuple[int, float] | None = None  # latest MCU time [us], received [s]
         self._estop_until = 0.0  # end of the ESTOP repeats [s, monotonic()]
@@ -557,11 +562,18 @@ class DriverLink:
         return True, events
 
     def _skipped(self, warn: bool) -> list[LinkEvent]:
-        """Count a frame skipped for a busy line; if ``warn``, a ``line_busy`` event at most
-        every ``LINE_WARN_S``."""
+        """Count a frame skipped for a busy line; if ``warn`` (an overload skip) and the
+        latest ``LINE_WARN_SKIPS`` of those fell within a second, a ``line_busy`` event at
+        most every ``LINE_WARN_S``."""
         self.stats.frames_skipped_line_busy += 1
         t = self.monotonic()
-        if not warn or t < self._next_line_warning:
+        if not warn:
+            return []
+        self._overload_skips.append(t)
+        sustained = (
+            len(self._overload_skips) == LINE_WARN_SKIPS and t - self._overload_skips[0] <= 1.0
+        )
+        if not sustained or t < self._next_line_warning:
             return []
         self._next_line_warning = t + LINE_WARN_S
         rate = self.budget.bytes_per_s
