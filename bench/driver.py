@@ -75,6 +75,15 @@ def poll_until(link: DriverLink, done: object, timeout_s: float) -> list[Measure
     raise TimeoutError(f"no matching telemetry within {timeout_s} s over {link.transport}")
 
 
+def poll_for(link: DriverLink, seconds: float) -> None:
+    """Keep polling for ``seconds``: a pause of random length puts the next request at a
+    random phase against the telemetry (a single ``poll`` would return with the next
+    report's first bytes, and every request would then start behind a whole report)."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        link.poll(0.002)
+
+
 def connect(link: DriverLink) -> None:
     """Connect and wait for the first telemetry and pong (the pty drops bytes sent earlier)."""
     deadline = time.perf_counter() + WAIT_S
@@ -105,7 +114,7 @@ def round_trips(servos: ServoMap, kind: str, samples: int) -> dict[str, object]:
             if link.stats.pongs > pongs:
                 pings.append(time.perf_counter() - start)
             link.send_targets(dict.fromkeys(servos.joint_names, 0.0))  # feeds the watchdog
-            link.poll(rng.uniform(0.0, 0.02))  # random phase against the telemetry
+            poll_for(link, rng.uniform(0.0, 0.02))  # random phase against the telemetry
         commands: list[float] = []
         for k in range(samples):
             angle = 0.35 if k % 2 else -0.35  # [rad], alternating so every command is a change
@@ -114,7 +123,7 @@ def round_trips(servos: ServoMap, kind: str, samples: int) -> dict[str, object]:
             link.send_targets(dict.fromkeys(servos.joint_names, angle))
             poll_until(link, lambda m, p=pulse: m.pulses_us[joint] == p, 1.0)
             commands.append(time.perf_counter() - start)
-            link.poll(rng.uniform(0.0, 0.02))  # random phase against the telemetry
+            poll_for(link, rng.uniform(0.0, 0.02))  # random phase against the telemetry
         link.close()
     return {
         "endpoint": f"{transport} {port}",
