@@ -90,8 +90,10 @@ def test_parser_survives_fuzzing() -> None:
     assert int(runs[1]) > 10000
 
 
-def test_host_build_serves_the_protocol_on_a_pty() -> None:
-    """`make posix`: the same core on the host, for fast driver tests without simavr."""
+@contextlib.contextmanager
+def host_build_link() -> Iterator[Link]:
+    """`make posix` (skipped without a host C compiler), run for at most 30 s, and a Link to
+    its pty."""
     if shutil.which("cc") is None:
         pytest.skip("no host C compiler (cc)")
     built = _make("posix")
@@ -101,38 +103,33 @@ def test_host_build_serves_the_protocol_on_a_pty() -> None:
         try:
             assert proc.stdout is not None
             link = Link(read_pty_path(proc.stdout.fileno()))
-            link.ping()
-            link.send(p.Enable(True), p.SetTargets((4500, -9000)))
-            # default calibration: 1500 us +- 1000 us over +-90 deg; the servo model slews
-            link.wait_telemetry(
-                "pulses and settled estimate",
-                lambda t: t.pulses_us[:2] == (2000, 500) and t.angles_cdeg[:2] == (4500, -9000),
-            )
+            yield link
             os.close(link.fd)
         finally:
             proc.terminate()
+
+
+def test_host_build_serves_the_protocol_on_a_pty() -> None:
+    """`make posix`: the same core on the host, for fast driver tests without simavr."""
+    with host_build_link() as link:
+        link.ping()
+        link.send(p.Enable(True), p.SetTargets((4500, -9000)))
+        # default calibration: 1500 us +- 1000 us over +-90 deg; the servo model slews
+        link.wait_telemetry(
+            "pulses and settled estimate",
+            lambda t: t.pulses_us[:2] == (2000, 500) and t.angles_cdeg[:2] == (4500, -9000),
+        )
 
 
 def test_host_build_writes_whole_frames_to_a_slow_reader() -> None:
     """hal_posix finishes partial writes: a host that stops reading while telemetry comes every
     millisecond still gets whole frames once it reads again (a cut frame would fail its CRC)."""
-    if shutil.which("cc") is None:
-        pytest.skip("no host C compiler (cc)")
-    built = _make("posix")
-    assert built.returncode == 0, built.stdout + built.stderr
-    binary = FIRMWARE / "build" / "host" / "snake_fw_posix"
-    with subprocess.Popen([str(binary), "--seconds", "30"], stdout=subprocess.PIPE) as proc:
-        try:
-            assert proc.stdout is not None
-            link = Link(read_pty_path(proc.stdout.fileno()))
-            link.ping(p.ConfigSystem(500, p.WatchdogAction.HOLD, 1, 60000))
-            time.sleep(1.0)  # not reading: the pty's buffer fills up and writes stall
-            link.wait_for("telemetry again", lambda: len(link.telemetry) > 200)
-            stats = link.decoder.stats
-            assert stats.bad_crc == stats.seq_gaps == 0, stats
-            os.close(link.fd)
-        finally:
-            proc.terminate()
+    with host_build_link() as link:
+        link.ping(p.ConfigSystem(500, p.WatchdogAction.HOLD, 1, 60000))
+        time.sleep(1.0)  # not reading: the pty's buffer fills up and writes stall
+        link.wait_for("telemetry again", lambda: len(link.telemetry) > 200)
+        stats = link.decoder.stats
+        assert stats.bad_crc == stats.seq_gaps == 0, stats
 
 
 # ---- the real binary in simavr ----
