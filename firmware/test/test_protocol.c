@@ -1,6 +1,7 @@
 /* Framing, CRC, SipHash, resynchronisation, MAC and replay checks of core/protocol. */
 #include <string.h>
 
+#include "../core/bytes.h"
 #include "../core/crc16.h"
 #include "../core/messages.h"
 #include "../core/protocol.h"
@@ -160,6 +161,42 @@ static void replay_window(void)
     CHECK(!protocol_replay_accept(&r, 140 - PROTO_REPLAY_WINDOW));
 }
 
+/* Frames recorded in one boot never verify in another (the boot id is in every MAC); a PING
+ * MACs with boot id 0 and verifies in any boot; a PONG with the id it carries. */
+static void mac_binds_the_boot_id(void)
+{
+    uint8_t frame[PROTO_MAX_FRAME];
+    const uint8_t on[1] = {1};
+    proto_sender_t host = {.key = key, .dir = PROTO_DIR_TO_MCU, .counter = 1, .boot_id = 5};
+    size_t enable_n = protocol_encode(&host, MSG_ENABLE, on, 1, frame);
+    uint8_t enable[PROTO_MAX_FRAME];
+    memcpy(enable, frame, enable_n);
+    const uint8_t ping_payload[8] = {9};
+    size_t ping_n = protocol_encode(&host, MSG_PING, ping_payload, 8, frame);
+
+    count_t c = {0};
+    proto_parser_t mcu;
+    protocol_parser_init(&mcu, key, PROTO_DIR_TO_MCU, 6, count, &c); /* restarted: boot 6 */
+    protocol_feed(&mcu, enable, enable_n);
+    CHECK_EQ(c.frames, 0);
+    CHECK_EQ(mcu.counters.bad_auth, 1);
+    protocol_feed(&mcu, frame, ping_n); /* a ping verifies in any boot */
+    CHECK_EQ(c.frames, 1);
+
+    protocol_parser_init(&mcu, key, PROTO_DIR_TO_MCU, 5, count, &c); /* the recording's boot */
+    protocol_feed(&mcu, enable, enable_n);
+    CHECK_EQ(c.frames, 2);
+
+    uint8_t pong[MSG_PONG_LEN] = {0};
+    put_u32(pong + MSG_PONG_BOOT_ID, 6);
+    proto_sender_t mcu_tx = {.key = key, .dir = PROTO_DIR_TO_HOST, .counter = 1, .boot_id = 99};
+    size_t pong_n = protocol_encode(&mcu_tx, MSG_PONG, pong, MSG_PONG_LEN, frame);
+    proto_parser_t host_rx;
+    protocol_parser_init(&host_rx, key, PROTO_DIR_TO_HOST, 1234, count, &c); /* any guess */
+    protocol_feed(&host_rx, frame, pong_n);
+    CHECK_EQ(c.frames, 3);
+}
+
 void run_protocol_tests(void (*run)(const char *name, void (*fn)(void)))
 {
     run("crc_check_value", crc_check_value);
@@ -170,4 +207,5 @@ void run_protocol_tests(void (*run)(const char *name, void (*fn)(void)))
     run("auth_accepts_and_rejects", auth_accepts_and_rejects);
     run("plain_mode_rejects_auth_frames", plain_mode_rejects_auth_frames);
     run("replay_window", replay_window);
+    run("mac_binds_the_boot_id", mac_binds_the_boot_id);
 }
