@@ -46,7 +46,12 @@ from websockets.sync.client import ClientConnection, connect  # noqa: E402
 from snake_dynamics import SnakeModel  # noqa: E402
 from snake_ros.paths import robot_config  # noqa: E402
 from snake_viz.compare import trace_points  # noqa: E402
-from snake_viz.web_viewer import WebAssetsError, WebServer, check_assets  # noqa: E402
+from snake_viz.web_viewer import (  # noqa: E402
+    WebAssetsError,
+    WebServer,
+    check_assets,
+    state_message,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 JOINTS = [f"joint_{k}" for k in range(1, 9)]  # config/robot.yaml
@@ -316,6 +321,33 @@ def get(port: int, path: str) -> tuple[int, str, bytes]:
         return response.status, response.getheader("Content-Type", ""), response.read()
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize(
+    ("names", "positions"),
+    [
+        (["a", "b"], [0.1]),  # fewer positions than names
+        (["a"], [0.1, 0.2]),  # more
+        (["a", "b"], [0.1, math.nan]),
+        (["a"], [math.inf]),
+        (["a"], [-math.inf]),
+    ],
+)
+def test_what_cannot_be_drawn_is_rejected_not_sent(
+    names: list[str], positions: list[float]
+) -> None:
+    """web_viewer_node's input check (issue 11: no message kills a node): mismatched lengths
+    and non-finite angles give None (the node counts and warns), a drawable state its JSON."""
+    msg = JointState(name=names, position=positions)
+    assert state_message("/sim/joint_states", msg) is None
+    good = JointState(name=["a", "b"], position=[0.1, -1e300])  # huge but finite: drawable
+    good.header.stamp.sec, good.header.stamp.nanosec = 3, 500_000_000
+    assert json.loads(state_message("/sim/joint_states", good) or "null") == {
+        "topic": "/sim/joint_states",
+        "stamp": 3.5,
+        "name": ["a", "b"],
+        "position": [0.1, -1e300],
+    }
 
 
 def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServer) -> None:
