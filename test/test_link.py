@@ -485,10 +485,11 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
             link_timeout=0.5,
         )
         target = dict.fromkeys(servos.joint_names, -0.3)
+        before: list[Measurement] = []
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:  # ~100 reports from this MCU, at the target
             link.send_targets(target)
-            run_for(link, 0.02)
+            before += run_for(link, 0.02)
         assert link.stats.telemetry > 50 and not link.ramp.active
         first.kill()
         first.wait(timeout=5)
@@ -511,6 +512,9 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
             if proc is not None:
                 proc.kill()
                 proc.wait(timeout=5)
+    # stamps never go back across the restart and the new session's clock fit (issue 11)
+    stamps = [m.stamp for m in before + measurements if m.stamp is not None]
+    assert all(a < b for a, b in itertools.pairwise(stamps)), "a stamp went back"
     last = measurements[-1]
     assert last.flags & Flag.ENABLED
     assert last.pulses_us["joint_1"] == servos.by_joint()["joint_1"].pulse_us(-0.3)
