@@ -100,6 +100,14 @@ def test_crc_check_value() -> None:
     assert p.crc16(b"123456789") == 0x29B1
 
 
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
+def test_crc_goes_low_byte_first_over_len_to_the_byte_before_it(vector: Vector) -> None:
+    """PROTOCOL.md in words (issue 11: the byte order was never stated): the CRC covers LEN
+    up to the byte before it and is sent low byte first, as every integer."""
+    frame = vector.frame
+    assert frame[-2:] == p.crc16(frame[1:-2]).to_bytes(2, "little")
+
+
 @pytest.mark.parametrize(
     ("length", "expected"),
     [(0, 0x726FDB47DD0E0E31), (8, 0x93F5F5799A932462), (15, 0xA129CA6149BE45E5)],
