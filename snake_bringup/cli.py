@@ -40,6 +40,8 @@ from .arguments import non_negative, positive
 from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
+from .cli_identify import IdentifyError
+from .cli_identify import register as register_identify
 from .cli_view import register as register_view
 from .emulator import Emulator, EmulatorError, Endpoint
 from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
@@ -499,6 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_emulate)
 
     register_compare(sub)
+    register_identify(sub)
     register_view(sub)
     register_bag_commands(sub)
     return parser
@@ -521,6 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         RunError,
         CompareError,
         BagError,
+        IdentifyError,
     ) as exc:
         print(f"snake: error: {exc}", file=sys.stderr)
     except OSError as exc:

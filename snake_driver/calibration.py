@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from snake_dynamics import SnakeModel
+from snake_dynamics.model import read_robot_yaml
 
 from .protocol import (
     ADC_MAX,
@@ -334,7 +333,7 @@ def load_servo_map(path: str | Path) -> tuple[SnakeModel, ServoMap]:
         ModelError: for an invalid ``model:`` section.
     """
     model = SnakeModel.from_yaml(path)
-    doc = yaml.safe_load(Path(path).read_text())
+    doc = read_robot_yaml(path)
     spec = doc.get("servos")
     if not isinstance(spec, Mapping):
         raise CalibrationError(f"{path}: no 'servos:' section (joint -> channel map)")

@@ -28,6 +28,10 @@ class SimulationError(SnakeDynamicsError, RuntimeError):
     """A simulation that cannot go on (bad settings, or the state left the finite numbers)."""
 
 
+class IdentificationError(SnakeDynamicsError, ValueError):
+    """A recording or experiment that cannot identify a servo; the message says why."""
+
+
 class DivergenceError(SimulationError):
     """A run whose state left the finite numbers; it keeps the finite part of the run.
 

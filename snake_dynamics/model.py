@@ -175,6 +175,52 @@ def read_yaml(path: Path, what: str) -> Any:
         raise ModelError(f"{path}: not valid YAML ({problem})") from None
 
 
+#: How deep ``base:`` overlays may nest (a longer chain is almost surely a cycle).
+MAX_OVERLAYS = 8
+
+
+def _merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overlay`` laid over it: mappings merge key by key, anything else
+    (numbers, lists, null) replaces."""
+    out = dict(base)
+    for key, value in overlay.items():
+        old = out.get(key)
+        both = isinstance(old, Mapping) and isinstance(value, Mapping)
+        out[key] = _merged(old, value) if both else value  # type: ignore[arg-type]
+    return out
+
+
+def read_robot_yaml(path: str | Path) -> Any:
+    """A robot config's document, with its ``base:`` overlays resolved.
+
+    A robot config may start from another one: ``base: robot.yaml`` (a path relative to
+    this file's folder, or absolute) loads that file first and lays this file's sections
+    over it, mapping by mapping (e.g. ``servo: {defaults: {dead_time: 0.02}}`` changes one
+    value and keeps the rest). ``snake identify`` writes its results as such an overlay.
+
+    Raises:
+        ModelError: a file that cannot be read, bad YAML, a ``base:`` that is not a path,
+            or a chain of more than :data:`MAX_OVERLAYS` bases; one line naming the file.
+    """
+    path = Path(path)
+    chain = [path]
+    doc = read_yaml(path, "robot file")
+    while isinstance(doc, Mapping) and "base" in doc:
+        base = doc["base"]
+        if not isinstance(base, str) or not base.strip():
+            raise ModelError(f"{chain[-1]}: base must be the path of a robot file, got {base!r}")
+        if len(chain) > MAX_OVERLAYS:
+            raise ModelError(f"{path}: more than {MAX_OVERLAYS} nested base: files (a cycle?)")
+        base_path = chain[-1].parent / base
+        chain.append(base_path)
+        overlay = {k: v for k, v in doc.items() if k != "base"}
+        under = read_yaml(base_path, f"robot file (base of {chain[-2]})")
+        if not isinstance(under, Mapping):
+            raise ModelError(f"{base_path}: a robot file is a mapping of sections")
+        doc = _merged(under, overlay)
+    return doc
+
+
 @dataclass(frozen=True)
 class SnakeModel:
     """Geometry and inertia of the serial snake (bodies 0..n, joints 1..n).
@@ -318,7 +364,7 @@ class SnakeModel:
                 names the file and the field.
         """
         path = Path(path)
-        doc = read_yaml(path, "robot file")
+        doc = read_robot_yaml(path)
         if not isinstance(doc, Mapping) or not isinstance(doc.get("model"), Mapping):
             raise ModelError(f"{path}: expected a mapping with a 'model:' section")
         try:

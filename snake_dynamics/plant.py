@@ -158,6 +158,27 @@ def load_plant(path: str | Path, joint_names: Sequence[str]) -> PlantParams:
         raise ModelError(f"{path}: {exc}") from None
 
 
+#: Realistic ranges of a hobby servo's parameters and of a built body's mass scale (a test
+#: or benchmark draws plants within them): name -> (low, high), SI units.
+REALISTIC_RANGES: dict[str, tuple[float, float]] = {
+    "dead_time": (0.004, 0.014),
+    "deadband": (0.003, 0.008),
+    "stiffness": (7.0, 14.0),
+    "damping": (0.35, 0.8),
+    "stall_torque": (0.7, 1.1),
+    "no_load_speed": (5.0, 8.0),
+    "mass_scale": (0.9, 1.2),
+}
+
+
+def random_plant(rng: np.random.Generator) -> dict[str, object]:
+    """A plant file's content drawn uniformly within :data:`REALISTIC_RANGES` (the same
+    servo on every joint, the default potentiometers)."""
+    drawn = {k: float(rng.uniform(low, high)) for k, (low, high) in REALISTIC_RANGES.items()}
+    mass_scale = drawn.pop("mass_scale")
+    return {"servo": {"defaults": drawn}, "mass_scale": mass_scale}
+
+
 @dataclass(frozen=True)
 class PulseMap:
     """One joint's servo channel and its pulse calibration (PROTOCOL.md, "Calibration"):

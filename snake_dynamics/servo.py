@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import ModelError
-from .model import read_yaml
+from .model import read_robot_yaml
 
 FloatArray = NDArray[np.float64]
 
@@ -188,7 +188,7 @@ class ServoModel:
                 the file and the key.
         """
         path = Path(path)
-        doc = read_yaml(path, "robot file")
+        doc = read_robot_yaml(path)
         spec = doc.get("servo") if isinstance(doc, Mapping) else None
         try:
             return cls.from_dict(spec, joint_names, str(path))

@@ -367,16 +367,19 @@ class Simulator:
         count = 2 * steps * self.substeps + 1
         return self.time + 0.5 * self._h * np.arange(count, dtype=np.float64)
 
-    def advance(self, steps: int, source: InputSource) -> None:
+    def advance(self, steps: int, source: InputSource) -> tuple[FloatArray, FloatArray]:
         """Take ``steps`` steps with the inputs of ``source`` at the stage times.
+
+        Returns:
+            q [rad] and q_dot [rad/s] at the end of every step, shape (steps, n) each.
 
         Raises:
             SimulationError: the state left the finite numbers; the simulator keeps the
                 last finite state and its time.
         """
-        if steps <= 0:
-            return
         n, sub = self.model.n_joints, self.substeps
+        if steps <= 0:
+            return np.empty((0, n)), np.empty((0, n))
         inputs = source.inputs(self.stage_times(steps))
         rows = 2 * steps * sub + 1
         if inputs.shape != (rows, 3 * n):
@@ -395,6 +398,7 @@ class Simulator:
                 f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
                 "(torques too large for the model: check the commands and servo gains)"
             )
+        return qs, qds
 
     def run_until(self, t: float, source: InputSource, max_steps: int) -> RunReport:
         """Advance to the last step boundary at or before time t [s].

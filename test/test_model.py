@@ -155,3 +155,39 @@ def test_bad_yaml_files_raise_model_errors_naming_the_file(tmp_path, text, messa
 def test_missing_file() -> None:
     with pytest.raises(sd.ModelError, match="cannot read robot file"):
         sd.SnakeModel.from_yaml("/nonexistent/robot.yaml")
+
+
+def test_a_robot_config_overlay_lays_its_sections_over_its_base(tmp_path: Path) -> None:
+    """``base:`` loads another robot file and merges this one's mappings over it, for every
+    reader of robot files (body, servo model, channel map); cycles and bad bases are one
+    line naming the file."""
+    from snake_driver.calibration import load_servo_map
+    from snake_dynamics.servo import NOMINAL, ServoModel
+
+    base = ROOT / "config/robot_feedback.yaml"  # itself an overlay on robot.yaml
+    overlay = tmp_path / "tuned.yaml"
+    overlay.write_text(f"base: {base}\nservo:\n  defaults: {{dead_time: 0.02}}\n")
+    model = sd.SnakeModel.from_yaml(overlay)
+    plain = sd.SnakeModel.from_yaml(ROOT / "config/robot.yaml")
+    assert np.array_equal(model.masses, plain.masses) and model.name == plain.name
+    servo = ServoModel.from_yaml(overlay, model.joint_names)
+    assert servo.joints[0].dead_time == 0.02
+    assert servo.joints[0].stall_torque == NOMINAL.stall_torque  # kept from the base
+    _, servos = load_servo_map(overlay)
+    assert [c.channel for c in servos.channels] == list(range(8))  # robot.yaml's map
+    assert all(c.feedback is not None for c in servos.channels)  # robot_feedback's pots
+    # a relative base is found beside the overlay
+    (tmp_path / "copy.yaml").write_text((ROOT / "config/robot.yaml").read_text())
+    (tmp_path / "relative.yaml").write_text("base: copy.yaml\nmodel: {name: other}\n")
+    relative = sd.SnakeModel.from_yaml(tmp_path / "relative.yaml")
+    assert relative.name == "other" and np.array_equal(relative.masses, plain.masses)
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(sd.ModelError, match="nested base"):
+        sd.SnakeModel.from_yaml(tmp_path / "a.yaml")
+    (tmp_path / "bad.yaml").write_text("base: 3\n")
+    with pytest.raises(sd.ModelError, match="bad.yaml: base must be the path"):
+        sd.SnakeModel.from_yaml(tmp_path / "bad.yaml")
+    (tmp_path / "gone.yaml").write_text("base: nowhere.yaml\n")
+    with pytest.raises(sd.ModelError, match="nowhere.yaml: cannot read robot file"):
+        sd.SnakeModel.from_yaml(tmp_path / "gone.yaml")

@@ -1,0 +1,102 @@
+"""How well ``snake identify`` recovers emulated robots, as JSON on stdout.
+
+For each seed: draws a plant within the realistic ranges (snake_dynamics.plant.random_plant),
+runs ``snake identify --emulate`` on it (the firmware ELF in simavr, the plant in lock-step,
+the driver's link in real time), and compares the fitted servo with the plant's (torques
+relative to the config's body: divided by the plant's mass scale; the dead time after the
+pulse). Reports each parameter's relative error per seed and the worst over the seeds, the
+validation gait's RMS error before and after, and the wall time.
+
+    python bench/identify.py [--seeds 1 2 3 4 5] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+from report import emit  # bench/report.py (this folder is on sys.path)
+
+from snake_dynamics.plant import random_plant
+
+BODY = {"stiffness", "damping", "stall_torque"}
+
+
+def one(seed: int, folder: Path) -> dict[str, object]:
+    """Identify the plant of ``seed``; its errors and timings."""
+    doc = random_plant(np.random.default_rng(seed))
+    servo, mass_scale = doc["servo"]["defaults"], float(doc["mass_scale"])  # type: ignore[index]
+    plant = folder / f"plant-{seed}.yaml"
+    plant.write_text(yaml.safe_dump(doc))
+    out = folder / f"identify-{seed}"
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "snake_bringup.cli", "identify", "--emulate", "--plant"]
+    cmd += [str(plant), "-o", str(out), "--no-plots", "-q"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - start
+    if done.returncode != 0:
+        return {"seed": seed, "failed": done.stderr.strip().splitlines()[-1:]}
+    fit = json.loads((out / "fit.json").read_text())
+    errors = {
+        name: fit["params"][name] / (value / (mass_scale if name in BODY else 1.0)) - 1.0
+        for name, value in servo.items()
+        if name != "dead_time"
+    }
+    before = math.sqrt(float(np.mean(np.square(fit["validation_rms_before_rad"]))))
+    after = math.sqrt(float(np.mean(np.square(fit["validation_rms_after_rad"]))))
+    return {
+        "seed": seed,
+        "relative_error": {k: round(v, 4) for k, v in errors.items()},
+        "dead_time_after_pulse_error_ms": round(
+            (fit["dead_time_after_pulse"] - servo["dead_time"]) * 1e3, 2
+        ),
+        "validation_rms_deg": {
+            "before": round(math.degrees(before), 3),
+            "after": round(math.degrees(after), 3),
+        },
+        "improvement": round(before / after, 2),
+        "fit_evaluations": fit["evaluations"],
+        "wall_s": round(wall, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for seed in args.seeds:
+            runs.append(one(seed, Path(tmp)))
+            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    ok = [r for r in runs if "relative_error" in r]
+    worst = {
+        k: max(abs(r["relative_error"][k]) for r in ok)  # type: ignore[index]
+        for k in (ok[0]["relative_error"] if ok else {})  # type: ignore[union-attr]
+    }
+    emit(
+        {
+            "runs": runs,
+            "worst_relative_error": worst,
+            "worst_dead_time_error_ms": max(
+                (abs(r["dead_time_after_pulse_error_ms"]) for r in ok),
+                default=None,  # type: ignore[arg-type]
+            ),
+            "least_improvement": min((r["improvement"] for r in ok), default=None),  # type: ignore[type-var]
+            "failed": len(runs) - len(ok),
+        },
+        args.output,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+"""Servo identification: the experiment, the prediction of a recording, and the least-squares
+fit of the servo model's parameters (docs/mfm.md, "Identification", eqs. 207-210; no ROS,
+no I/O).
+
+* :class:`Excitation` is the experiment every joint plays at once: steps held still (small
+  ones inside the loop's linear range, large ones on the motor's torque-speed line), then a
+  chirp (eq. 207).
+* :class:`Recording` holds what the robot did: the servos' reference (the angles their
+  pulses carried) and the measured joint angles at the same instants.
+* :func:`predict` is the servo model on the robot's MFM body driven by a recording's
+  reference, sampled at its instants (eq. 208).
+* :func:`fit_servo` finds the servo parameters shared by every joint that make
+  :func:`predict` closest to the measurement, each joint's constant measurement offset
+  eliminated in closed form (eq. 209), with standard errors from the Jacobian;
+  :attr:`ServoFit.dead_time_after_pulse` is its dead time as a plant file gives it (eq. 210).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import IdentificationError, ModelError, SimulationError
+from .gaits import Gait, JointTrajectory
+from .model import SnakeModel
+from .servo import ServoModel, ServoParams
+from .simulator import InputSource, Simulator
+
+FloatArray = NDArray[np.float64]
+
+#: The fitted parameters, in :class:`ServoParams` order; the last four are fitted as logs.
+FITTED = ("dead_time", "deadband", "stiffness", "damping", "stall_torque", "no_load_speed")
+_LOG = ("stiffness", "damping", "stall_torque", "no_load_speed")
+#: Search bounds of dead_time [s] and deadband [rad].
+_BOUNDS = {"dead_time": (0.0, 0.2), "deadband": (0.0, 0.1)}
+
+
+@dataclass(frozen=True)
+class Excitation(Gait):
+    """The identification experiment (eq. 207): every joint at once, joint k's motion
+    multiplied by its sign s_k (alternating, so neighbours bend opposite ways).
+
+    First the step levels, each held for ``hold`` seconds; then a chirp
+    A sin(2 pi (f_0 t + (f_1 - f_0) t^2 / (2 T))) over T = ``chirp_time``, rising from
+    ``chirp_start`` to ``chirp_end``; then rest.
+
+    Attributes:
+        n_joints: n.
+        levels: the step levels [rad], each held ``hold`` s.
+        hold: how long each level is held [s].
+        chirp_amplitude: A [rad].
+        chirp_start: f_0 [Hz].
+        chirp_end: f_1 [Hz].
+        chirp_time: T [s].
+    """
+
+    n_joints: int
+    levels: tuple[float, ...] = (0.0, 0.04, 0.0, -0.04, 0.0, 0.12, 0.0, -0.12, 0.0, 0.3, -0.3, 0.0)
+    hold: float = 0.4
+    chirp_amplitude: float = 0.12
+    chirp_start: float = 0.5
+    chirp_end: float = 3.0
+    chirp_time: float = 5.0
+
+    @classmethod
+    def within(cls, lower: ArrayLike, upper: ArrayLike, fraction: float = 0.8) -> Excitation:
+        """The default experiment, scaled down where a joint's limits are closer than its
+        largest level over ``fraction``.
+
+        Raises:
+            IdentificationError: a joint whose range does not contain 0.
+        """
+        low, high = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        if np.any(low >= 0.0) or np.any(high <= 0.0):
+            raise IdentificationError("every joint's limits must contain 0 rad (the rest pose)")
+        base = cls(low.size)
+        reach = fraction * float(min(-low.max(), high.min()))
+        scale = min(1.0, reach / max(abs(x) for x in base.levels))
+        return dataclasses.replace(
+            base,
+            levels=tuple(scale * x for x in base.levels),
+            chirp_amplitude=min(base.chirp_amplitude, reach),
+        )
+
+    @property
+    def duration(self) -> float:
+        """The experiment's length [s]."""
+        return len(self.levels) * self.hold + self.chirp_time
+
+    @property
+    def signs(self) -> FloatArray:
+        """s_k: +1 for joint 1, -1 for joint 2, ..."""
+        return np.where(np.arange(self.n_joints) % 2 == 0, 1.0, -1.0)
+
+    def evaluate(self, t: float) -> JointTrajectory:
+        steps = len(self.levels) * self.hold
+        zero = np.zeros(self.n_joints)
+        if t < steps:
+            level = self.levels[max(0, int(t // self.hold))]
+            return JointTrajectory(self.signs * level, zero, zero)
+        tc = t - steps
+        if tc >= self.chirp_time:
+            return JointTrajectory(zero, zero, zero)
+        rate = (self.chirp_end - self.chirp_start) / self.chirp_time
+        phase = 2.0 * math.pi * (self.chirp_start * tc + 0.5 * rate * tc * tc)
+        omega = 2.0 * math.pi * (self.chirp_start + rate * tc)
+        a = self.chirp_amplitude * self.signs
+        q = a * math.sin(phase)
+        qd = a * omega * math.cos(phase)
+        qdd = a * (2.0 * math.pi * rate * math.cos(phase) - omega * omega * math.sin(phase))
+        return JointTrajectory(q, qd, qdd)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What the robot did: at each instant, the angle each servo was told to hold (its
+    pulse) and the angle measured at its potentiometer.
+
+    Attributes:
+        t: sample times [s], increasing, shape (m,).
+        reference: the servos' commanded angles [rad], shape (m, n).
+        measured: the measured joint angles [rad], shape (m, n).
+        joint_names: the n joints, tail to head.
+    """
+
+    t: FloatArray
+    reference: FloatArray
+    measured: FloatArray
+    joint_names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        t, ref, meas = (
+            np.asarray(x, dtype=np.float64) for x in (self.t, self.reference, self.measured)
+        )
+        n = len(self.joint_names)
+        if t.ndim != 1 or t.size < 3 or ref.shape != (t.size, n) or meas.shape != ref.shape:
+            raise IdentificationError(
+                f"a recording needs >= 3 samples of {n} joints' reference and measurement, got "
+                f"t {t.shape}, reference {ref.shape}, measured {meas.shape}"
+            )
+        if not (
+            np.all(np.diff(t) > 0.0) and np.all(np.isfinite(ref)) and np.all(np.isfinite(meas))
+        ):
+            raise IdentificationError("recording times must increase and every value be finite")
+        for name, value in (("t", t), ("reference", ref), ("measured", meas)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def duration(self) -> float:
+        """From the first sample to the last [s]."""
+        return float(self.t[-1] - self.t[0])
+
+    def between(self, start: float, end: float) -> Recording:
+        """The samples with start <= t <= end [s]."""
+        keep = (self.t >= start) & (self.t <= end)
+        return Recording(self.t[keep], self.reference[keep], self.measured[keep], self.joint_names)
+
+
+#: The servo pulse period [s]: a servo takes a new target once per pulse.
+PULSE_PERIOD = 0.02
+
+
+class SampledReference(InputSource):
+    """The servos' reference from a recording (eq. 208): the commanded angle, linear between
+    the recorded samples, seen ``dead_time`` late (eq. 201); no rate reference and no
+    feed-forward (a pulse carries the angle alone).
+
+    Args:
+        t: the samples' times [s], shape (m,).
+        reference: the commanded angles [rad], shape (m, n).
+        dead_time: T_d [s].
+    """
+
+    def __init__(self, t: FloatArray, reference: FloatArray, dead_time: float) -> None:
+        self.t, self.reference, self.dead_time = t, reference, dead_time
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = self.reference.shape[1]
+        u = np.zeros((t.size, 3 * n))
+        late = np.asarray(t, dtype=np.float64) - self.dead_time
+        for j in range(n):
+            u[:, n + j] = np.interp(late, self.t, self.reference[:, j])
+        return u
+
+
+def predict(
+    model: SnakeModel, servo: ServoParams | ServoModel, recording: Recording, dt: float = 0.001
+) -> FloatArray:
+    """The servo model on the MFM body, driven by the recording's reference from rest at its
+    first reference (a take starts at rest), sampled at its times (eq. 208).
+
+    Args:
+        model: the robot's body.
+        servo: one servo for every joint, or one per joint (with one dead time).
+        recording: the reference and the times.
+        dt: the step [s].
+
+    Returns:
+        The predicted joint angles [rad], shape (m, n).
+
+    Raises:
+        IdentificationError: a servo model whose joints have different dead times, or a
+            prediction that leaves the finite numbers.
+    """
+    servos = servo if isinstance(servo, ServoModel) else ServoModel.uniform(servo, model.n_joints)
+    dead = np.unique(servos.dead_times)
+    if dead.size != 1:
+        raise IdentificationError("predict() takes servos with one dead time for every joint")
+    sim = Simulator(model, dt, servo=servos, t0=float(recording.t[0]))
+    sim.reset(float(recording.t[0]), recording.reference[0], np.zeros(model.n_joints))
+    steps = math.ceil((recording.t[-1] - recording.t[0]) / dt) + 1
+    source = SampledReference(recording.t, recording.reference, float(dead[0]))
+    try:
+        qs, _ = sim.advance(steps, source)
+    except SimulationError as exc:
+        raise IdentificationError(f"the prediction diverged: {exc}") from None
+    grid = recording.t[0] + dt * np.arange(steps + 1)
+    q = np.vstack([recording.reference[:1], qs])
+    return np.column_stack([np.interp(recording.t, grid, q[:, j]) for j in range(q.shape[1])])
+
+
+def residuals(predicted: FloatArray, measured: FloatArray) -> FloatArray:
+    """measured - predicted with each joint's mean removed: the prediction error once each
+    potentiometer's constant offset is taken out (eq. 209) [rad], shape (m, n)."""
+    error = measured - predicted
+    return np.asarray(error - error.mean(axis=0))
+
+
+def rms_error(predicted: FloatArray, measured: FloatArray) -> FloatArray:
+    """Each joint's RMS of :func:`residuals` [rad], shape (n,)."""
+    return np.asarray(np.sqrt(np.mean(residuals(predicted, measured) ** 2, axis=0)))
+
+
+@dataclass(frozen=True)
+class ServoFit:
+    """A least-squares fit of the servo parameters (eq. 209).
+
+    Attributes:
+        params: the fitted servo; its dead time counts from the command the pulses carry
+            (the prediction's meaning: it includes the mean wait for the next pulse).
+        stderr: each fitted parameter's standard error, in its unit (:data:`FITTED` order).
+        rms: each joint's RMS error of the fitted prediction on the fitting data [rad].
+        evaluations: predictions the fit ran.
+        samples: residuals fitted (samples x joints).
+    """
+
+    params: ServoParams
+    stderr: dict[str, float]
+    rms: FloatArray
+    evaluations: int
+    samples: int
+
+    @property
+    def dead_time_after_pulse(self) -> float:
+        """The servo's own delay after the pulse that carries a target, as a plant file
+        gives it: the fitted dead time less the mean wait for the next pulse (eq. 210) [s]."""
+        return self.params.dead_time - 0.5 * PULSE_PERIOD
+
+
+#: The optimiser's unit of each fitted parameter: ms, mrad, then logs (all of order one).
+_SCALE = {"dead_time": 1e-3, "deadband": 1e-3}
+
+
+def _to_params(x: FloatArray) -> ServoParams:
+    values = {
+        name: float(math.exp(v)) if name in _LOG else float(v) * _SCALE[name]
+        for name, v in zip(FITTED, x, strict=True)
+    }
+    return ServoParams(**values)
+
+
+def _to_x(params: ServoParams) -> FloatArray:
+    return np.array(
+        [
+            math.log(getattr(params, n)) if n in _LOG else getattr(params, n) / _SCALE[n]
+            for n in FITTED
+        ]
+    )
+
+
+def fit_servo(
+    model: SnakeModel,
+    recording: Recording,
+    start: ServoParams,
+    *,
+    dt: float = 0.001,
+    progress: Callable[[int, float], None] | None = None,
+) -> ServoFit:
+    """The servo parameters, the same for every joint, that best predict a recording
+    (eq. 209: nonlinear least squares, scipy's trust-region reflective method; the torque
+    parameters as logs, dead time and deadband within :data:`_BOUNDS`).
+
+    Without a torque sensor or gravity the motion only tells torques relative to the body's
+    inertia: the stiffness, damping and stall torque found are those that move ``model``'s
+    body (a body x% heavier than the model gives x% stronger servos).
+
+    Args:
+        model: the robot's body.
+        recording: the experiment.
+        start: the starting guess (e.g. the nominal servo); an unlimited stall torque or
+            no-load speed is not a valid start.
+        dt: the prediction's step [s].
+        progress: called with (evaluations, RMS error [rad]) after each prediction.
+
+    Raises:
+        IdentificationError: the recording and model disagree, or no prediction stays finite.
+    """
+    from scipy.optimize import least_squares
+
+    if len(recording.joint_names) != model.n_joints:
+        raise IdentificationError(
+            f"the recording has {len(recording.joint_names)} joints, the model {model.n_joints}"
+        )
+    if not (math.isfinite(start.stall_torque) and math.isfinite(start.no_load_speed)):
+        raise IdentificationError("start the fit from a servo with a finite torque-speed line")
+    count = [0]
+    measured = recording.measured
+
+    def fun(x: FloatArray) -> FloatArray:
+        count[0] += 1
+        try:
+            error = residuals(predict(model, _to_params(x), recording, dt), measured)
+        except (IdentificationError, ModelError):
+            error = np.full(measured.shape, 1.0)  # far off: the optimiser steps back
+        if progress is not None:
+            progress(count[0], float(np.sqrt(np.mean(error**2))))
+        return error.ravel()
+
+    low = np.array([_BOUNDS[k][0] / _SCALE[k] if k in _BOUNDS else -np.inf for k in FITTED])
+    high = np.array([_BOUNDS[k][1] / _SCALE[k] if k in _BOUNDS else np.inf for k in FITTED])
+    x0 = np.clip(_to_x(start), low, high)
+    result = least_squares(
+        fun, x0, bounds=(low, high), x_scale="jac", diff_step=1e-3, ftol=1e-6, xtol=1e-6
+    )
+    params = _to_params(result.x)
+    jac = result.jac
+    dof = max(jac.shape[0] - jac.shape[1], 1)
+    cov = np.linalg.pinv(jac.T @ jac) * (2.0 * result.cost / dof)
+    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    stderr = {
+        name: float(getattr(params, name) * s) if name in _LOG else float(s) * _SCALE[name]
+        for name, s in zip(FITTED, sd, strict=True)
+    }
+    rms = rms_error(predict(model, params, recording, dt), measured)
+    return ServoFit(params, stderr, rms, count[0], int(measured.size))

@@ -1,0 +1,181 @@
+"""Servo identification (snake_dynamics/identification.py, ``snake identify``): the experiment
+within the joint limits, the fit on a recording the model made itself, the bags, one-line
+errors, and identification of a randomly drawn plant through the real firmware ELF in simavr."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from snake_bringup.cli_identify import IdentifyError, Take, read_recording, write_bag
+from snake_driver.calibration import load_servo_map
+from snake_driver.link import Measurement
+from snake_driver.protocol import Counters, Flag
+from snake_dynamics.errors import IdentificationError
+from snake_dynamics.identification import (
+    PULSE_PERIOD,
+    Excitation,
+    Recording,
+    fit_servo,
+    predict,
+    rms_error,
+)
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.plant import random_plant
+from snake_dynamics.servo import NOMINAL, ServoParams
+from snake_ros.paths import robot_config
+
+ROBOT = robot_config("robot_feedback")
+
+
+def test_the_experiment_steps_holds_and_chirps_within_the_limits() -> None:
+    model = SnakeModel.from_yaml(ROBOT)
+    low, high = model.joint_limits[:, 0], model.joint_limits[:, 1]
+    exp = Excitation.within(low, high)
+    t = np.arange(0.0, exp.duration + 0.5, 0.001)
+    q = np.array([exp.evaluate(x).q for x in t])
+    assert np.all(q >= 0.8 * low - 1e-12) and np.all(q <= 0.8 * high + 1e-12)
+    assert np.abs(q).max() == pytest.approx(0.3)
+    # neighbours bend opposite ways; every level is held, then the chirp, then rest
+    assert np.all(q[:, 0] == -q[:, 1])
+    held = np.array([exp.evaluate((i + 0.5) * exp.hold).q[0] for i in range(len(exp.levels))])
+    assert held == pytest.approx(exp.levels)
+    assert np.all(q[t >= exp.duration] == 0.0)
+    chirp = (t > len(exp.levels) * exp.hold) & (t < exp.duration)
+    assert np.abs(q[chirp, 0]).max() == pytest.approx(exp.chirp_amplitude, rel=1e-3)
+    # the rate is the derivative of the angle
+    k = int(np.argmax(chirp)) + 1234
+    assert exp.evaluate(t[k]).qd == pytest.approx((q[k + 1] - q[k - 1]) / 0.002, rel=1e-3)
+    # narrow limits scale it down; limits that exclude the rest pose are refused
+    small = Excitation.within(np.full(8, -0.2), np.full(8, 0.25))
+    assert max(abs(x) for x in small.levels) == pytest.approx(0.16)
+    with pytest.raises(IdentificationError, match="contain 0"):
+        Excitation.within(np.full(8, 0.1), np.full(8, 0.5))
+
+
+def _synthetic(model: SnakeModel, servo: ServoParams) -> Recording:
+    """The experiment as the model itself would record it: reference sampled every 20 ms,
+    the prediction as measurement plus a pot offset per joint."""
+    exp = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
+    t = 0.0073 + np.arange(0.0, exp.duration + 1.0, 0.02)
+    reference = np.array([exp.evaluate(x - 0.0073).q for x in t])
+    rec = Recording(t, reference, np.zeros_like(reference), tuple(model.joint_names))
+    measured = predict(model, servo, rec) + np.linspace(-0.01, 0.01, model.n_joints)
+    return Recording(t, reference, measured, tuple(model.joint_names))
+
+
+def test_the_fit_recovers_the_servo_that_made_the_recording() -> None:
+    """Noise-free data from the model itself, with a constant offset on every pot: from the
+    nominal servo the fit finds the parameters that made it."""
+    model = SnakeModel.from_yaml(ROBOT)
+    true = ServoParams(0.024, 0.005, 8.0, 0.4, 0.8, 6.0)
+    rec = _synthetic(model, true)
+    before = rms_error(predict(model, NOMINAL, rec), rec.measured)
+    assert np.all(before > np.radians(0.05))
+    progress: list[tuple[int, float]] = []
+    fit = fit_servo(model, rec, NOMINAL, progress=lambda k, rms: progress.append((k, rms)))
+    for name in ("dead_time", "deadband", "stiffness", "damping", "stall_torque", "no_load_speed"):
+        assert getattr(fit.params, name) == pytest.approx(getattr(true, name), rel=0.01), name
+    assert np.all(fit.rms < np.radians(0.01))
+    assert fit.evaluations == len(progress) and progress[-1][0] == fit.evaluations
+    assert fit.dead_time_after_pulse == pytest.approx(fit.params.dead_time - PULSE_PERIOD / 2)
+    assert set(fit.stderr) == {f.name for f in dataclasses.fields(ServoParams)}
+    assert all(0.0 <= e < 0.01 * getattr(fit.params, k) for k, e in fit.stderr.items())
+    with pytest.raises(IdentificationError, match="finite torque-speed line"):
+        fit_servo(model, rec, ServoParams.pd(10.0, 0.5))
+
+
+def _measurement(stamp: float | None, pulses: int, angle: float) -> Measurement:
+    names = [f"joint_{k}" for k in range(1, 9)]
+    return Measurement(
+        stamp,
+        0,
+        dict.fromkeys(names, angle),
+        dict.fromkeys(names, pulses),
+        Flag(0),
+        0,
+        Counters(*([0] * len(dataclasses.fields(Counters)))),
+    )
+
+
+def test_bags_hold_targets_and_measurements_by_stamp(tmp_path: Path) -> None:
+    _, servos = load_servo_map(ROBOT)
+    reports = [
+        _measurement(None, 1500, 0.0),  # before the clock mapping: not written
+        _measurement(10.0, 0, 0.0),  # a servo not driven yet: not written
+        *(_measurement(10.0 + 0.02 * k, 1500 + 10 * k, 0.001 * k) for k in range(1, 6)),
+    ]
+    take = Take([(10.0, dict.fromkeys(servos.joint_names, 0.0))], reports)
+    assert write_bag(tmp_path / "bag", take, servos) == 5
+    rec = read_recording(tmp_path / "bag", servos.joint_names)
+    assert rec.t == pytest.approx(10.0 + 0.02 * np.arange(1, 6))
+    # 10 us of the 2000 us / 180 deg pulse per sample
+    assert rec.reference[:, 3] == pytest.approx(np.radians(0.9) * np.arange(1, 6))
+    assert rec.measured[:, 7] == pytest.approx(0.001 * np.arange(1, 6))
+    with pytest.raises(IdentifyError, match="not an identification bag"):
+        read_recording(tmp_path / "nothing", servos.joint_names)
+
+
+def _snake(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snake_bringup.cli", "identify", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_robot_without_feedback_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = _snake("--robot", "robot", "-o", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "joint_1, joint_2" in done.stderr and "no feedback" in done.stderr
+    done = _snake("--gait-param", "amplitude", "--emulate", "-o", str(tmp_path / "out"))
+    assert done.returncode == 2 and "NAME=VALUE" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+needs_avr = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("avr-gcc", "simavr")), reason="needs gcc-avr and simavr"
+)
+
+
+@needs_avr
+def test_identify_recovers_a_random_plant_through_the_firmware(tmp_path: Path) -> None:
+    """``snake identify --emulate`` on a plant drawn at random (seeded) within realistic
+    ranges: every parameter within 10 % of the plant's (torques relative to the config's
+    body, i.e. divided by the plant's mass scale), the dead time within one telemetry period,
+    and the validation gait's prediction error at least 3x smaller than with the nominal
+    servo."""
+    doc = random_plant(np.random.default_rng(12))
+    servo, mass_scale = doc["servo"]["defaults"], doc["mass_scale"]
+    plant = tmp_path / "plant.yaml"
+    plant.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "identify"
+    done = _snake("--emulate", "--plant", str(plant), "-o", str(out), "--no-plots", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    fit = json.loads((out / "fit.json").read_text())
+    found = fit["params"]
+    print(json.dumps({"plant": servo, "mass_scale": mass_scale, "fit": found}, indent=1))
+    # the fitted dead time counts from the command: less the mean wait for the next pulse
+    assert abs(fit["dead_time_after_pulse"] - servo["dead_time"]) < 0.020  # telemetry period
+    body = {"stiffness", "damping", "stall_torque"}
+    for name in ("deadband", "stiffness", "damping", "stall_torque", "no_load_speed"):
+        expected = servo[name] / (mass_scale if name in body else 1.0)
+        assert found[name] == pytest.approx(expected, rel=0.10), name
+    before = math.sqrt(np.mean(np.square(fit["validation_rms_before_rad"])))
+    after = math.sqrt(np.mean(np.square(fit["validation_rms_after_rad"])))
+    assert before >= 3.0 * after
+    overlay = yaml.safe_load((out / "robot_identified.yaml").read_text())
+    assert overlay["servo"]["defaults"]["stiffness"] == pytest.approx(found["stiffness"], rel=1e-5)
+    assert "robot_identified.yaml" in done.stdout and "| all |" in done.stdout
