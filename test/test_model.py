@@ -186,8 +186,8 @@ def test_a_robot_config_overlay_lays_its_sections_over_its_base(tmp_path: Path) 
     with pytest.raises(sd.ModelError, match="nested base"):
         sd.SnakeModel.from_yaml(tmp_path / "a.yaml")
     (tmp_path / "bad.yaml").write_text("base: 3\n")
-    with pytest.raises(sd.ModelError, match="bad.yaml: base must be the path"):
+    with pytest.raises(sd.ModelError, match=r"bad\.yaml: base must be the path"):
         sd.SnakeModel.from_yaml(tmp_path / "bad.yaml")
     (tmp_path / "gone.yaml").write_text("base: nowhere.yaml\n")
-    with pytest.raises(sd.ModelError, match="nowhere.yaml: cannot read robot file"):
+    with pytest.raises(sd.ModelError, match=r"nowhere\.yaml: cannot read robot file"):
         sd.SnakeModel.from_yaml(tmp_path / "gone.yaml")
