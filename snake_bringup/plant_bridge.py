@@ -79,6 +79,8 @@ class ServeStats:
         behind_s: the most the emulated clock lagged the wall clock since the first record
             [s] (the runner runs paced: near 0 while it keeps real time).
         busy_s: wall time spent stepping the plant [s].
+        ignored_pulses: pulses outside the servos' decoder range (simavr's glitches,
+            :data:`snake_dynamics.plant.DECODER_US`), which the servos did not follow.
     """
 
     ticks: int = 0
@@ -86,13 +88,15 @@ class ServeStats:
     wall_s: float = 0.0
     behind_s: float = 0.0
     busy_s: float = 0.0
+    ignored_pulses: int = 0
 
     def __str__(self) -> str:
         rate = self.emulated_s / self.wall_s if self.wall_s > 0 else 0.0
         return (
             f"ticks={self.ticks} emulated_s={self.emulated_s:.3f} wall_s={self.wall_s:.3f} "
             f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
-            f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%}"
+            f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%} "
+            f"ignored_pulses={self.ignored_pulses}"
         )
 
 
@@ -124,6 +128,7 @@ def serve(plant: Plant, sock: socket.socket, log: IO[str] | None = None) -> Serv
         stats.emulated_s, stats.wall_s = t - t_first, wall - wall_first
         stats.behind_s = max(stats.behind_s, stats.wall_s - stats.emulated_s)
         stats.busy_s += time.monotonic() - wall
+        stats.ignored_pulses = plant.ignored_pulses
         if log is not None:
             row = [*plant.q, *(plant.targets.latest(j) for j in range(n))]
             log.write(f"{t:.3f}," + ",".join(f"{x:.6f}" for x in row) + "\n")

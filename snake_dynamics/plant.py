@@ -40,6 +40,13 @@ FloatArray = NDArray[np.float64]
 #: A channel whose last pulse ended longer ago than this is limp [s] (2.5 pulse periods).
 LIMP_AFTER = 0.05
 
+#: The pulse widths a servo's decoder takes as a target [us]; it ignores any other (keeps its
+#: last target). A hobby servo reads 0.5-2.5 ms pulses and ignores what is far outside. In
+#: simavr 1.6 (no OCR double-buffering) a pulse shortened while it runs misses its compare
+#: match and lasts a whole 20 ms period more: a silicon ATmega2560 never makes it, and a
+#: servo would not follow it.
+DECODER_US = (300.0, 3000.0)
+
 #: Millivolts meaning "no value for this channel" in the runner's reply.
 NO_VOLTAGE = 0xFFFF
 
@@ -284,6 +291,7 @@ class Plant:
         self.targets = PulseTargets(np.zeros(n), params.servo.dead_times)
         self.powered = np.zeros(n, dtype=bool)
         self._last_edge = np.full(n, -math.inf)
+        self.ignored_pulses = 0  # outside DECODER_US (simavr's glitches)
         self._simulators: dict[tuple[bool, ...], Simulator] = {}
         self.sim = self._simulator(self.powered)
         self._rng = np.random.default_rng(params.potentiometer.seed)
@@ -330,6 +338,11 @@ class Plant:
                 continue
             powered[j] = True
             edge = t - age
+            if not DECODER_US[0] <= width <= DECODER_US[1]:
+                if edge > self._last_edge[j]:
+                    self._last_edge[j] = edge
+                    self.ignored_pulses += 1
+                continue
             if edge > self._last_edge[j]:
                 self._last_edge[j] = edge
                 self.targets.set(j, edge, pulse.target(width))

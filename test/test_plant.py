@@ -24,7 +24,7 @@ from snake_driver.transport import make_transport
 from snake_dynamics.errors import ModelError
 from snake_dynamics.integrators import joint_response
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.plant import LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
+from snake_dynamics.plant import DECODER_US, LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
 from snake_ros.paths import robot_config
@@ -90,6 +90,30 @@ def test_no_pulses_no_torque_but_the_gearbox() -> None:
     assert np.abs(moving).max() > 0.01
     # only the gearbox's damping acts, on every joint
     assert plant.sim.tau == pytest.approx(-plant.params.limp_damping * plant.sim.qd, abs=1e-12)
+
+
+def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
+    """simavr's glitch (a shortened pulse that misses its match and lasts a whole period
+    more) is not a target: the servo keeps its last one, still powered; it is counted."""
+    plant = _plant()
+    t = 0.0
+    for _ in range(40):
+        t += 0.001
+        plant.step(t, *_pulses(plant, t, {2: 0.3}))
+    widths, ages = _pulses(plant, t + 0.02, {2: 0.3})
+    channel = plant.pulses[2].channel
+    widths[channel] = 21_000.0  # a 20 ms period plus a 1 ms pulse
+    plant.step(t + 0.02, widths, ages)
+    assert plant.targets.latest(2) == pytest.approx(0.3)
+    assert plant.powered[2] and plant.ignored_pulses == 1
+    ages[channel] = 0.001
+    plant.step(t + 0.021, widths, ages)  # the same pulse seen again: counted once
+    assert plant.ignored_pulses == 1
+    widths[channel] = 200.0  # a runt
+    ages[channel] = 0.0
+    plant.step(t + 0.04, widths, ages)
+    assert plant.targets.latest(2) == pytest.approx(0.3) and plant.ignored_pulses == 2
+    assert DECODER_US[0] > 200.0 and DECODER_US[1] < 21_000.0
 
 
 def test_one_joint_step_is_the_servo_models_closed_loop() -> None:
