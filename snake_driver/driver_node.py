@@ -67,6 +67,7 @@ class DriverNode(Node):
 
     def __init__(self) -> None:
         super().__init__("driver_node")
+        self._logged_level: Level | None = None  # the diagnostics level last logged
         config = declare_robot_config(self)
         kind = declare_string(self, "transport", "serial", "link to the robot", choices=TRANSPORTS)
         port = declare_string(self, "port", "/dev/ttyACM0", "serial device, or the bridge's port")
@@ -336,10 +337,24 @@ class DriverNode(Node):
         ]
         level, status.message = self._judge(delta, m)
         status.level = bytes([level])
+        self._log_level(level, status.message)
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = [status]
         self.pub_diag.publish(array)
+
+    def _log_level(self, level: Level, message: str) -> None:
+        """Log the diagnostics' level once it has been OK and whenever it changes after
+        (a warning when it leaves OK or moves between WARN and ERROR, a line when it is OK
+        again), so the log tells what /diagnostics told: heavy corruption, silence, an
+        e-stop. Before the first OK the connection's own events are logged."""
+        if level == self._logged_level or (self._logged_level is None and level != Level.OK):
+            return
+        if level == Level.OK:
+            self.get_logger().info(f"link OK: {message}")
+        else:
+            self.get_logger().warning(f"link {level.name}: {message}")
+        self._logged_level = level
 
     def _feedback_missing(self, m: Measurement) -> list[str]:
         """Joints calibrated for feedback whose latest position is still the estimate."""

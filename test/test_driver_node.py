@@ -84,8 +84,9 @@ def firmware_pty(firmware_build: Path) -> Iterator[str]:
     proc.wait(timeout=5)
 
 
-def start_driver(ros_args: list[str]) -> subprocess.Popen[str]:
-    """driver_node from this checkout, with these ``--ros-args``."""
+def start_driver(ros_args: list[str], log: Path | None = None) -> subprocess.Popen[str]:
+    """driver_node from this checkout, with these ``--ros-args`` (its output into ``log``
+    if given, readable while it runs; else a pipe)."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -95,13 +96,13 @@ def start_driver(ros_args: list[str]) -> subprocess.Popen[str]:
             *ros_args,
         ],
         env=ros_env(),
-        stdout=subprocess.PIPE,
+        stdout=subprocess.PIPE if log is None else log.open("w"),
         stderr=subprocess.STDOUT,
         text=True,
     )
 
 
-def stop_driver(proc: subprocess.Popen[str]) -> str:
+def stop_driver(proc: subprocess.Popen[str], log: Path | None = None) -> str:
     """Ctrl-C, then its output (which must hold no traceback)."""
     proc.send_signal(2)
     try:
@@ -109,16 +110,25 @@ def stop_driver(proc: subprocess.Popen[str]) -> str:
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
+    out = log.read_text() if log is not None else out
     assert "Traceback" not in out, out
     return out
 
 
+#: The module's driver_node writes its output here (tests read it while it runs).
+DRIVER_LOG = "driver_node.log"
+
+
 @pytest.fixture(scope="module")
-def driver(domain: int, firmware_pty: str) -> Iterator[subprocess.Popen[str]]:
+def driver(
+    domain: int, firmware_pty: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """driver_node on the emulated robot; yields its log file."""
     args = ["-p", "transport:=serial", "-p", f"port:={firmware_pty}", "-p", "robot_config:=robot"]
-    proc = start_driver(args)
-    yield proc
-    stop_driver(proc)
+    log = tmp_path_factory.mktemp("driver") / DRIVER_LOG
+    proc = start_driver(args, log)
+    yield log
+    stop_driver(proc, log)
 
 
 def spin_until(node, condition: Callable[[], bool], timeout: float) -> bool:  # type: ignore[no-untyped-def]
@@ -257,6 +267,11 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     assert spin_until(node, following(-0.15), 5.0)
     assert spin_until(node, lambda: values().get("estop_latched") == "False", 5.0)
     assert values()["estop"] == "False"
+    # the log tells what /diagnostics told: the e-stop, then the link OK again
+    assert spin_until(
+        node, lambda: "link OK" in driver.read_text().split("e-stop latched by")[-1], 10.0
+    )
+    assert "link WARN: e-stop latched by the driver" in driver.read_text()
     node.destroy_node()
 
 
