@@ -67,6 +67,7 @@ bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/driver.py
 	$(BIN)/python bench/shutdown.py --load 1 --output bench/results/shutdown.json
 	$(BIN)/python bench/startup.py --output bench/results/startup.json
+	$(BIN)/python bench/identify.py --output bench/results/identify.json
 
 firmware:
 	$(MAKE) -C firmware

@@ -48,7 +48,7 @@ def tracking(model: SnakeModel, gait, t: np.ndarray, q: np.ndarray) -> dict[str,
     """Per moving joint: RMS and peak error [deg], amplitude ratio, lag [ms]."""
     exact = np.array([gait(float(tk)).q for tk in t])
     steady = t > SETTLE
-    lags = np.arange(-0.02, 0.06, 1e-4)
+    lags = np.arange(-0.02, 0.2, 1e-4)
     out: dict[str, list[float]] = {
         "rms_deg": [],
         "max_deg": [],

@@ -222,22 +222,25 @@ def cmd_urdf(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The demo: the real firmware in simavr driven by the gait, the MFM prediction beside it,
-    the comparison and the recorder; then the report, the bag and the per-joint RMS error."""
+    """The demo: the real firmware in simavr driven by the gait, its servos moving the robot's
+    simulated body (the plant) and measured on their pots, the MFM prediction beside it, the
+    comparison and the recorder; then the report, the bag and the per-joint RMS error."""
     out = args.output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bag = out / "bag"
-    with Emulator(plant=args.plant) as emulator:
-        print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}")
-        graph = demo_graph(emulator.endpoint, out, gait=args.gait or "")
+    plant = None if args.no_plant else (args.plant or robot_config("plant"))
+    with Emulator(plant=plant, robot=args.robot) as emulator:
+        body = f", its servos moving the plant of {plant}" if plant else ", no plant"
+        print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}{body}")
+        graph = demo_graph(emulator.endpoint, out, gait=args.gait or "", robot=args.robot)
         run = argparse.Namespace(
             output=out / "logs", duration=args.duration, quiet=True, dry_run=False
         )
         code = run_graph(graph, "demo", run, _alive(emulator))
-    if args.plant:
+    if plant:
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     if code not in (0, 130):
         return code
-    report = compare_bag(bag, out / "report", robot_config="robot")
+    report = compare_bag(bag, out / "report", robot_config=args.robot)
     print()
     print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
     print(report.table())
@@ -460,7 +463,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=positive, default=20.0, help="run time [s] (default: 20)")
     p.add_argument("--gait", choices=sorted(GAITS), help="gait (default: config/gaits.yaml's)")
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
-    _plant_option(p)
+    p.add_argument(
+        "--robot",
+        default="robot_feedback",
+        help="robot config of the prediction, the driver and the plant's body (default: "
+        "robot_feedback: robot.yaml with the pots calibrated; e.g. snake identify's overlay)",
+    )
+    p.add_argument(
+        "--plant",
+        type=Path,
+        help="the emulated robot's servos, body and pots (default: config/plant.yaml)",
+    )
+    p.add_argument(
+        "--no-plant",
+        action="store_true",
+        help="no plant: the pulses drive nothing and the robot reports the firmware's estimates",
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(

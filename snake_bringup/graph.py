@@ -385,7 +385,9 @@ def replay_graph(
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
 
 
-def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec, ...]:
+def demo_graph(
+    endpoint: Endpoint, out: Path, gait: str = "", robot: str = "robot_feedback"
+) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
     on the emulated robot with the MFM prediction and the comparison node beside it, the
     comparison's report going to ``out/compare``.
@@ -394,8 +396,9 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
         endpoint: where the emulated robot listens (``Emulator.endpoint``).
         out: the run folder: the bag goes to ``out/bag``, the live report to ``out/compare``.
         gait: gait name; empty for the one in config/gaits.yaml.
+        robot: robot YAML file or config name (default: the robot with feedback pots).
     """
-    config = robot_config("robot").resolve()
+    config = robot_config(robot).resolve()
     recorder = NodeSpec(
         PACKAGE,
         "recorder_node",
@@ -405,7 +408,7 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
         on_failure="report",  # its bag folder exists: a restart could not record into it
     )
     report = {"report_dir": str(out), "report_name": "compare"}
-    robot = hardware_graph(
+    nodes = hardware_graph(
         str(config),
         endpoint.transport,
         endpoint.port,
@@ -422,6 +425,6 @@ def demo_graph(endpoint: Endpoint, out: Path, gait: str = "") -> tuple[NodeSpec,
             else replace(spec, parameters=(*spec.parameters, {"wait_for_subscribers": 3}))
             if spec.executable == "gait_node"  # the recorder listens too
             else spec
-            for spec in robot
+            for spec in nodes
         ),
     )

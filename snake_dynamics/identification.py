@@ -47,7 +47,9 @@ class Excitation(Gait):
 
     First the step levels, each held for ``hold`` seconds; then a chirp
     A sin(2 pi (f_0 t + (f_1 - f_0) t^2 / (2 T))) over T = ``chirp_time``, rising from
-    ``chirp_start`` to ``chirp_end``; then rest.
+    ``chirp_start`` to ``chirp_end``; then the rest levels, small steps each held
+    ``rest_hold`` seconds, long enough for every joint to come to rest at its deadband's
+    edge; then rest.
 
     Attributes:
         n_joints: n.
@@ -57,15 +59,21 @@ class Excitation(Gait):
         chirp_start: f_0 [Hz].
         chirp_end: f_1 [Hz].
         chirp_time: T [s].
+        rests: the small steps at the end [rad], each held ``rest_hold`` s.
+        rest_hold: how long each of them is held [s].
     """
 
     n_joints: int
-    levels: tuple[float, ...] = (0.0, 0.04, 0.0, -0.04, 0.0, 0.12, 0.0, -0.12, 0.0, 0.3, -0.3, 0.0)
+    levels: tuple[float, ...] = (
+        *(0.0, 0.04, 0.0, -0.04, 0.0, 0.12, 0.0, -0.12, 0.0, 0.3, 0.0, -0.3, 0.0),
+    )
     hold: float = 0.4
     chirp_amplitude: float = 0.12
     chirp_start: float = 0.5
     chirp_end: float = 3.0
     chirp_time: float = 5.0
+    rests: tuple[float, ...] = (0.0, 0.03, 0.0, -0.03, 0.0, 0.03, 0.0, -0.03, 0.0)
+    rest_hold: float = 0.7
 
     @classmethod
     def within(cls, lower: ArrayLike, upper: ArrayLike, fraction: float = 0.8) -> Excitation:
@@ -85,12 +93,13 @@ class Excitation(Gait):
             base,
             levels=tuple(scale * x for x in base.levels),
             chirp_amplitude=min(base.chirp_amplitude, reach),
+            rests=tuple(scale * x for x in base.rests),
         )
 
     @property
     def duration(self) -> float:
         """The experiment's length [s]."""
-        return len(self.levels) * self.hold + self.chirp_time
+        return len(self.levels) * self.hold + self.chirp_time + len(self.rests) * self.rest_hold
 
     @property
     def signs(self) -> FloatArray:
@@ -105,7 +114,9 @@ class Excitation(Gait):
             return JointTrajectory(self.signs * level, zero, zero)
         tc = t - steps
         if tc >= self.chirp_time:
-            return JointTrajectory(zero, zero, zero)
+            k = int((tc - self.chirp_time) // self.rest_hold)
+            level = self.rests[k] if k < len(self.rests) else 0.0
+            return JointTrajectory(self.signs * level, zero, zero)
         rate = (self.chirp_end - self.chirp_start) / self.chirp_time
         phase = 2.0 * math.pi * (self.chirp_start * tc + 0.5 * rate * tc * tc)
         omega = 2.0 * math.pi * (self.chirp_start + rate * tc)

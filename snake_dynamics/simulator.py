@@ -205,8 +205,9 @@ class PrescribedInput(InputSource):
     seeing it its dead time late (eq. 201).
 
     With ``feed_forward`` (the paper's validation loop) tau_ff is the inverse dynamics of the
-    commanded trajectory; without it (a hobby servo, which gets the target and nothing
-    else) tau_ff = 0 and the servo alone moves the joint.
+    commanded trajectory and the loop's rate reference its q_dot; without it (a hobby servo,
+    whose pulse carries the target angle and nothing else) tau_ff = 0, the rate reference
+    is 0 (eq. 203 damps the joint's own rate) and the servo alone moves the joint.
 
     Args:
         model: the packed snake.
@@ -240,6 +241,8 @@ class PrescribedInput(InputSource):
         if self.feed_forward:
             for j in range(t.size):
                 tau[j] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
+        else:
+            qd = np.zeros_like(qd)
         return np.ascontiguousarray(np.hstack([tau, q, qd]))
 
 

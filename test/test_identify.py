@@ -49,8 +49,11 @@ def test_the_experiment_steps_holds_and_chirps_within_the_limits() -> None:
     assert np.all(q[:, 0] == -q[:, 1])
     held = np.array([exp.evaluate((i + 0.5) * exp.hold).q[0] for i in range(len(exp.levels))])
     assert held == pytest.approx(exp.levels)
+    after = len(exp.levels) * exp.hold + exp.chirp_time
+    rests = [exp.evaluate(after + (i + 0.5) * exp.rest_hold).q[0] for i in range(len(exp.rests))]
+    assert rests == pytest.approx(exp.rests) and min(exp.rests) < 0.0 < max(exp.rests)
     assert np.all(q[t >= exp.duration] == 0.0)
-    chirp = (t > len(exp.levels) * exp.hold) & (t < exp.duration)
+    chirp = (t > len(exp.levels) * exp.hold) & (t < after)
     assert np.abs(q[chirp, 0]).max() == pytest.approx(exp.chirp_amplitude, rel=1e-3)
     # the rate is the derivative of the angle
     k = int(np.argmax(chirp)) + 1234
@@ -58,6 +61,7 @@ def test_the_experiment_steps_holds_and_chirps_within_the_limits() -> None:
     # narrow limits scale it down; limits that exclude the rest pose are refused
     small = Excitation.within(np.full(8, -0.2), np.full(8, 0.25))
     assert max(abs(x) for x in small.levels) == pytest.approx(0.16)
+    assert max(abs(x) for x in small.rests) == pytest.approx(0.016)
     with pytest.raises(IdentificationError, match="contain 0"):
         Excitation.within(np.full(8, 0.1), np.full(8, 0.5))
 
