@@ -49,8 +49,9 @@ def test_demo_records_compares_and_reports(tmp_path: Path) -> None:
         "snake view",
     ):
         assert line in proc.stdout, proc.stdout
-    # every node stopped cleanly
+    # every node stopped cleanly; the emulated servos moved the plant in real time
     assert proc.stdout.count("exit status 0") == 5, proc.stdout
+    assert "plant: PLANT end ticks=" in proc.stdout, proc.stdout
 
     # the bag: every demo topic, and what the recorder got of /joint_commands
     store = typestore()
