@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snake_driver.protocol import AuthKeyError, parse_key
-from snake_driver.transport import TRANSPORTS
 from snake_dynamics import (
     GAITS,
     DivergenceError,
@@ -36,7 +35,7 @@ from snake_ros.paths import robot_config
 from snake_viz.bag import BagError
 from snake_viz.compare import CompareError
 
-from .arguments import non_negative, positive
+from .arguments import UsageError, name_values, non_negative, positive, robot_link_options
 from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
@@ -58,25 +57,8 @@ OFF_GAIT_STATUS = 3
 SERVO_HINT = "--servo-stiffness 2 --servo-damping 0.05"
 
 
-class UsageError(Exception):
-    """A command-line mistake, reported in one line."""
-
-
 class OffGaitError(Exception):
     """A simulated run that left the commanded gait (exit status :data:`OFF_GAIT_STATUS`)."""
-
-
-def _gait_params(pairs: Sequence[str]) -> dict[str, float]:
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--set expects NAME=VALUE, got {pair!r}")
-        try:
-            params[key.strip()] = float(value)
-        except ValueError:
-            raise UsageError(f"--set {key}: expected a number, got {value!r}") from None
-    return params
 
 
 def _auth_key(key_hex: str | None) -> str:
@@ -103,7 +85,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from snake_viz.offline import summarise, write_run
 
     model = _load_model(args.robot)
-    params = _gait_params(args.set)
+    params = name_values(args.set, "--set")
     gait = make_gait(args.gait, model, **params)
     steps = round(args.duration / args.dt)
     if steps < 1 or abs(steps * args.dt - args.duration) > 1e-9 * max(1.0, args.duration):
@@ -490,13 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "hardware", help="run the hardware graph (gait -> driver -> robot) without ros2 launch"
     )
-    p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
-    p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
-    p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
-    p.add_argument(
-        "--key",
-        metavar="HEX32",
-        help="authenticated mode with this key (with --emulate: the firmware built with it)",
+    robot_link_options(
+        p, "authenticated mode with this key (with --emulate: the firmware built with it)"
     )
     p.add_argument("--dynamics", action="store_true", help="run the MFM prediction beside it")
     p.add_argument(

@@ -34,7 +34,7 @@ import yaml
 from snake_driver.calibration import CalibrationError, ServoMap, load_servo_map
 from snake_driver.link import DriverLink, Measurement
 from snake_driver.protocol import AuthKeyError, parse_key
-from snake_driver.transport import TRANSPORTS, make_transport
+from snake_driver.transport import make_transport
 from snake_dynamics.gaits import Gait, make_gait
 from snake_dynamics.identification import (
     FITTED,
@@ -50,7 +50,7 @@ from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_ros.paths import robot_config
 from snake_viz.bag import BagError, BagRecorder, open_reader, typestore
 
-from .arguments import positive
+from .arguments import name_values, positive, robot_link_options
 from .emulator import Emulator, Endpoint
 from .plant_bridge import pulse_map
 
@@ -94,10 +94,7 @@ def register(subparsers: Any) -> None:
         type=Path,
         help="with --emulate: the emulated robot's plant file (default: config/plant.yaml)",
     )
-    p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
-    p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
-    p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
-    p.add_argument("--key", metavar="HEX32", help="the firmware's key (authenticated mode)")
+    robot_link_options(p, "the firmware's key (authenticated mode)")
     p.add_argument(
         "--validation-gait",
         default="serpenoid",
@@ -288,16 +285,8 @@ def _say(quiet: bool) -> Callable[[str], None]:
 
 
 def _gait_params(pairs: Sequence[str]) -> dict[str, float]:
-    params = {"amplitude": 0.6, "frequency": 0.8}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        try:
-            params[name.strip()] = float(value)
-        except ValueError:
-            raise IdentifyError(f"--gait-param takes NAME=VALUE, got {pair!r}") from None
-        if not sep:
-            raise IdentifyError(f"--gait-param takes NAME=VALUE, got {pair!r}")
-    return params
+    """The validation gait's parameters: the defaults with ``--gait-param`` over them."""
+    return {"amplitude": 0.6, "frequency": 0.8, **name_values(pairs, "--gait-param")}
 
 
 def _start_params(servo: ServoModel) -> ServoParams:
