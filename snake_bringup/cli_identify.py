@@ -61,7 +61,9 @@ SERVO_TARGETS = "/measured/servo_targets"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 #: The command rate [Hz] (driver_node's default send rate).
 COMMAND_RATE = 50.0
-#: Rest before and after each phase [s]: the robot settles, the fit starts at rest.
+#: A clock-sync ping every this many commands (5 Hz, driver_node's ping_rate).
+PING_EVERY = 10
+#: Rest after each phase [s]: the robot settles, and the next phase starts from rest.
 REST_S = 1.0
 #: How long to wait for the link's first telemetry [s].
 CONNECT_TIMEOUT_S = 15.0
@@ -182,6 +184,9 @@ def play(
         targets = dict(zip(names, (float(x) for x in q), strict=True))
         link.send_targets(targets, int(period * 1000))
         take.commands.append((link.now(), targets))
+        if k % PING_EVERY == 0:
+            for event in link.ping():  # the clock mapping's pings, as driver_node's
+                say(f"link: {event.message}")
         k += 1
         while True:
             wait = start + k * period - time.monotonic()
