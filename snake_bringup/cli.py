@@ -451,12 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="robot config of the prediction, the driver and the plant's body (default: "
         "robot_feedback: robot.yaml with the pots calibrated; e.g. snake identify's overlay)",
     )
-    p.add_argument(
+    body = p.add_mutually_exclusive_group()
+    body.add_argument(
         "--plant",
         type=Path,
         help="the emulated robot's servos, body and pots (default: config/plant.yaml)",
     )
-    p.add_argument(
+    body.add_argument(
         "--no-plant",
         action="store_true",
         help="no plant: the pulses drive nothing and the robot reports the firmware's estimates",

@@ -161,16 +161,6 @@ class Recording:
         for name, value in (("t", t), ("reference", ref), ("measured", meas)):
             object.__setattr__(self, name, value)
 
-    @property
-    def duration(self) -> float:
-        """From the first sample to the last [s]."""
-        return float(self.t[-1] - self.t[0])
-
-    def between(self, start: float, end: float) -> Recording:
-        """The samples with start <= t <= end [s]."""
-        keep = (self.t >= start) & (self.t <= end)
-        return Recording(self.t[keep], self.reference[keep], self.measured[keep], self.joint_names)
-
 
 #: The servo pulse period [s]: a servo takes a new target once per pulse.
 PULSE_PERIOD = 0.02
