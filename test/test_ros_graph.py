@@ -175,10 +175,19 @@ class Graph:
         return self.commands[c0:], self.states[s0:]
 
     def past_the_ramp(self) -> None:
-        """Wait until the start-up ramp into the gait is over (the commands are the gait)."""
+        """Wait until the start-up ramp into the gait is over (the commands are the gait) and
+        the prediction has begun. gait_node starts once it sees one subscriber of
+        /joint_commands, which may be this test's listener: dynamics_node then joins the
+        running gait when its discovery completes (up to a 3 s announcement later) and
+        publishes rest until its first command (exactly zero)."""
         first = self.commands[0].stamp
         self.spin_until(
             lambda: self.commands[-1].stamp > first + RAMP + 0.1, 60.0, "the end of the ramp"
+        )
+        self.spin_until(
+            lambda: bool(self.states) and bool(np.any(self.states[-1].q != 0.0)),
+            60.0,
+            "the prediction's first command",
         )
 
     def logs(self) -> dict[str, str]:
@@ -274,10 +283,11 @@ def test_commands_are_the_gait_and_the_prediction_follows_it(graph: Graph) -> No
     for c in commands:
         np.testing.assert_allclose(c.q, gait(c.stamp - t_ref).q, atol=1e-6)
     # The prediction tracks them, lagging as the servo model does (nominal servos on this
-    # gait: at most 0.052 rad behind, test_servo.py), within a fifth of the amplitude.
+    # gait, driven by the angle alone: at most 0.111 rad behind, bench/servo_lag.py), within
+    # a third of the amplitude.
     amplitude = GAIT_CONFIG[GAIT_CONFIG["gait"]]["amplitude"]
     for s in states:
-        assert np.max(np.abs(s.q - gait(s.stamp - t_ref).q)) < amplitude / 5, s
+        assert np.max(np.abs(s.q - gait(s.stamp - t_ref).q)) < amplitude / 3, s
     assert max(float(np.max(np.abs(s.effort))) for s in states) > 0.0
 
 
@@ -443,10 +453,11 @@ def test_bad_commands_are_rejected_and_the_states_stay_finite(graph: Graph) -> N
     _, states = graph.collect(0, 100, "100 states after the bad commands")
     assert all(np.all(np.isfinite(s.q)) and np.all(np.isfinite(s.effort)) for s in states)
     assert max(float(np.max(np.abs(s.q))) for s in states) < math.pi  # and still sensible
-    # and still following the gait: a command from the future did not shadow the real ones
+    # and still following the gait (behind it by the servos' lag: at most 0.111 rad on this
+    # gait): a command from the future (1 rad on every joint) did not shadow the real ones
     latest = states[-1]
     command = min(graph.commands, key=lambda c: abs(c.stamp - latest.stamp))
-    assert np.max(np.abs(latest.q - command.q)) < 0.05, (latest, command)
+    assert np.max(np.abs(latest.q - command.q)) < 0.2, (latest, command)
     node.destroy_publisher(pub)
     # dynamics_node's final status counts exactly the bad ones as rejected
     assert _interrupt(graph.process, 30.0) == 130
