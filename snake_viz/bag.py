@@ -33,12 +33,12 @@ import importlib
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from rosbags.interfaces import Connection, Qos
@@ -62,6 +62,8 @@ DEFAULT_TOPICS: Mapping[str, str | None] = {
 FLUSH_PERIOD_S = 1.0
 #: rosbag2 metadata version written (Jazzy and Kilted read it; it carries the type hashes).
 METADATA_VERSION: Literal[9] = 9
+
+T = TypeVar("T")
 
 _MAGIC = b"\x89MCAP0\r\n"
 _OP_HEADER, _OP_FOOTER, _OP_DATA_END = 0x01, 0x02, 0x0F
@@ -452,3 +454,32 @@ def open_reader(bag: Path) -> Iterator[Reader]:
         yield reader
     finally:
         reader.close()
+
+
+def playback_schedule(
+    messages: Iterable[tuple[int, T]], start_ns: int, rate: float, clock_rate: float
+) -> Iterator[tuple[float, int, T | None]]:
+    """When a player publishes each message of a bag, and /clock between them.
+
+    A message stamped ``stamp`` [ns] is due ``(stamp - start_ns) / rate`` after the start of
+    play; /clock ticks are due every ``1 / clock_rate`` of play, each carrying the bag's time
+    at that instant, ``start_ns + k * rate / clock_rate`` s (none with ``clock_rate`` 0).
+    Ticks due before a message come before it; a late player still publishes them all, in
+    order, so /clock never runs backwards.
+
+    Args:
+        messages: (bag stamp [ns], item) in the bag's order.
+        start_ns: the bag's start [ns].
+        rate: playback speed factor (> 0).
+        clock_rate: /clock ticks per second of play [Hz] (>= 0).
+
+    Yields:
+        (due [s after the start of play], /clock value [ns], the item or None for a tick).
+    """
+    k = 0
+    for stamp, item in messages:
+        due = (stamp - start_ns) * 1e-9 / rate
+        while clock_rate > 0 and k / clock_rate < due:
+            yield k / clock_rate, start_ns + round(k * rate / clock_rate * 1e9), None
+            k += 1
+        yield due, stamp, item

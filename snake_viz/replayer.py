@@ -56,7 +56,7 @@ from snake_ros.common import (
     session,
 )
 
-from .bag import BagError, message_class, open_reader
+from .bag import BagError, message_class, open_reader, playback_schedule
 from .defaults import REPLAY_RATES
 
 #: Queue depth of the replay publishers.
@@ -140,36 +140,22 @@ class ReplayNode(Node):
             self._last_clock = stamp_ns
 
     def play(self, stop: threading.Event) -> bool:
-        """Play the bag once (or until ``stop``); True if it played to the end."""
+        """Play the bag once (or until ``stop``) on :func:`snake_viz.bag.playback_schedule`;
+        True if it played to the end. Never early: each message waits until it is due."""
         with open_reader(self.bag) as reader:
             conns = [c for c in reader.connections if c.topic in self._pubs]
-            t0 = reader.start_time
+            messages = ((stamp, (c.topic, data)) for c, stamp, data in reader.messages(conns))
             wall0 = time.monotonic()
-            tick = 1.0 / self.clock_rate if self.clock_rate > 0 else None
-            next_tick = wall0
-
-            def wait_until(stamp_ns: int) -> bool:
-                nonlocal next_tick
-                target = wall0 + (stamp_ns - t0) * 1e-9 / self.rate
-                while not stop.is_set():
-                    now = time.monotonic()
-                    if tick is not None and next_tick < target:
-                        if next_tick > now and stop.wait(next_tick - now):
-                            return False
-                        self._publish_clock(t0 + int((next_tick - wall0) * self.rate * 1e9))
-                        next_tick += tick
-                        continue
-                    if now >= target:
-                        return True
-                    stop.wait(min(target - now, 0.1))
-                return False
-
-            for conn, stamp, data in reader.messages(connections=conns):
-                if not wait_until(stamp):
+            for due, clock, item in playback_schedule(
+                messages, reader.start_time, self.rate, self.clock_rate
+            ):
+                if stop.wait(max(0.0, wall0 + due - time.monotonic())):
                     return False
-                self._publish_clock(stamp)
-                self._pubs[conn.topic].publish(bytes(data))
-                self.counts[conn.topic] += 1
+                self._publish_clock(clock)
+                if item is not None:
+                    topic, data = item
+                    self._pubs[topic].publish(bytes(data))
+                    self.counts[topic] += 1
         return True
 
     def _wait_for_subscribers(self, stop: threading.Event) -> None:
@@ -194,12 +180,14 @@ class ReplayNode(Node):
         self._wait_for_subscribers(stop)
         if stop.wait(self.delay):
             return
-        self.get_logger().info(f"playing (after {time.monotonic() - waited:.2f} s of waiting)")
+        began = time.monotonic()
+        self.get_logger().info(f"playing (after {began - waited:.2f} s of waiting)")
         while self.play(stop) and self.loop and not stop.is_set():
             self._last_clock = -1
+        played = time.monotonic() - began
         flush_publishers([*self._pubs.values(), self._clock_pub])
         counts = ", ".join(f"{t}: {n}" for t, n in self.counts.items()) or "no messages"
-        self.get_logger().info(f"published {counts}")
+        self.get_logger().info(f"published {counts} in {played:.3f} s")
 
 
 def replay() -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,13 @@ from std_msgs.msg import String  # noqa: E402
 from snake_bringup.cli import main as snake_main  # noqa: E402
 from snake_bringup.cli_compare import compare_bag  # noqa: E402
 from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
-from snake_viz.bag import BagError, open_reader, recover, typestore  # noqa: E402
+from snake_viz.bag import (  # noqa: E402
+    BagError,
+    open_reader,
+    playback_schedule,
+    recover,
+    typestore,
+)
 from snake_viz.defaults import REPLAY_RATES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,6 +155,7 @@ class Recording:
     status: int
     published: dict[str, list[Any]] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)
+    sent_ns: tuple[int, int] = (0, 0)  # wall clock before the first and after the last ack
 
 
 def _joint_state(i: int) -> JointState:
@@ -184,6 +192,7 @@ def recording(ros: Ros) -> Recording:
             pubs[topic].publish(msg)
             published[topic].append(msg)
 
+        first_ns = time.time_ns()
         start = time.monotonic()
         for i in range(300):  # 1.5 s at 200 Hz
             send("/joint_commands", _joint_state(i))
@@ -198,12 +207,13 @@ def recording(ros: Ros) -> Recording:
             time.sleep(max(0.0, start + (i + 1) * 0.005 - time.monotonic()))
         hashes = {t: str(node.get_publishers_info_by_topic(t)[0].topic_type_hash) for t in pubs}
         _delivered(pubs.values())
+        sent_ns = (first_ns, time.time_ns())
     finally:
         status = _stop(rec)
         for pub in pubs.values():
             node.destroy_publisher(pub)
     assert (bag / "metadata.yaml").is_file(), (ros.tmp / "record.log").read_text()
-    return Recording(bag, status, published, hashes)
+    return Recording(bag, status, published, hashes, sent_ns)
 
 
 def _bag_messages(bag: Path) -> dict[str, list[tuple[int, Any]]]:
@@ -232,8 +242,8 @@ def test_record_counts_equal_published(recording: Recording, ros: Ros) -> None:
     ]
     stamps = [s for s, _ in stored["/joint_commands"]]
     assert stamps == sorted(stamps)
-    # receive times: 300 messages at 200 Hz span about 1.5 s
-    assert 1.3 < (stamps[-1] - stamps[0]) * 1e-9 < 2.5
+    # the recorder's receive times (not the header stamps, which start at 0)
+    assert recording.sent_ns[0] <= stamps[0] and stamps[-1] <= recording.sent_ns[1]
 
 
 def test_bag_metadata_hashes_and_qos(recording: Recording) -> None:
@@ -293,8 +303,17 @@ def test_bag_readable_by_mcap_library(recording: Recording) -> None:
     assert hashes == recording.hashes
 
 
-def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> dict[str, Any]:
-    """Run ``snake replay`` and collect (arrival time, message) per topic and /clock."""
+@dataclass
+class Replay:
+    """What ``snake replay`` published, as this process received it: (arrival time,
+    message) per topic and /clock, in order; and how long the player says it played [s]."""
+
+    got: dict[str, list[tuple[float, Any]]]
+    played_s: float
+
+
+def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> Replay:
+    """Run ``snake replay`` and collect what it publishes."""
     got: dict[str, list[tuple[float, Any]]] = {t: [] for t in [*topics, "/clock"]}
     subs = [
         ros.node.create_subscription(
@@ -304,7 +323,8 @@ def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> di
     ]
     try:
         wait = ["--delay", str(REPLAY_DELAY_S), "--wait-for-subscribers", "1"]
-        cmd = ["-c", CLI, "replay", str(bag), *wait, "-o", str(ros.tmp / "replay_logs")]
+        logs = ros.tmp / f"replay_logs_{bag.name}"
+        cmd = ["-c", CLI, "replay", str(bag), *wait, "-o", str(logs)]
         player = ros.start([*cmd, *extra], "replay.log")
         try:
             ros.spin_until(lambda: player.poll() is not None, 40.0, "the replay to finish")
@@ -316,12 +336,17 @@ def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> di
     finally:
         for sub in subs:
             ros.node.destroy_subscription(sub)
-    return got
+    log = (logs / "replay_node.log").read_text()
+    played = re.search(r"published .* in ([\d.]+) s", log)
+    assert played, log
+    return Replay(got, float(played.group(1)))
 
 
-def test_replay_round_trip_timing_and_clock(recording: Recording, ros: Ros) -> None:
-    """Published == recorded == replayed per topic; gaps are the bag's divided by the rate;
-    /clock carries the bag's time."""
+def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) -> None:
+    """Published == recorded == replayed per topic; the player is never early (it plays at
+    least the bag's span divided by the rate; the schedule itself: test_playback_schedule);
+    /clock carries the bag's time. How close to the schedule messages arrive is a
+    benchmark: bench/replay.py."""
     stored = _bag_messages(recording.bag)
     types = {
         "/joint_commands": JointState,
@@ -329,30 +354,18 @@ def test_replay_round_trip_timing_and_clock(recording: Recording, ros: Ros) -> N
         "/diagnostics": DiagnosticArray,
         "/chatter": String,
     }
-    got = _replay(ros, recording.bag, types, ["--rate", str(RATE)])
+    replay = _replay(ros, recording.bag, types, ["--rate", str(RATE)])
+    got = replay.got
     counts = {t: len(got[t]) for t in types}
     assert counts == {t: len(m) for t, m in recording.published.items()}
     assert [list(m.position) for _, m in got["/joint_commands"]] == [
         list(m.position) for m in recording.published["/joint_commands"]
     ]
-    # timing: arrival offsets against bag offsets / RATE. Tolerance: a shared 2-core
-    # machine's scheduler (a few ms per wake-up), not the player's arithmetic.
-    arrivals = np.array([a for a, _ in got["/joint_commands"]])
-    stamps = np.array([s for s, _ in stored["/joint_commands"]]) * 1e-9
-    expected = (stamps - stamps[0]) / RATE
-    drift = (arrivals - arrivals[0]) - expected
-    gap_error = np.median(np.abs(np.diff(arrivals) - np.diff(expected)))
-    # 75th percentile: one stall of this test's own subscriber (measured once at 60 ms under
-    # the full suite) delays a burst of arrivals; a wrong schedule shifts most of them
-    spread = np.percentile(np.abs(drift - np.median(drift)), 75)
-    timing = f"median gap error {gap_error:.4f} s, 75% drift {spread:.4f} s, end {drift[-1]:.4f} s"
-    assert gap_error < 0.002, timing
-    assert spread < 0.015, timing
-    assert abs(drift[-1]) < 0.05 + 0.03 * expected[-1], timing
-    # /clock: the bag's time, never backwards, from its first to its last message
-    clock = np.array([m.clock.sec + m.clock.nanosec * 1e-9 for _, m in got["/clock"]])
     all_stamps = [s for msgs in stored.values() for s, _ in msgs]
     t0, t1 = min(all_stamps) * 1e-9, max(all_stamps) * 1e-9
+    assert replay.played_s >= (t1 - t0) / RATE
+    # /clock: the bag's time, never backwards, from its first to its last message
+    clock = np.array([m.clock.sec + m.clock.nanosec * 1e-9 for _, m in got["/clock"]])
     assert len(clock) > 100  # 100 Hz of wall time plus one per message
     assert np.all(np.diff(clock) >= 0)
     assert clock[0] == pytest.approx(t0, abs=1e-6)
@@ -477,6 +490,29 @@ def test_recorder_killed_leaves_bag_readable_to_last_flush(
     assert recover(cut) == []  # idempotent
 
 
+def test_playback_schedule() -> None:
+    """Messages are due at their bag offset divided by the rate; /clock ticks every
+    1 / clock_rate of play, carrying the bag's time then, before the messages due after
+    them; none without a clock rate."""
+    s = 7 * 10**9
+    bag = [(s, "a"), (s + 300_000_000, "b"), (s + 300_000_000, "c"), (s + 1_100_000_000, "d")]
+    events = list(playback_schedule(bag, s, rate=2.0, clock_rate=4.0))
+    assert [(clock, item) for _, clock, item in events] == [
+        (s, "a"),
+        (s, None),  # a tick due at once (replay_node skips an unchanged /clock)
+        (s + 300_000_000, "b"),
+        (s + 300_000_000, "c"),
+        (s + 500_000_000, None),  # 0.25 s of play: 0.5 s of the bag at rate 2
+        (s + 1_000_000_000, None),
+        (s + 1_100_000_000, "d"),
+    ]
+    assert [due for due, _, _ in events] == pytest.approx([0, 0, 0.15, 0.15, 0.25, 0.5, 0.55])
+    dues = [0, 0.6, 0.6, 2.2]
+    assert list(playback_schedule(bag, s, rate=0.5, clock_rate=0.0)) == [
+        (pytest.approx(due), clock, item) for due, (clock, item) in zip(dues, bag, strict=True)
+    ]
+
+
 def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
     """A bag in the other layout ``ros2 bag record`` writes (sqlite3 storage, metadata v8,
     written here with rosbags' own serialiser) replays with its timing; ``--topics`` plays
@@ -500,12 +536,17 @@ def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
             for conn in conns:
                 writer.write(conn, t0 + i * 50_000_000, store.serialize_cdr(msg, msgtype))
     topics = {"/measured/joint_states": JointState, "/sim/joint_states": JointState}
-    got = _replay(ros, bag, topics, ["--rate", "4", "--topics", "/measured/joint_states"])
-    assert got["/sim/joint_states"] == []
-    msgs = got["/measured/joint_states"]
+    replay = _replay(ros, bag, topics, ["--rate", "4", "--topics", "/measured/joint_states"])
+    assert replay.got["/sim/joint_states"] == []
+    msgs = replay.got["/measured/joint_states"]
     assert [m.position[0] for _, m in msgs] == [float(i) for i in range(40)]
-    span = msgs[-1][0] - msgs[0][0]
-    assert span == pytest.approx(39 * 0.05 / 4, abs=0.05)
+    assert replay.played_s >= 39 * 0.05 / 4  # the bag's timing, at rate 4: never early
+    # /clock: the bag's time from its first to its last message, forwards; between the
+    # messages (every 50 ms of the bag), ticks every rate / clock_rate = 4 / 100 s of it
+    clock = [m.clock.sec * 10**9 + m.clock.nanosec for _, m in replay.got["/clock"]]
+    assert clock[0] == t0 and clock[-1] == t0 + 39 * 50_000_000
+    assert np.all(np.diff(clock) > 0)
+    assert all((c - t0) % 50_000_000 == 0 or (c - t0) % 40_000_000 == 0 for c in clock)
 
 
 def test_a_full_chunk_between_flushes_leaves_the_bag_readable(tmp_path: Path) -> None:
