@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import StateError
-from .lie import axis_rotation, frame_connection, translation
+from .lie import axis_rotation, frame_connection
 from .model import SnakeModel
 
 FloatArray = NDArray[np.float64]
@@ -36,7 +36,8 @@ def joint_vector(model: SnakeModel, values: ArrayLike, name: str) -> FloatArray:
 
 
 def relative_frame_connection(model: SnakeModel, k: int, theta: float) -> FloatArray:
-    """E^(k/k-1) = T(l_{k-1}) Rot(a_k, theta_k) T(l_k), joint k from body k-1 (eq. 48).
+    """E^(k/k-1) = T(l_{k-1}) Rot(a_k, theta_k) T(l_k), joint k from body k-1 (eq. 48),
+    formed as its product [[R, R l_k + l_{k-1}], [0, 1]].
 
     Args:
         model: the snake.
@@ -46,8 +47,8 @@ def relative_frame_connection(model: SnakeModel, k: int, theta: float) -> FloatA
     Returns:
         E^(k/k-1), shape (4, 4).
     """
-    rotation = frame_connection(axis_rotation(model.axes[k - 1], theta), np.zeros(3))
-    return translation(model.offsets[k - 1]) @ rotation @ translation(model.offsets[k])
+    rotation = axis_rotation(model.axes[k - 1], theta)
+    return frame_connection(rotation, rotation @ model.offsets[k] + model.offsets[k - 1])
 
 
 def link_poses(model: SnakeModel, q: ArrayLike) -> FloatArray:
@@ -107,7 +108,7 @@ def _stack_blocks(linear: FloatArray, angular: FloatArray) -> FloatArray:
     return np.ascontiguousarray(blocks.transpose(0, 2, 1).reshape(6 * n, n))
 
 
-def b_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
+def b_matrix(model: SnakeModel, q: ArrayLike, kin: FrameKinematics | None = None) -> FloatArray:
     """B with X_dot = B q_dot (eq. 56), X_dot per body = [x_dot_C (inertial); omega (body)].
 
     Block (b, k), for joint k <= b (the appendix, eqs. 85-114, corrected in docs/mfm.md):
@@ -116,11 +117,12 @@ def b_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
     Args:
         model: the snake.
         q: joint angles [rad], shape (n,).
+        kin: :func:`frame_kinematics` of q, if the caller has it already.
 
     Returns:
         B, shape (6n, n) [m/rad for linear rows, 1 for angular rows].
     """
-    kin = frame_kinematics(model, q)
+    kin = frame_kinematics(model, q) if kin is None else kin
     n = model.n_joints
     mask = _lower_mask(n)[:, :, None]
     arm = kin.centres[1:, None, :] - kin.pivots[None, :, :]  # r_b - p_k, [b, k]
@@ -129,7 +131,9 @@ def b_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
     return _stack_blocks(linear, angular)
 
 
-def b_matrix_dot(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
+def b_matrix_dot(
+    model: SnakeModel, q: ArrayLike, qd: ArrayLike, kin: FrameKinematics | None = None
+) -> FloatArray:
     """Time rate B_dot of the B-matrix along q_dot (needed by N*, eq. 83).
 
     With omega_k the inertial angular velocity of body k, z_dot_k = omega_k x z_k,
@@ -141,17 +145,18 @@ def b_matrix_dot(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
         model: the snake.
         q: joint angles [rad], shape (n,).
         qd: joint rates [rad/s], shape (n,).
+        kin: :func:`frame_kinematics` of q, if the caller has it already.
 
     Returns:
         B_dot, shape (6n, n).
     """
-    kin = frame_kinematics(model, q)
+    kin = frame_kinematics(model, q) if kin is None else kin
     qd = joint_vector(model, qd, "qd")
     n = model.n_joints
     mask = _lower_mask(n)[:, :, None]
     omega = np.cumsum(kin.joint_axes * qd[:, None], axis=0)  # [k]
     z_dot = np.cross(omega, kin.joint_axes)
-    b = b_matrix(model, q).reshape(n, 6, n)
+    b = b_matrix(model, q, kin).reshape(n, 6, n)
     r_dot = np.einsum("bik,k->bi", b[:, :3, :], qd)  # CM velocities [b]
     cm_arm = np.einsum("kij,kj->ki", kin.rotations[1:], model.offsets[1:])  # R_k l_k
     p_dot = r_dot - np.cross(omega, cm_arm)

@@ -70,15 +70,3 @@ def frame_connection(rotation: FloatArray, translation: FloatArray) -> FloatArra
     e[:3, :3] = rotation
     e[:3, 3] = translation
     return e
-
-
-def translation(offset: FloatArray) -> FloatArray:
-    """Pure translation [[I, l], [0, 1]], the outer factors of eq. (48).
-
-    Args:
-        offset: l [m], shape (3,).
-
-    Returns:
-        E, shape (4, 4).
-    """
-    return frame_connection(np.eye(3), offset)

@@ -19,6 +19,7 @@ import yaml
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import ModelError
+from .ground import Ground
 
 FloatArray = NDArray[np.float64]
 
@@ -30,7 +31,9 @@ AXES: dict[str, tuple[float, float, float]] = {
 }
 
 _LINK_KEYS = {"mass", "length", "radius", "inertia", "axis", "limits"}
-_MODEL_KEYS = {"name", "gravity", "axes", "tail", "links", "link_defaults"}
+_MODEL_KEYS = {"name", "gravity", "axes", "tail", "links", "link_defaults", "base", "ground"}
+#: What the tail is: the paper's inertial body, or a 6-DOF free body (docs/mfm.md, eq. 221).
+BASES = ("fixed", "floating")
 
 
 def _body_label(i: int) -> str:
@@ -234,6 +237,9 @@ class SnakeModel:
         gravity: g in the inertial frame [m/s^2], shape (3,) (zero in the paper).
         joint_limits: [lower, upper] per joint [rad], shape (n, 2).
         name: a label for files and logs.
+        base: "fixed" (the tail is the inertial body, as in the paper) or "floating" (the
+            tail is a free body, :mod:`snake_dynamics.floating`).
+        ground: the ground plane z = 0 and its friction (:class:`Ground`), or None.
     """
 
     masses: FloatArray
@@ -244,8 +250,14 @@ class SnakeModel:
     gravity: FloatArray = field(default_factory=lambda: np.zeros(3))
     joint_limits: FloatArray = field(default_factory=lambda: np.zeros((0, 2)))
     name: str = "snake"
+    base: str = "fixed"
+    ground: Ground | None = None
 
     def __post_init__(self) -> None:
+        if self.base not in BASES:
+            raise ModelError(f"base must be one of {', '.join(BASES)}, got {self.base!r}")
+        if self.ground is not None and not isinstance(self.ground, Ground):
+            raise ModelError(f"ground must be a Ground or None, got {self.ground!r}")
         masses = self._vector(self.masses, None, "masses")
         n = masses.size - 1
         if n < 1:
@@ -323,6 +335,8 @@ class SnakeModel:
         axes: str = "xz",
         tail_length: float | None = None,
         gravity: ArrayLike = (0.0, 0.0, 0.0),
+        base: str = "fixed",
+        ground: Ground | None = None,
     ) -> SnakeModel:
         """A snake of identical links (the paper's 20-body model is one).
 
@@ -334,6 +348,8 @@ class SnakeModel:
             axes: axis pattern cycled over the joints ("xz": e1, e3, e1, ...).
             tail_length: tail body length [m] (default: ``length``).
             gravity: g [m/s^2].
+            base: "fixed" or "floating" (the tail).
+            ground: the ground plane and its friction, or None.
         """
         if isinstance(n_joints, bool) or not isinstance(n_joints, int) or n_joints < 1:
             raise ModelError(f"n_joints must be an integer >= 1, got {n_joints!r}")
@@ -353,6 +369,8 @@ class SnakeModel:
             axes=np.array([AXES[a] for a in alternating_axes(n_joints, axes)]),
             gravity=np.asarray(gravity, dtype=float),
             name=f"uniform{n_joints}",
+            base=base,
+            ground=ground,
         )
 
     @classmethod
@@ -379,7 +397,8 @@ class SnakeModel:
         Keys: ``tail`` and ``links`` (lists of bodies with ``mass`` [kg], ``length`` [m],
         ``radius`` [m], optional ``inertia`` (3x3) and, for links, ``axis`` and ``limits``
         [rad]), optional ``link_defaults`` merged into every link, ``axes`` (pattern,
-        default "xz"), ``gravity`` and ``name``.
+        default "xz"), ``gravity``, ``name``, ``base`` ("fixed" or "floating") and ``ground``
+        (the :class:`Ground` parameters).
         """
         unknown = set(spec) - _MODEL_KEYS
         if unknown:
@@ -426,6 +445,8 @@ class SnakeModel:
                 [_limits(b.get("limits", (-math.pi, math.pi)), k) for k, b in enumerate(bodies[1:])]
             ),
             name=str(spec.get("name", name)),
+            base=str(spec.get("base", "fixed")),
+            ground=None if spec.get("ground") is None else Ground.from_dict(spec["ground"]),
         )
 
     # ----------------------------------------------------------------- derived data
@@ -451,6 +472,18 @@ class SnakeModel:
         out[:, 1] = 0.5 * self.lengths
         out.setflags(write=False)
         return out
+
+    @cached_property
+    def full_block_mass_matrix(self) -> FloatArray:
+        """M = blockdiag(m_b I3, J_C^(b)) of all bodies b = 0..n, the tail included (eq. 66
+        for a floating base), (6(n+1), 6(n+1))."""
+        n = self.n_joints + 1
+        m = np.zeros((6 * n, 6 * n))
+        for b in range(n):
+            m[6 * b : 6 * b + 3, 6 * b : 6 * b + 3] = self.masses[b] * np.eye(3)
+            m[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = self.inertias[b]
+        m.setflags(write=False)
+        return m
 
     @cached_property
     def block_mass_matrix(self) -> FloatArray:

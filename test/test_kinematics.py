@@ -118,6 +118,22 @@ def test_hat_and_rotation_helpers_agree_with_scipy(rng) -> None:
     )
 
 
+def test_relative_frame_connection_is_the_product_of_eq_48(rng) -> None:
+    """E^(k/k-1) = T(l_{k-1}) [[Rot(a_k, theta), 0], [0, 1]] T(l_k), multiplied out here."""
+    from snake_dynamics.kinematics import relative_frame_connection
+    from snake_dynamics.lie import axis_rotation, frame_connection
+
+    model = random_model(rng, 4)
+    for k in range(1, 5):
+        theta = float(rng.uniform(-2, 2))
+        rotation = frame_connection(axis_rotation(model.axes[k - 1], theta), np.zeros(3))
+        before = frame_connection(np.eye(3), model.offsets[k - 1])
+        after = frame_connection(np.eye(3), model.offsets[k])
+        np.testing.assert_allclose(
+            relative_frame_connection(model, k, theta), before @ rotation @ after, atol=1e-15
+        )
+
+
 def test_bad_states_raise_state_errors(rng) -> None:
     model = random_model(rng, 4)
     with pytest.raises(sd.StateError, match=r"q must have shape \(4,\)"):
