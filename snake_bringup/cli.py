@@ -39,6 +39,7 @@ from .arguments import UsageError, name_values, non_negative, positive, robot_li
 from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
+from .cli_ground import simulate_on_the_ground
 from .cli_identify import IdentifyError
 from .cli_identify import register as register_identify
 from .cli_view import register as register_view
@@ -97,6 +98,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         or Path("runs")
         / f"simulate-{model.name}-{args.gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
+    config = {
+        "robot": str(robot_config(args.robot)),
+        "gait": args.gait,
+        "gait_parameters": {k: params.get(k, v[0]) for k, v in gait_parameters(args.gait).items()},
+        "duration_s": args.duration,
+        "dt_s": args.dt,
+    }
+    if args.ground:
+        return simulate_on_the_ground(args, model, gait, config, Path(out))
     bar = (
         ProgressBar(f"simulating {args.duration:g} s", stream=sys.stderr)
         if not args.quiet
@@ -131,12 +141,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         diverged_at=diverged_at,
     )
-    config = {
-        "robot": str(robot_config(args.robot)),
-        "gait": args.gait,
-        "gait_parameters": {k: params.get(k, v[0]) for k, v in gait_parameters(args.gait).items()},
-        "duration_s": args.duration,
-        "dt_s": args.dt,
+    config |= {
         "servo_stiffness_nm_per_rad": args.servo_stiffness,
         "servo_damping_nms_per_rad": args.servo_damping,
         "method": args.method,
@@ -423,6 +428,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RAD",
         help="largest acceptable |commanded - simulated| joint angle [rad]; beyond it the "
         f"files are written and the command exits with status {OFF_GAIT_STATUS} (default: 0.05)",
+    )
+    p.add_argument(
+        "--ground",
+        action="store_true",
+        help="the snake free on the ground under gravity (its robot file's ground:, else the "
+        "defaults), the joints exactly on the gait: reports travel, speed, heading drift and "
+        "cost of transport",
     )
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/simulate-...)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

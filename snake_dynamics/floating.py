@@ -11,6 +11,8 @@ with classical RK4 and renormalised after each step (:func:`rk4_floating_step`).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -58,6 +60,20 @@ def rest_state(model: SnakeModel, position: ArrayLike = (0.0, 0.0, 0.0)) -> Floa
         np.zeros(n),
         np.zeros(6 + n),
     )
+
+
+def on_the_ground(model: SnakeModel) -> SnakeModel:
+    """``model`` with a floating tail on its ground under gravity: the robot file's
+    ``ground:`` and ``gravity`` where it gives them, else :class:`Ground`'s defaults and
+    9.81 m/s^2 down (-e3)."""
+    gravity = model.gravity if np.any(model.gravity) else np.array([0.0, 0.0, -9.81])
+    ground = model.ground if model.ground is not None else Ground()
+    return dataclasses.replace(model, base="floating", ground=ground, gravity=gravity)
+
+
+def lying_state(model: SnakeModel) -> FloatingState:
+    """The snake straight along e2 (q = 0) and at rest, its thickest body touching z = 0."""
+    return rest_state(model, (0.0, 0.0, float(np.max(model.radii))))
 
 
 def _nu(model: SnakeModel, nu: ArrayLike) -> FloatArray:
@@ -450,6 +466,8 @@ class FloatingRun(NamedTuple):
         com: the whole snake's centre of mass [m], shape (T, 3).
         heading: direction of the bodies' mean long axis (tail to head) in the ground
             plane, atan2(y, x) [rad], shape (T,).
+        tau: the joint torques that make the joints follow their motion (eq. 228) [N m],
+            shape (T, n).
     """
 
     t: FloatArray
@@ -459,6 +477,7 @@ class FloatingRun(NamedTuple):
     nu: FloatArray
     com: FloatArray
     heading: FloatArray
+    tau: FloatArray
 
     def mean_velocity(self, t0: float, t1: float) -> FloatArray:
         """Displacement of the centre of mass from t0 to t1 over t1 - t0 [m/s], shape (3,)."""
@@ -493,6 +512,7 @@ def simulate_prescribed(
     dt: float,
     start: FloatingState | None = None,
     every: int = 1,
+    progress: Callable[[float], None] | None = None,
 ) -> FloatingRun:
     """Integrate the base of a snake whose joints follow ``motion`` exactly (eq. 228) with
     :func:`rk4_floating_step`, under gravity and the model's ground (if any).
@@ -506,6 +526,11 @@ def simulate_prescribed(
             motion(0), the base with :func:`momentum_free_base_velocity` (the snake starts at
             rest as a whole).
         every: keep every ``every``-th step.
+        progress: called with the fraction done (0..1) about a hundred times.
+
+    Raises:
+        SimulationError: ``dt`` over the ground's :func:`stable_step`, or a state that left
+            the finite numbers.
 
     Returns:
         The samples at t = 0, every dt, ..., t_end.
@@ -524,13 +549,15 @@ def simulate_prescribed(
     nu = np.concatenate([momentum_free_base_velocity(model, state.rotation, q0, qd0), qd0])
     state = FloatingState(state.position, state.quaternion, np.asarray(q0, dtype=float), nu)
 
-    def accel(t: float, s: FloatingState) -> FloatArray:
+    def torques_and_accel(t: float, s: FloatingState) -> tuple[FloatArray, FloatArray]:
         rotation = s.rotation
         terms = floating_terms(model, rotation, s.q, s.nu)
         wrenches = None if ground is None else ground_force_list(model, ground, s, terms)
-        a, _ = prescribed_joint_dynamics(model, rotation, s.q, s.nu, motion(t)[2], wrenches, terms)
+        return prescribed_joint_dynamics(model, rotation, s.q, s.nu, motion(t)[2], wrenches, terms)
+
+    def accel(t: float, s: FloatingState) -> FloatArray:
         out = np.zeros(6 + model.n_joints)
-        out[:6] = a
+        out[:6] = torques_and_accel(t, s)[0]
         return out
 
     def joints(t: float) -> tuple[FloatArray, FloatArray]:
@@ -538,13 +565,20 @@ def simulate_prescribed(
         return q, qd
 
     steps = round(t_end / dt)
-    rows = [state]
-    times = [0.0]
+    rows, times = [state], [0.0]
+    report = max(1, steps // 100)
     for i in range(steps):
         state = rk4_floating_step(accel, state, i * dt, dt, joints)
+        if not (np.all(np.isfinite(state.nu)) and np.all(np.isfinite(state.position))):
+            raise SimulationError(
+                f"the state left the finite numbers at t = {(i + 1) * dt:.6g} s: use a smaller "
+                f"dt or a softer ground"
+            )
         if (i + 1) % every == 0:
             rows.append(state)
             times.append((i + 1) * dt)
+        if progress is not None and (i + 1) % report == 0:
+            progress((i + 1) / steps)
     return FloatingRun(
         np.array(times),
         np.array([s.position for s in rows]),
@@ -553,4 +587,47 @@ def simulate_prescribed(
         np.array([s.nu for s in rows]),
         np.array([centre_of_mass(model, s) for s in rows]),
         np.array([heading(model, s) for s in rows]),
+        np.array([torques_and_accel(t, s)[1] for t, s in zip(times, rows, strict=True)]),
+    )
+
+
+class Locomotion(NamedTuple):
+    """What a run on the ground achieved (eq. 238).
+
+    Attributes:
+        distance: horizontal displacement of the centre of mass [m].
+        mean_speed: distance / duration [m/s].
+        forward_speed: mean velocity along the mean heading (> 0: head first) [m/s].
+        heading_drift: change of the heading, unwrapped, from the first sample to the last [rad].
+        positive_work: the joints' positive mechanical work, sum_k max(tau_k q_dot_k, 0)
+            integrated over time (trapezoids on the samples) [J].
+        cost_of_transport: positive_work / (m g distance) (inf if it did not move).
+    """
+
+    distance: float
+    mean_speed: float
+    forward_speed: float
+    heading_drift: float
+    positive_work: float
+    cost_of_transport: float
+
+
+def locomotion(model: SnakeModel, run: FloatingRun) -> Locomotion:
+    """The travel, speed, heading drift and cost of transport of ``run`` (eq. 238):
+    CoT = W+ / (m g d), W+ = integral of sum_k max(tau_k q_dot_k, 0) dt, m the snake's mass,
+    g = |gravity| (9.81 m/s^2 if the model has none), d the distance travelled."""
+    duration = float(run.t[-1] - run.t[0])
+    distance = float(np.linalg.norm(run.com[-1, :2] - run.com[0, :2]))
+    power = np.maximum(run.tau * run.nu[:, 6:], 0.0).sum(axis=1)
+    work = float(np.sum(0.5 * (power[1:] + power[:-1]) * np.diff(run.t)))
+    g = float(np.linalg.norm(model.gravity)) or 9.81
+    cot = work / (float(model.masses.sum()) * g * distance) if distance > 0.0 else math.inf
+    drift = np.unwrap(run.heading)
+    return Locomotion(
+        distance,
+        distance / duration,
+        run.forward_speed(float(run.t[0]), float(run.t[-1])),
+        float(drift[-1] - drift[0]),
+        work,
+        cot,
     )

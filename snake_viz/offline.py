@@ -2,7 +2,10 @@
 
 The run folder holds ``run.npz`` (every array), ``run.csv`` (one row per sample),
 ``summary.json`` and PNG plots: commanded vs simulated joint angles (the paper's
-Figure 4 layout, one panel per joint), joint torques and energy.
+Figure 4 layout, one panel per joint), joint torques and energy. A run on the ground
+(``snake simulate --ground``, :func:`write_ground_run`) holds the base pose, the centre of
+mass and the heading with the joint states, its travel in ``summary.json``, and a plot of
+its path seen from above.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # the integrators (numba) are not needed to plot a result
+    from snake_dynamics.floating import FloatingRun, Locomotion
     from snake_dynamics.integrators import SimulationResult
 
 
@@ -257,3 +261,66 @@ def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> lis
     fig.savefig(out[-1], dpi=110)
     plt.close(fig)
     return out
+
+
+def write_ground_run(
+    folder: Path,
+    run: FloatingRun,
+    joint_names: Sequence[str],
+    travel: Locomotion,
+    config: dict[str, Any],
+    plots: bool = True,
+) -> list[Path]:
+    """Write a run on the ground: ``run.npz`` and ``run.csv`` (t; base position and
+    quaternion (x, y, z, w); centre of mass; heading; per joint q, q_dot, tau),
+    ``summary.json`` (the travel, eq. 238, and the configuration) and ``path.png``.
+
+    Returns:
+        The files written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    columns = {
+        "t": run.t,
+        **{f"base_{a}": run.position[:, i] for i, a in enumerate("xyz")},
+        **{f"base_q{a}": run.quaternion[:, i] for i, a in enumerate("xyzw")},
+        **{f"com_{a}": run.com[:, i] for i, a in enumerate("xyz")},
+        "heading": run.heading,
+        **{f"q_{name}": run.q[:, k] for k, name in enumerate(joint_names)},
+        **{f"qd_{name}": run.nu[:, 6 + k] for k, name in enumerate(joint_names)},
+        **{f"tau_{name}": run.tau[:, k] for k, name in enumerate(joint_names)},
+    }
+    npz = folder / "run.npz"
+    np.savez_compressed(npz, **run._asdict(), joint_names=np.array(joint_names))
+    csv = folder / "run.csv"
+    table = np.column_stack(list(columns.values()))
+    np.savetxt(csv, table, delimiter=",", header=",".join(columns), comments="", fmt="%.9g")
+    summary = folder / "summary.json"
+    summary.write_text(json.dumps({"travel": travel._asdict(), "config": config}, indent=2))
+    written = [npz, csv, summary]
+    if plots:
+        written.append(_path_plot(folder / "path.png", run, travel))
+    return written
+
+
+def _path_plot(path: Path, run: FloatingRun, travel: Locomotion) -> Path:
+    """The centre of mass's and the tail's paths seen from above, start and end marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.plot(run.position[:, 0], run.position[:, 1], "C1-", lw=0.8, label="tail (base_link)")
+    ax.plot(run.com[:, 0], run.com[:, 1], "C0-", lw=1.6, label="centre of mass")
+    ax.plot(*run.com[0, :2], "ko", label="start")
+    ax.plot(*run.com[-1, :2], "k^", label="end")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(
+        f"{travel.distance:.3f} m in {run.t[-1]:g} s, {travel.forward_speed * 100:.2f} cm/s "
+        f"forward, heading drift {math.degrees(travel.heading_drift):.1f} deg",
+        fontsize=9,
+    )
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -232,6 +232,8 @@ def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
         (["simulate", "--duration", "-1"], "expected a finite number > 0"),
         (["simulate", "--tolerance", "0"], "argument --tolerance: expected a finite number > 0"),
         (["simulate", "--gait", "slither"], "invalid choice: 'slither'"),
+        (["simulate", "--ground", "--servo-stiffness", "1"], "drop --servo-stiffness"),
+        (["simulate", "--ground", "--dt", "0.005"], "dt = 5 ms is over the 1.19 ms the ground"),
     ],
 )
 def test_bad_arguments_give_one_line_errors_not_tracebacks(tmp_path, args, message) -> None:
@@ -245,6 +247,28 @@ def test_bad_arguments_give_one_line_errors_not_tracebacks(tmp_path, args, messa
     assert "Traceback" not in proc.stderr
     error_lines = [line for line in proc.stderr.splitlines() if "error" in line]
     assert len(error_lines) == 1
+
+
+def test_simulate_on_the_ground_reports_and_writes_the_travel(tmp_path) -> None:
+    """``--ground``: the robot free on the default ground; the travel on stdout equals
+    summary.json's and the centre of mass in run.csv; the base pose and joints are written."""
+    out = tmp_path / "ground"
+    proc = snake(
+        "simulate", "--ground", "--gait", "sidewinding", "--duration", "0.3", "-o", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "simulating 0.3 s on the ground: 100%" in proc.stderr
+    assert {p.name for p in out.iterdir()} == {"run.npz", "run.csv", "summary.json", "path.png"}
+    travel = json.loads((out / "summary.json").read_text())["travel"]
+    assert f"travelled {travel['distance']:.4f} m" in proc.stdout
+    assert f"cost of transport {travel['cost_of_transport']:.3g}" in proc.stdout
+    rows = np.genfromtxt(out / "run.csv", delimiter=",", names=True)
+    assert rows.size == 31 and rows["t"][-1] == pytest.approx(0.3)
+    moved = np.hypot(rows["com_x"][-1] - rows["com_x"][0], rows["com_y"][-1] - rows["com_y"][0])
+    assert moved == pytest.approx(travel["distance"], rel=1e-6) and moved > 1e-3
+    quaternion = np.column_stack([rows[f"base_q{a}"] for a in "xyzw"])
+    np.testing.assert_allclose(np.linalg.norm(quaternion, axis=1), 1.0, atol=1e-9)
+    assert np.all(rows["base_z"] > 0.0) and np.all(rows["base_z"] < 0.1)  # on the ground
 
 
 def test_gaits_and_urdf_commands(tmp_path) -> None:

@@ -248,3 +248,26 @@ def test_ground_parameters_and_the_step_rule_are_checked() -> None:
     still = lambda t: (np.zeros(1), np.zeros(1), np.zeros(1))  # noqa: E731
     with pytest.raises(SimulationError, match=r"over the 2\.24 ms the ground allows"):
         fl.simulate_prescribed(model, still, 0.1, 3e-3)
+
+
+def test_the_travel_of_a_run_by_hand() -> None:
+    """eq. (238) on a made-up run: 0.2 m along x in 2 s while the heading turns from 179 to
+    -179 deg (2 deg through the wrap), joint 1 working at 3 W and joint 2 braking."""
+    model = SnakeModel.uniform(2, 0.5, 0.1, 0.02, axes="z", gravity=G, base="floating")
+    t = np.linspace(0.0, 2.0, 201)
+    com = np.zeros((t.size, 3))
+    com[:, 0] = 0.1 * t
+    heading = np.radians(179.0 + t)
+    heading = np.where(heading > math.pi, heading - 2 * math.pi, heading)
+    nu = np.zeros((t.size, 8))
+    nu[:, 6:] = [1.0, 1.0]
+    tau = np.tile([3.0, -5.0], (t.size, 1))
+    run = fl.FloatingRun(
+        t, com, np.tile([0, 0, 0, 1.0], (t.size, 1)), np.zeros((t.size, 2)), nu, com, heading, tau
+    )
+    travel = fl.locomotion(model, run)
+    assert travel.distance == pytest.approx(0.2) and travel.mean_speed == pytest.approx(0.1)
+    assert travel.heading_drift == pytest.approx(math.radians(2.0))
+    assert travel.positive_work == pytest.approx(6.0)
+    assert travel.cost_of_transport == pytest.approx(6.0 / (1.5 * 9.81 * 0.2))
+    assert travel.forward_speed == pytest.approx(-0.1, rel=1e-3)  # heading about -x
