@@ -42,6 +42,7 @@ from .cli_compare import register as register_compare
 from .cli_ground import simulate_on_the_ground
 from .cli_identify import IdentifyError
 from .cli_identify import register as register_identify
+from .cli_sweep import register as register_sweep
 from .cli_view import register as register_view
 from .emulator import Emulator, EmulatorError, Endpoint
 from .graph import GraphError, NodeSpec, demo_graph, hardware_graph, simulation_graph
@@ -510,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_compare(sub)
     register_identify(sub)
+    register_sweep(sub)
     register_view(sub)
     register_bag_commands(sub)
     return parser

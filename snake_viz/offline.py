@@ -324,3 +324,111 @@ def _path_plot(path: Path, run: FloatingRun, travel: Locomotion) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+class SweepPoint(NamedTuple):
+    """One point of ``snake sweep``: the gait's parameters and what the run achieved."""
+
+    params: dict[str, float]
+    travel: Locomotion
+
+
+def write_sweep(
+    folder: Path,
+    grid: Sequence[SweepPoint],
+    x_name: str,
+    xs: Sequence[float],
+    y_name: str,
+    ys: Sequence[float],
+    config: dict[str, Any],
+    plots: bool = True,
+) -> tuple[list[Path], list[str]]:
+    """Write ``sweep.csv`` (one row per point), ``summary.json`` (the configuration, the
+    fastest and the cheapest point) and ``sweep.png`` (mean speed and cost-of-transport
+    heatmaps over the grid, the best points marked).
+
+    Args:
+        folder: the output folder (made if missing).
+        grid: the points, x varying fastest (row-major over y).
+        x_name: the first parameter's name; xs its values.
+        y_name: the second parameter's name; ys its values.
+        config: the run's settings, stored in summary.json.
+        plots: write the PNG.
+
+    Returns:
+        The files written, and the lines naming the best points.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [x_name, y_name, "distance_m", "mean_speed_mps", "forward_speed_mps"]
+    header += ["heading_drift_rad", "positive_work_j", "cost_of_transport"]
+    rows = [[p.params[x_name], p.params[y_name], *p.travel] for p in grid]  # Locomotion's order
+    csv = folder / "sweep.csv"
+    np.savetxt(csv, np.array(rows), delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+    speed = np.array([p.travel.mean_speed for p in grid]).reshape(len(ys), len(xs))
+    cot = np.array([p.travel.cost_of_transport for p in grid]).reshape(len(ys), len(xs))
+    fastest = int(np.argmax(speed))
+    finite = np.where(np.isfinite(cot), cot, np.inf)
+    cheapest = int(np.argmin(finite)) if np.isfinite(finite).any() else None
+
+    def named(i: int) -> str:
+        return f"{x_name}={grid[i].params[x_name]:g} {y_name}={grid[i].params[y_name]:g}"
+
+    best = {"fastest": {**grid[fastest].params, **grid[fastest].travel._asdict()}}
+    lines = [
+        f"fastest: {named(fastest)}: {speed.flat[fastest] * 100:.3g} cm/s "
+        f"(cost of transport {cot.flat[fastest]:.3g})"
+    ]
+    if cheapest is not None:
+        best["cheapest"] = {**grid[cheapest].params, **grid[cheapest].travel._asdict()}
+        lines.append(
+            f"cheapest: {named(cheapest)}: cost of transport {cot.flat[cheapest]:.3g} "
+            f"({speed.flat[cheapest] * 100:.3g} cm/s)"
+        )
+    summary = folder / "summary.json"
+    summary.write_text(json.dumps({"config": config, "best": best}, indent=2, default=str))
+    written = [csv, summary]
+    if plots:
+        written.append(
+            _heatmaps(
+                folder / "sweep.png", speed, cot, (x_name, xs), (y_name, ys), fastest, cheapest
+            )
+        )
+    return written, lines
+
+
+def _heatmaps(
+    path: Path,
+    speed: FloatArray,
+    cot: FloatArray,
+    x: tuple[str, Sequence[float]],
+    y: tuple[str, Sequence[float]],
+    fastest: int,
+    cheapest: int | None,
+) -> Path:
+    """Speed [cm/s] and cost of transport over the grid, side by side, best points marked."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    xs, ys = np.asarray(x[1]), np.asarray(y[1])
+    panels = (
+        (speed * 100, "mean speed [cm/s]", "viridis", fastest, "fastest"),
+        (
+            np.where(np.isfinite(cot), cot, np.nan),
+            "cost of transport",
+            "magma_r",
+            cheapest,
+            "cheapest",
+        ),
+    )
+    for ax, (values, title, cmap, mark, label) in zip(axes, panels, strict=True):
+        image = ax.pcolormesh(xs, ys, values, cmap=cmap, shading="nearest")
+        fig.colorbar(image, ax=ax)
+        if mark is not None:
+            ax.plot(xs[mark % len(xs)], ys[mark // len(xs)], "w*", ms=16, mec="k", label=label)
+            ax.legend(fontsize=8, loc="upper left")
+        ax.set_xlabel(x[0])
+        ax.set_ylabel(y[0])
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -234,12 +234,19 @@ def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
         (["simulate", "--gait", "slither"], "invalid choice: 'slither'"),
         (["simulate", "--ground", "--servo-stiffness", "1"], "drop --servo-stiffness"),
         (["simulate", "--ground", "--dt", "0.005"], "dt = 5 ms is over the 1.19 ms the ground"),
+        (["sweep", "--x", "amplitude=0.1"], "--x expects NAME=LOW:HIGH[:COUNT]"),
+        (["sweep", "--y", "amplitude=0.1:0.2"], "--x and --y both sweep amplitude"),
+        (["sweep", "--set", "frequency=1"], "--set frequency is swept by --x/--y"),
+        (["sweep", "--x", "amplitude=0.5:3"], "serpenoid.amplitude must be in [0, 1.5] rad"),
+        (["sweep", "--x", "wiggle=0:1:2"], "has no parameter(s) ['wiggle']"),
+        (["sweep", "--dt", "0.002"], "--dt 2 ms is over the 1.19 ms the ground allows"),
+        (["sweep", "--jobs", "-1"], "--jobs must be >= 0"),
     ],
 )
 def test_bad_arguments_give_one_line_errors_not_tracebacks(tmp_path, args, message) -> None:
     proc = (
         snake(*args, "-o", str(tmp_path / "x"), cwd=tmp_path)
-        if args[0] == "simulate"
+        if args[0] in ("simulate", "sweep")
         else snake(*args)
     )
     assert proc.returncode == 2
@@ -269,6 +276,52 @@ def test_simulate_on_the_ground_reports_and_writes_the_travel(tmp_path) -> None:
     quaternion = np.column_stack([rows[f"base_q{a}"] for a in "xyzw"])
     np.testing.assert_allclose(np.linalg.norm(quaternion, axis=1), 1.0, atol=1e-9)
     assert np.all(rows["base_z"] > 0.0) and np.all(rows["base_z"] < 0.1)  # on the ground
+
+
+def test_sweep_maps_the_grid_and_marks_the_best_points(tmp_path) -> None:
+    """A 2 x 2 grid in parallel: one CSV row per point, each the travel ``snake simulate
+    --ground`` reports for that point; the fastest and cheapest named as in the CSV."""
+    out = tmp_path / "sweep"
+    grid = ["--x", "amplitude=0.3:0.9:2", "--y", "frequency=0.5:1.0:2", "--duration", "0.1"]
+    proc = snake("sweep", *grid, "--jobs", "2", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "sweep: 4/4 runs" in proc.stderr
+    assert {p.name for p in out.iterdir()} == {"sweep.csv", "summary.json", "sweep.png"}
+    rows = np.genfromtxt(out / "sweep.csv", delimiter=",", names=True)
+    assert [(r["amplitude"], r["frequency"]) for r in rows] == [
+        (0.3, 0.5),
+        (0.9, 0.5),
+        (0.3, 1.0),
+        (0.9, 1.0),
+    ]
+    best = json.loads((out / "summary.json").read_text())["best"]
+    fastest = rows[np.argmax(rows["mean_speed_mps"])]
+    assert (best["fastest"]["amplitude"], best["fastest"]["frequency"]) == (
+        fastest["amplitude"],
+        fastest["frequency"],
+    )
+    assert (
+        f"fastest: amplitude={fastest['amplitude']:g} frequency={fastest['frequency']:g}"
+        in proc.stdout
+    )
+    one = snake(
+        "simulate",
+        "--ground",
+        "--set",
+        "amplitude=0.9",
+        "--set",
+        "frequency=1",
+        "--duration",
+        "0.1",
+        "--no-plots",
+        "-q",
+        "-o",
+        str(tmp_path / "one"),
+    )
+    assert one.returncode == 0, one.stderr
+    travel = json.loads((tmp_path / "one" / "summary.json").read_text())["travel"]
+    assert rows[3]["distance_m"] == pytest.approx(travel["distance"], rel=1e-6)
+    assert rows[3]["cost_of_transport"] == pytest.approx(travel["cost_of_transport"], rel=1e-6)
 
 
 def test_gaits_and_urdf_commands(tmp_path) -> None:

@@ -1,0 +1,194 @@
+"""``snake sweep``: a grid of two gait parameters, each point a run on the ground
+(``snake simulate --ground``'s), in parallel over the cores; a speed and cost-of-transport
+map (PNG heatmaps and CSV) with the best points marked."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt_module
+import math
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from snake_dynamics.floating import locomotion, lying_state, on_the_ground, simulate_prescribed
+from snake_dynamics.gaits import GAITS, make_gait
+from snake_dynamics.ground import stable_step
+from snake_dynamics.model import SnakeModel
+from snake_ros.paths import robot_config
+from snake_viz.offline import SweepPoint, write_sweep
+
+from .arguments import UsageError, name_values, positive
+
+#: The default grid: amplitude [rad] x frequency [Hz], five values each.
+DEFAULT_X, DEFAULT_Y = "amplitude=0.2:1.0:5", "frequency=0.25:1.25:5"
+#: Largest grid (points).
+MAX_POINTS = 400
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One parameter of the grid: ``count`` values from ``low`` to ``high``."""
+
+    name: str
+    low: float
+    high: float
+    count: int
+
+    @property
+    def values(self) -> list[float]:
+        return [float(v) for v in np.linspace(self.low, self.high, self.count)]
+
+
+def parse_axis(text: str, option: str) -> Axis:
+    """``NAME=LOW:HIGH:COUNT`` (COUNT >= 1; LOW:HIGH alone for 5 values).
+
+    Raises:
+        UsageError: any other form, in one line.
+    """
+    name, sep, spec = text.partition("=")
+    parts = spec.split(":")
+    if not sep or not name or len(parts) not in (2, 3):
+        raise UsageError(f"{option} expects NAME=LOW:HIGH[:COUNT], got {text!r}")
+    try:
+        low, high = float(parts[0]), float(parts[1])
+        count = int(parts[2]) if len(parts) == 3 else 5
+    except ValueError:
+        raise UsageError(
+            f"{option} {name}: expected numbers LOW:HIGH[:COUNT], got {spec!r}"
+        ) from None
+    if not (math.isfinite(low) and math.isfinite(high)) or count < 1 or (count > 1 and low == high):
+        raise UsageError(f"{option} {name}: need finite LOW != HIGH and COUNT >= 1, got {spec!r}")
+    return Axis(name.strip(), low, high, count)
+
+
+def run_point(
+    robot: str, gait: str, params: dict[str, float], duration: float, dt: float
+) -> SweepPoint:
+    """One grid point: the gait with ``params`` on the robot on its ground (a worker)."""
+    model = on_the_ground(SnakeModel.from_yaml(robot))
+    trajectory = make_gait(gait, model, **params)
+
+    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sample = trajectory(t)
+        return sample.q, sample.qd, sample.qdd
+
+    run = simulate_prescribed(model, motion, duration, dt, lying_state(model), every=10)
+    return SweepPoint(params, locomotion(model, run))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run the grid and write its maps; progress on stderr, the best points on stdout."""
+    robot = str(robot_config(args.robot))
+    model = on_the_ground(SnakeModel.from_yaml(robot))
+    x, y = parse_axis(args.x, "--x"), parse_axis(args.y, "--y")
+    if x.name == y.name:
+        raise UsageError(f"--x and --y both sweep {x.name}: give two different parameters")
+    fixed = name_values(args.set, "--set")
+    swept = {x.name, y.name} & set(fixed)
+    if swept:
+        raise UsageError(f"--set {sorted(swept)[0]} is swept by --x/--y: drop it from --set")
+    points = [{**fixed, x.name: a, y.name: b} for b in y.values for a in x.values]
+    if len(points) > MAX_POINTS:
+        raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
+    for params in points:  # every point's parameters valid before any run starts
+        make_gait(args.gait, model, **params)
+    ground = model.ground
+    assert ground is not None  # on_the_ground always gives one
+    limit = stable_step(ground, model.masses, float(np.linalg.norm(model.gravity)))
+    if args.dt > limit:
+        raise UsageError(
+            f"--dt {args.dt * 1e3:g} ms is over the {limit * 1e3:.3g} ms the ground allows for "
+            f"{model.name} (docs/mfm.md eq. 237)"
+        )
+    steps = round(args.duration / args.dt)
+    if steps < 10 or abs(steps * args.dt - args.duration) > 1e-9 * max(1.0, args.duration):
+        raise UsageError(
+            f"--duration {args.duration} s must be a whole number (>= 10) of --dt {args.dt} s steps"
+        )
+    out = args.output or Path("runs") / (
+        f"sweep-{model.name}-{args.gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    )
+    if args.jobs < 0:
+        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {args.jobs}")
+    jobs = args.jobs or os.cpu_count() or 1
+    start = time.monotonic()
+    results: list[SweepPoint | None] = [None] * len(points)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
+        futures = {
+            pool.submit(run_point, robot, args.gait, p, args.duration, args.dt): i
+            for i, p in enumerate(points)
+        }
+        for done, future in enumerate(as_completed(futures), 1):
+            results[futures[future]] = future.result()
+            if not args.quiet:
+                print(
+                    f"sweep: {done}/{len(points)} runs ({time.monotonic() - start:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    grid = [r for r in results if r is not None]
+    config = {
+        "robot": robot,
+        "gait": args.gait,
+        "x": x.name,
+        "y": y.name,
+        "fixed": fixed,
+        "duration_s": args.duration,
+        "dt_s": args.dt,
+        "jobs": jobs,
+        "wall_time_s": time.monotonic() - start,
+    }
+    files, best = write_sweep(
+        Path(out), grid, x.name, x.values, y.name, y.values, config, plots=not args.no_plots
+    )
+    for line in best:
+        print(line)
+    print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``snake sweep`` to the ``snake`` command."""
+    p = subparsers.add_parser(
+        "sweep", help="speed and cost-of-transport map of a gait on the ground over two parameters"
+    )
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument(
+        "--gait", default="serpenoid", choices=sorted(GAITS), help="gait (default: serpenoid)"
+    )
+    p.add_argument(
+        "--x",
+        default=DEFAULT_X,
+        metavar="NAME=LOW:HIGH[:COUNT]",
+        help=f"first swept parameter (default: {DEFAULT_X}; see `snake gaits`)",
+    )
+    p.add_argument(
+        "--y",
+        default=DEFAULT_Y,
+        metavar="NAME=LOW:HIGH[:COUNT]",
+        help=f"second swept parameter (default: {DEFAULT_Y})",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a fixed gait parameter, repeatable",
+    )
+    p.add_argument(
+        "--duration", type=positive, default=4.0, help="simulated time per point [s] (default: 4)"
+    )
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="parallel runs (default: the cores)")
+    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/sweep-...)")
+    p.add_argument("--no-plots", action="store_true", help="only the CSV and JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_sweep)
