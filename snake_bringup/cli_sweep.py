@@ -16,9 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from snake_dynamics.floating import locomotion, lying_state, on_the_ground, simulate_prescribed
+from snake_dynamics.errors import SimulationError
+from snake_dynamics.floating import (
+    check_step,
+    locomotion,
+    lying_state,
+    on_the_ground,
+    simulate_prescribed,
+)
 from snake_dynamics.gaits import GAITS, make_gait
-from snake_dynamics.ground import stable_step
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
@@ -98,14 +104,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
     for params in points:  # every point's parameters valid before any run starts
         make_gait(args.gait, model, **params)
-    ground = model.ground
-    assert ground is not None  # on_the_ground always gives one
-    limit = stable_step(ground, model.masses, float(np.linalg.norm(model.gravity)))
-    if args.dt > limit:
-        raise UsageError(
-            f"--dt {args.dt * 1e3:g} ms is over the {limit * 1e3:.3g} ms the ground allows for "
-            f"{model.name} (docs/mfm.md eq. 237)"
-        )
+    try:
+        check_step(model, args.dt)
+    except SimulationError as exc:
+        raise UsageError(f"--dt: {exc}") from None
     steps = round(args.duration / args.dt)
     if steps < 10 or abs(steps * args.dt - args.duration) > 1e-9 * max(1.0, args.duration):
         raise UsageError(

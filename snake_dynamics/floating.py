@@ -505,6 +505,94 @@ def centre_of_mass(model: SnakeModel, state: FloatingState) -> FloatArray:
     return np.asarray(model.masses @ centres / model.masses.sum(), dtype=float)
 
 
+def check_step(model: SnakeModel, dt: float) -> None:
+    """Refuse a step over the ground's :func:`stable_step` (eq. 237) for ``model``.
+
+    Raises:
+        SimulationError: in one line, with the bound and what to change.
+    """
+    ground = model.ground
+    if ground is None:
+        return
+    limit = stable_step(ground, model.masses, float(np.linalg.norm(model.gravity)))
+    if dt > limit:
+        raise SimulationError(
+            f"dt = {dt * 1e3:g} ms is over the {limit * 1e3:.3g} ms the ground allows for "
+            f"these bodies (eq. 237): use a smaller dt, or a softer ground (stiffness, "
+            f"damping) or a larger velocity_scale"
+        )
+
+
+def prescribed_torques_and_acceleration(
+    model: SnakeModel, state: FloatingState, qdd: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Eq. (228) at ``state`` under gravity and the model's ground: the base acceleration
+    [v_0'; w_0'] (tail frame) and the joint torques [N m] that give the joints ``qdd``."""
+    rotation = state.rotation
+    terms = floating_terms(model, rotation, state.q, state.nu)
+    ground = model.ground
+    wrenches = None if ground is None else ground_force_list(model, ground, state, terms)
+    return prescribed_joint_dynamics(model, rotation, state.q, state.nu, qdd, wrenches, terms)
+
+
+def prescribed_base_step(
+    model: SnakeModel, motion: MotionFn, state: FloatingState, t: float, dt: float
+) -> FloatingState:
+    """One RK4 step (:func:`rk4_floating_step`) of the base of a snake whose joints follow
+    ``motion`` exactly (eq. 228): the joints' q and q_dot are read from it at the stage times.
+
+    Raises:
+        SimulationError: the state left the finite numbers.
+    """
+
+    def accel(tt: float, s: FloatingState) -> FloatArray:
+        out = np.zeros(6 + model.n_joints)
+        out[:6] = prescribed_torques_and_acceleration(model, s, motion(tt)[2])[0]
+        return out
+
+    def joints(tt: float) -> tuple[FloatArray, FloatArray]:
+        q, qd, _ = motion(tt)
+        return q, qd
+
+    state = rk4_floating_step(accel, state, t, dt, joints)
+    if not (np.all(np.isfinite(state.nu)) and np.all(np.isfinite(state.position))):
+        raise SimulationError(
+            f"the state left the finite numbers at t = {t + dt:.6g} s: use a smaller dt or a "
+            f"softer ground"
+        )
+    return state
+
+
+def hermite_motion(
+    t0: float, dt: float, q0: FloatArray, qd0: FloatArray, q1: FloatArray, qd1: FloatArray
+) -> MotionFn:
+    """The cubic through (q0, q_dot0) at t0 and (q1, q_dot1) at t0 + dt, with its rates
+    (eq. 239): how a step's joint samples drive :func:`prescribed_base_step` when only the
+    samples at the step's ends are known (the dynamics node's joints)."""
+
+    def motion(t: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        s = (t - t0) / dt
+        h00, h10, h01, h11 = (
+            2 * s**3 - 3 * s**2 + 1,
+            s**3 - 2 * s**2 + s,
+            3 * s**2 - 2 * s**3,
+            s**3 - s**2,
+        )
+        d00, d10, d01, d11 = (
+            6 * s**2 - 6 * s,
+            3 * s**2 - 4 * s + 1,
+            6 * s - 6 * s**2,
+            3 * s**2 - 2 * s,
+        )
+        a00, a10, a01, a11 = 12 * s - 6, 6 * s - 4, 6 - 12 * s, 6 * s - 2
+        q = h00 * q0 + h10 * dt * qd0 + h01 * q1 + h11 * dt * qd1
+        qd = (d00 * q0 + d01 * q1) / dt + d10 * qd0 + d11 * qd1
+        qdd = (a00 * q0 + a01 * q1) / dt**2 + (a10 * qd0 + a11 * qd1) / dt
+        return q, qd, qdd
+
+    return motion
+
+
 def simulate_prescribed(
     model: SnakeModel,
     motion: MotionFn,
@@ -515,7 +603,7 @@ def simulate_prescribed(
     progress: Callable[[float], None] | None = None,
 ) -> FloatingRun:
     """Integrate the base of a snake whose joints follow ``motion`` exactly (eq. 228) with
-    :func:`rk4_floating_step`, under gravity and the model's ground (if any).
+    :func:`prescribed_base_step`, under gravity and the model's ground (if any).
 
     Args:
         model: the snake (its ``ground`` acts when not None).
@@ -535,50 +623,25 @@ def simulate_prescribed(
     Returns:
         The samples at t = 0, every dt, ..., t_end.
     """
-    ground = model.ground
-    if ground is not None:
-        limit = stable_step(ground, model.masses, float(np.linalg.norm(model.gravity)))
-        if dt > limit:
-            raise SimulationError(
-                f"dt = {dt * 1e3:g} ms is over the {limit * 1e3:.3g} ms the ground allows for "
-                f"these bodies (eq. 237): use a smaller dt, or a softer ground (stiffness, "
-                f"damping) or a larger velocity_scale"
-            )
+    check_step(model, dt)
     state = rest_state(model) if start is None else start
     q0, qd0, _ = motion(0.0)
     nu = np.concatenate([momentum_free_base_velocity(model, state.rotation, q0, qd0), qd0])
     state = FloatingState(state.position, state.quaternion, np.asarray(q0, dtype=float), nu)
-
-    def torques_and_accel(t: float, s: FloatingState) -> tuple[FloatArray, FloatArray]:
-        rotation = s.rotation
-        terms = floating_terms(model, rotation, s.q, s.nu)
-        wrenches = None if ground is None else ground_force_list(model, ground, s, terms)
-        return prescribed_joint_dynamics(model, rotation, s.q, s.nu, motion(t)[2], wrenches, terms)
-
-    def accel(t: float, s: FloatingState) -> FloatArray:
-        out = np.zeros(6 + model.n_joints)
-        out[:6] = torques_and_accel(t, s)[0]
-        return out
-
-    def joints(t: float) -> tuple[FloatArray, FloatArray]:
-        q, qd, _ = motion(t)
-        return q, qd
-
     steps = round(t_end / dt)
     rows, times = [state], [0.0]
     report = max(1, steps // 100)
     for i in range(steps):
-        state = rk4_floating_step(accel, state, i * dt, dt, joints)
-        if not (np.all(np.isfinite(state.nu)) and np.all(np.isfinite(state.position))):
-            raise SimulationError(
-                f"the state left the finite numbers at t = {(i + 1) * dt:.6g} s: use a smaller "
-                f"dt or a softer ground"
-            )
+        state = prescribed_base_step(model, motion, state, i * dt, dt)
         if (i + 1) % every == 0:
             rows.append(state)
             times.append((i + 1) * dt)
         if progress is not None and (i + 1) % report == 0:
             progress((i + 1) / steps)
+    torques = [
+        prescribed_torques_and_acceleration(model, s, motion(t)[2])[1]
+        for t, s in zip(times, rows, strict=True)
+    ]
     return FloatingRun(
         np.array(times),
         np.array([s.position for s in rows]),
@@ -587,7 +650,7 @@ def simulate_prescribed(
         np.array([s.nu for s in rows]),
         np.array([centre_of_mass(model, s) for s in rows]),
         np.array([heading(model, s) for s in rows]),
-        np.array([torques_and_accel(t, s)[1] for t, s in zip(times, rows, strict=True)]),
+        np.array(torques),
     )
 
 

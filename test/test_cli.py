@@ -239,7 +239,7 @@ def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
         (["sweep", "--set", "frequency=1"], "--set frequency is swept by --x/--y"),
         (["sweep", "--x", "amplitude=0.5:3"], "serpenoid.amplitude must be in [0, 1.5] rad"),
         (["sweep", "--x", "wiggle=0:1:2"], "has no parameter(s) ['wiggle']"),
-        (["sweep", "--dt", "0.002"], "--dt 2 ms is over the 1.19 ms the ground allows"),
+        (["sweep", "--dt", "0.002"], "--dt: dt = 2 ms is over the 1.19 ms the ground allows"),
         (["sweep", "--jobs", "-1"], "--jobs must be >= 0"),
     ],
 )

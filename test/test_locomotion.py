@@ -271,3 +271,39 @@ def test_the_travel_of_a_run_by_hand() -> None:
     assert travel.positive_work == pytest.approx(6.0)
     assert travel.cost_of_transport == pytest.approx(6.0 / (1.5 * 9.81 * 0.2))
     assert travel.forward_speed == pytest.approx(-0.1, rel=1e-3)  # heading about -x
+
+
+def test_step_samples_drive_the_base_as_the_motion_does(rng: np.random.Generator) -> None:
+    """eq. (239): the cubic through a step's end samples is a cubic motion itself, so the base
+    stepped from the joints' samples alone (as the dynamics node steps it) is the base of
+    the exact motion, to rounding."""
+    coefficients = rng.normal(scale=0.3, size=(4, 3))
+
+    def cubic(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a, b, c, d = coefficients
+        return a + b * t + c * t**2 + d * t**3, b + 2 * c * t + 3 * d * t**2, 2 * c + 6 * d * t
+
+    for t in (0.2, 0.23, 0.25):
+        for got, want in zip(
+            fl.hermite_motion(0.2, 0.05, *cubic(0.2)[:2], *cubic(0.25)[:2])(t),
+            cubic(t),
+            strict=True,
+        ):
+            np.testing.assert_allclose(got, want, atol=1e-12)
+    ground = Ground(mu_along=0.1, mu_across=0.5)
+    model = SnakeModel.uniform(
+        3, 0.3, 0.1, 0.02, axes="z", gravity=G, base="floating", ground=ground
+    )
+    dt = 2e-3
+    exact = fl.simulate_prescribed(model, cubic, 0.2, dt, fl.rest_state(model, (0, 0, 0.02)))
+    state = fl.FloatingState(exact.position[0], exact.quaternion[0], exact.q[0], exact.nu[0])
+    for i in range(100):
+        t = i * dt
+        q0, qd0, _ = cubic(t)
+        q1, qd1, _ = cubic(t + dt)
+        state = fl.prescribed_base_step(
+            model, fl.hermite_motion(t, dt, q0, qd0, q1, qd1), state, t, dt
+        )
+    np.testing.assert_allclose(state.position, exact.position[-1], atol=1e-12)
+    np.testing.assert_allclose(state.nu, exact.nu[-1], atol=1e-10)
+    assert np.linalg.norm(exact.com[-1, :2] - exact.com[0, :2]) > 1e-4  # it moved (0.5 mm)
