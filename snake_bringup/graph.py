@@ -163,11 +163,12 @@ def _compare_node(robot_params: Mapping[str, Any]) -> NodeSpec:
 
 
 def _robot_description(
-    namespace: str, urdf: str, common: Mapping[str, Any]
+    namespace: str, urdf: str, common: Mapping[str, Any], moving_base: bool = False
 ) -> tuple[NodeSpec, ...]:
     """robot_state_publisher in ``namespace`` (frame prefix ``namespace/``, reading
-    ``/namespace/joint_states``) and the static transform world -> namespace/base_link."""
-    return (
+    ``/namespace/joint_states``) and the static transform world -> namespace/base_link,
+    unless the base moves (a floating robot's dynamics_node publishes that transform)."""
+    description = (
         NodeSpec(
             "robot_state_publisher",
             "robot_state_publisher",
@@ -185,6 +186,7 @@ def _robot_description(
             optional=True,
         ),
     )
+    return description[:1] if moving_base else description
 
 
 def _rviz(common: Mapping[str, Any]) -> NodeSpec:
@@ -199,12 +201,14 @@ def _rviz(common: Mapping[str, Any]) -> NodeSpec:
     )
 
 
-def _robot(robot: str, gait: str) -> tuple[Path, str]:
-    """The resolved robot config and its URDF (raising ModelError / GaitError early)."""
+def _robot(robot: str, gait: str) -> tuple[Path, str, bool]:
+    """The resolved robot config, its URDF and whether its base floats (raising ModelError /
+    GaitError early)."""
     if gait and gait not in GAITS:
         raise GaitError(f"unknown gait {gait!r}; choose one of {', '.join(sorted(GAITS))}")
     config = robot_config(robot).resolve()
-    return config, to_urdf(SnakeModel.from_yaml(config))
+    model = SnakeModel.from_yaml(config)
+    return config, to_urdf(model), model.base == "floating"
 
 
 def simulation_graph(
@@ -225,13 +229,13 @@ def simulation_graph(
         ModelError: the robot config cannot be loaded (the URDF is generated from it).
         GaitError: unknown gait.
     """
-    config, urdf = _robot(robot, gait)
+    config, urdf, floating = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
     nodes = [
         _gait_node(robot_params, gait, SIM_NAMESPACE, listeners=1),  # dynamics_node
         _dynamics_node(robot_params),
-        *_robot_description(SIM_NAMESPACE, urdf, common),
+        *_robot_description(SIM_NAMESPACE, urdf, common, floating),
     ]
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
 
@@ -276,7 +280,7 @@ def hardware_graph(
         parse_key(auth_key)
     except AuthKeyError as exc:
         raise GraphError(f"auth_key: {exc}") from None
-    config, urdf = _robot(robot, gait)
+    config, urdf, floating = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
     link = {"transport": transport, "port": port, "host": host}
@@ -298,7 +302,7 @@ def hardware_graph(
     if dynamics:
         nodes += [
             _dynamics_node(robot_params),
-            *_robot_description(SIM_NAMESPACE, urdf, common),
+            *_robot_description(SIM_NAMESPACE, urdf, common, floating),
             _compare_node(robot_params),
         ]
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
@@ -356,7 +360,7 @@ def replay_graph(
         speed = float("nan")  # refused with the range below
     if not low <= speed <= high:
         raise GraphError(f"rate must be a number from {low:g} to {high:g}, got {rate!r}")
-    _, urdf = _robot(robot, "")
+    _, urdf, _ = _robot(robot, "")
     common: dict[str, Any] = {"use_sim_time": True}
     options = {
         "topics": list(topics) or None,

@@ -593,6 +593,56 @@ def hermite_motion(
     return motion
 
 
+class BaseTracker:
+    """The floating base under joints known only by their samples, step by step: what the
+    dynamics node runs beside its joint simulation on a floating robot (eqs. 228, 239).
+
+    Args:
+        model: the snake, ``base: floating`` (its ground and gravity act).
+        dt: the step between samples [s] (checked against eq. 237).
+
+    Raises:
+        SimulationError: a step the ground does not allow.
+    """
+
+    def __init__(self, model: SnakeModel, dt: float) -> None:
+        check_step(model, dt)
+        self.model, self.dt = model, dt
+        self.state = lying_state(model)
+
+    def reset(self, q: FloatArray, qd: FloatArray) -> None:
+        """Keep the pose; the joints jump to (q, q_dot), the base to the velocity that leaves
+        the snake's momentum zero (:func:`momentum_free_base_velocity`)."""
+        s = self.state
+        base = momentum_free_base_velocity(self.model, s.rotation, q, qd)
+        self.state = FloatingState(
+            s.position, s.quaternion, np.array(q, dtype=float), np.concatenate([base, qd])
+        )
+
+    def advance(self, t: float, qs: FloatArray, qds: FloatArray) -> FloatingState:
+        """Step the base from time t [s] through the joints' samples at t + dt, t + 2 dt, ...
+
+        Args:
+            t: the time of the current state [s].
+            qs: joint angles at the ends of the steps [rad], shape (steps, n).
+            qds: joint rates at the ends of the steps [rad/s], shape (steps, n).
+
+        Returns:
+            The state after the last step.
+
+        Raises:
+            SimulationError: the state left the finite numbers (the tracker keeps its last
+                finite state).
+        """
+        state = self.state
+        for i, (q1, qd1) in enumerate(zip(qs, qds, strict=True)):
+            t0 = t + i * self.dt
+            motion = hermite_motion(t0, self.dt, state.q, state.nu[6:], q1, qd1)
+            state = prescribed_base_step(self.model, motion, state, t0, self.dt)
+            self.state = state
+        return state
+
+
 def simulate_prescribed(
     model: SnakeModel,
     motion: MotionFn,

@@ -274,10 +274,14 @@ class RunReport:
     Attributes:
         steps: RK4 steps taken.
         skipped: simulated time skipped because more than ``max_steps`` were due [s].
+        q: joint angles at the end of every step taken [rad], shape (steps, n).
+        qd: joint rates at the end of every step taken [rad/s], shape (steps, n).
     """
 
     steps: int
     skipped: float
+    q: FloatArray
+    qd: FloatArray
 
 
 class Simulator:
@@ -416,8 +420,8 @@ class Simulator:
             skipped = due - max_steps
             self._count += skipped
             due = max_steps
-        self.advance(due, source)
-        return RunReport(max(due, 0), skipped * self.dt)
+        qs, qds = self.advance(due, source)
+        return RunReport(max(due, 0), skipped * self.dt, qs, qds)
 
     def warm_up(self) -> None:
         """Compile this module's kernels now (seconds on the first use after an install, then

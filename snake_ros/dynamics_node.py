@@ -26,20 +26,35 @@ finite numbers, or (prescribed mode, where the servos hold commanded angles) pas
 limit by more than ``LIMIT_SLACK``, restarts at rest at the newest command (torque mode: at
 rest). Torque mode integrates the model, which has no joint stops, as it is: its joints may
 turn past the limits.
+
+A robot config with ``base: floating`` (docs/mfm.md, "The floating base") puts the snake on
+its ground: beside the joint simulation a :class:`~snake_dynamics.floating.BaseTracker`
+moves the free tail under the predicted joints (eqs. 228, 239), starting straight on the
+ground at the origin (the joints' simulation keeps its tail fixed and leaves gravity to the
+ground the links rest on), and the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in
+``world``, its velocity in the tail's frame ``<namespace>/base_link``) with every state
+and, where tf2_ros is installed, the transform world -> <namespace>/base_link. A restart
+keeps the pose.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.floating import BaseTracker, FloatingState
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import (
@@ -113,7 +128,10 @@ class DynamicsNode(Node):
         n = self._model.n_joints
         prescribed = self._mode == "prescribed"
         servo = ServoModel.from_yaml(path, self._model.joint_names) if prescribed else None
-        self._sim = Simulator(self._model, 1.0 / sim_rate, servo=servo)
+        # on the ground the links rest on it: the joints' simulation leaves gravity to it
+        floating = self._model.base == "floating"
+        joints = replace(self._model, gravity=np.zeros(3)) if floating else self._model
+        self._sim = Simulator(joints, 1.0 / sim_rate, servo=servo)
         self._reference = CommandReference(np.zeros(n), timeout)
         self._torques = TorqueInput(n, timeout)
         self._source: InputSource = (
@@ -126,6 +144,10 @@ class DynamicsNode(Node):
         self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
         self._sim.warm_up()
+        self._base = BaseTracker(self._model, 1.0 / sim_rate) if floating else None
+        self._frame = f"{self.get_namespace().strip('/')}/base_link".lstrip("/")
+        self._odom = self.create_publisher(Odometry, "odom", 10) if self._base else None
+        self._tf = _transform_broadcaster(self) if self._base else None
 
         self._epoch_ns: int | None = None
         self._published_ns = -1
@@ -171,6 +193,8 @@ class DynamicsNode(Node):
         except StateError:
             self._reference.hold(self._reference.latest)
             self._sim.reset(t, self._reference.latest, np.zeros(self._model.n_joints))
+        if self._base is not None:
+            self._base.reset(self._sim.q, self._sim.qd)
 
     def _recover(self, problem: str) -> None:
         """Restart a simulation that left the physical states, at rest at the newest command
@@ -245,8 +269,19 @@ class DynamicsNode(Node):
             # a late first tick (a busy machine starting up): begin where the clock is
             self._restart(target)
         start = time.perf_counter()
+        t_before = self._sim.time
         try:
             report = self._sim.run_until(target, self._source, self._max_steps)
+            if self._base is not None:
+                if report.skipped > 0.0:  # the joints jumped: the base restarts from them
+                    self._base.reset(report.q[0], report.qd[0])
+                    self._base.advance(
+                        self._sim.time - (report.steps - 1) * self._sim.dt,
+                        report.q[1:],
+                        report.qd[1:],
+                    )
+                else:
+                    self._base.advance(t_before, report.q, report.qd)
         except SimulationError as exc:  # DivergenceError too
             self._recover(str(exc))
             return
@@ -278,7 +313,33 @@ class DynamicsNode(Node):
         msg.velocity = self._sim.qd.tolist()
         msg.effort = self._sim.tau.tolist()
         self._pub.publish(msg)
+        if self._base is not None:
+            self._publish_base(msg.header.stamp, self._base.state)
         self._log_status()
+
+    def _publish_base(self, stamp: object, state: FloatingState) -> None:
+        """``odom`` and the world -> base_link transform of the tail's state."""
+        assert self._odom is not None
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id = "world"
+        odom.child_frame_id = self._frame
+        pose = odom.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = state.position.tolist()
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = state.quaternion.tolist()
+        twist = odom.twist.twist
+        twist.linear.x, twist.linear.y, twist.linear.z = state.nu[:3].tolist()
+        twist.angular.x, twist.angular.y, twist.angular.z = state.nu[3:6].tolist()
+        self._odom.publish(odom)
+        if self._tf is not None:
+            transform = TransformStamped()
+            transform.header = odom.header
+            transform.child_frame_id = self._frame
+            t = transform.transform
+            t.translation.x, t.translation.y, t.translation.z = state.position.tolist()
+            t.rotation = o
+            self._tf.sendTransform(transform)
 
     def _log_status(self, final: bool = False) -> None:
         wall = time.monotonic()
@@ -309,6 +370,17 @@ class DynamicsNode(Node):
         self._restart(self._sim.time)
         response.message = f"restarted at t = {self._sim.time:.3f} s from the commanded state"
         return response
+
+
+def _transform_broadcaster(node: Node) -> Any:
+    """tf2_ros's TransformBroadcaster where tf2_ros is installed (a ROS 2 install), else None
+    (the pip-installed runtime has no tf2: odom alone carries the pose)."""
+    try:
+        tf2_ros = importlib.import_module("tf2_ros")
+    except ImportError:
+        node.get_logger().info("tf2_ros not installed: the base pose goes out on odom only")
+        return None
+    return tf2_ros.TransformBroadcaster(node)
 
 
 def main() -> None:
