@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from snake_dynamics.errors import SimulationError
-from snake_dynamics.floating import locomotion, lying_state, on_the_ground, simulate_prescribed
+from snake_dynamics.fast_floating import simulate_prescribed_fast
+from snake_dynamics.floating import locomotion, lying_state, on_the_ground
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
 from snake_viz.offline import write_ground_run
@@ -37,7 +38,7 @@ def simulate_on_the_ground(
     """
     if args.servo_stiffness or args.servo_damping or args.method != "fast":
         raise UsageError(
-            "--ground runs the joints exactly on the gait with the literal MFM: drop "
+            "--ground runs the joints exactly on the gait (the compiled floating MFM): drop "
             "--servo-stiffness, --servo-damping and --method"
         )
     grounded = on_the_ground(model)
@@ -52,7 +53,7 @@ def simulate_on_the_ground(
 
     wall = time.perf_counter()
     try:
-        run = simulate_prescribed(
+        run = simulate_prescribed_fast(
             grounded, motion, args.duration, args.dt, lying_state(grounded), every, bar
         )
     except SimulationError as exc:

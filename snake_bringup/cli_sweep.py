@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from snake_dynamics.errors import SimulationError
+from snake_dynamics.fast_floating import simulate_prescribed_fast
 from snake_dynamics.floating import (
     check_step,
     locomotion,
     lying_state,
     on_the_ground,
-    simulate_prescribed,
 )
 from snake_dynamics.gaits import GAITS, make_gait
 from snake_dynamics.model import SnakeModel
@@ -84,7 +84,7 @@ def run_point(
         sample = trajectory(t)
         return sample.q, sample.qd, sample.qdd
 
-    run = simulate_prescribed(model, motion, duration, dt, lying_state(model), every=10)
+    run = simulate_prescribed_fast(model, motion, duration, dt, lying_state(model), every=10)
     return SweepPoint(params, locomotion(model, run))
 
 

@@ -464,7 +464,11 @@ def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
 
 
 def warm_up() -> None:
-    """Compile the core's numba kernels now; later processes load them from numba's cache."""
+    """Compile the core's numba kernels now, the floating base's too (:mod:`fast_floating`);
+    later processes load them from numba's cache."""
+    from .fast_floating import warm_up as floating_warm_up  # imports this module's kernels
+
+    floating_warm_up()
     model = SnakeModel.uniform(2, 0.1, 0.1, 0.02)
     Simulator(model, 0.001, stiffness=1.0).warm_up()
     simulate(model, np.zeros(2), np.zeros(2), None, 0.002, 0.001)

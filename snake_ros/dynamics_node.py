@@ -28,7 +28,7 @@ rest). Torque mode integrates the model, which has no joint stops, as it is: its
 turn past the limits.
 
 A robot config with ``base: floating`` (docs/mfm.md, "The floating base") puts the snake on
-its ground: beside the joint simulation a :class:`~snake_dynamics.floating.BaseTracker`
+its ground: beside the joint simulation a :class:`~snake_dynamics.fast_floating.FastBaseTracker`
 moves the free tail under the predicted joints (eqs. 228, 239), starting straight on the
 ground at the origin (the joints' simulation keeps its tail fixed and leaves gravity to the
 ground the links rest on), and the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in
@@ -54,7 +54,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.floating import BaseTracker, FloatingState
+from snake_dynamics.fast_floating import FastBaseTracker
+from snake_dynamics.floating import FloatingState
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import (
@@ -144,7 +145,11 @@ class DynamicsNode(Node):
         self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
         self._sim.warm_up()
-        self._base = BaseTracker(self._model, 1.0 / sim_rate) if floating else None
+        self._base = FastBaseTracker(self._model, 1.0 / sim_rate) if floating else None
+        if self._base is not None:  # compile its kernels now, then start from the same pose
+            lying = self._base.state
+            self._base.advance(0.0, np.zeros((1, n)), np.zeros((1, n)))
+            self._base.state = lying
         self._frame = f"{self.get_namespace().strip('/')}/base_link".lstrip("/")
         self._odom = self.create_publisher(Odometry, "odom", 10) if self._base else None
         self._tf = _transform_broadcaster(self) if self._base else None

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 rclpy = pytest.importorskip("rclpy")
+from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
@@ -39,6 +40,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
+from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -291,29 +293,35 @@ def test_commands_are_the_gait_and_the_prediction_follows_it(graph: Graph) -> No
     assert max(float(np.max(np.abs(s.effort))) for s in states) > 0.0
 
 
-def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listener) -> None:
-    """dynamics_node alone on a /clock this test steps, fed the gait's commands 50 ms ahead
-    of the clock (the node simulates 20 ms behind it) and answering each step before the
-    next: every step the node integrates has its commands, however slow the machine,
-    and the motion is snake_dynamics.simulate() of the same gait with the same servo gains
-    (the node interpolates 100 Hz commands: ~1e-8 rad, test_simulator)."""
-    log = listener.tmp / "lockstep_dynamics.log"
+def _lockstep(
+    listener: Listener, namespace: str, robot: Path, seconds: float, extra: Callable[[Node], None]
+) -> tuple[list[Stamped], Any]:
+    """dynamics_node alone in ``namespace`` on a /clock this test steps (10 ms), fed the
+    serpenoid's commands 50 ms ahead of the clock (the node simulates 20 ms behind it) and
+    answering each step before the next: every step the node integrates has its commands,
+    however slow the machine. ``extra`` adds this test's own subscriptions first.
+
+    Returns:
+        The node's states, and the gait.
+    """
+    log = listener.tmp / f"{namespace}_dynamics.log"
     listener.start_node(
         "dynamics_node",
         [
-            *("-r", "__ns:=/lockstep", "-p", "use_sim_time:=true", "-p", "max_lag:=10.0"),
+            *("-r", f"__ns:=/{namespace}", "-p", "use_sim_time:=true", "-p", "max_lag:=10.0"),
             *("--params-file", str(ROOT / "config" / "dynamics_node.yaml")),
-            *("-p", f"robot_config:={ROOT / 'config' / 'robot.yaml'}"),
+            *("-p", f"robot_config:={robot}"),
         ],
         log,
     )
     node = listener.node
     clock = node.create_publisher(Clock, "/clock", 10)
-    commands = node.create_publisher(JointState, "/lockstep/joint_commands", 100)
+    commands = node.create_publisher(JointState, f"/{namespace}/joint_commands", 100)
     states: list[Stamped] = []
     node.create_subscription(
-        JointState, "/lockstep/joint_states", lambda m: states.append(_stamped(m)), 100
+        JointState, f"/{namespace}/joint_states", lambda m: states.append(_stamped(m)), 100
     )
+    extra(node)
     params = GAIT_CONFIG["serpenoid"]
     gait = make_gait("serpenoid", MODEL, **params)
     # 10 ms clock steps, commands 50 ms ahead (6 at first: the node keeps the last 10 unread)
@@ -334,7 +342,7 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listene
     assert states[0].stamp == CLOCK_START_S, states[0]
     sent_ns = t0_ns - step_ns
     delay_ns = round(DYN_CONFIG["delay"] * 1e9)
-    for k in range(1, 301):  # 3 s of simulated time
+    for k in range(1, round(seconds * 100) + 1):
         t_ns = t0_ns + k * step_ns
         while sent_ns < t_ns + ahead_ns:
             sent_ns += step_ns
@@ -350,9 +358,19 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listene
         if t_ns - delay_ns > t0_ns:  # the node has simulated up to t - delay: its state
             due = (t_ns - delay_ns) * 1e-9 - 1.5 / DYN_CONFIG["sim_rate"]
             listener.spin_until(lambda d=due: states[-1].stamp >= d, 60.0, f"the state at {due}")
-    _interrupt(listener.watched[0][0], 20.0)
+    _interrupt(listener.watched.pop()[0], 20.0)  # stopped: no longer watched
     text = log.read_text()
     assert "Traceback" not in text and "0 messages rejected" in text, text
+    return states, gait
+
+
+def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listener) -> None:
+    """dynamics_node in lock step with this test's /clock (:func:`_lockstep`): the motion is
+    snake_dynamics.simulate() of the same gait with the same servo gains (the node
+    interpolates 100 Hz commands: ~1e-8 rad, test_simulator)."""
+    states, gait = _lockstep(
+        listener, "lockstep", ROOT / "config" / "robot.yaml", 3.0, lambda _: None
+    )
 
     # From a state after the first commands arrived: the offline simulation of the gait.
     start = next(s for s in states if s.stamp >= CLOCK_START_S + 0.1)
@@ -382,6 +400,62 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listene
         float(np.max(np.abs(s.effort - offline.tau[r]))) for r, s in zip(rows, rest, strict=True)
     )
     assert torque < 1e-4 * float(np.max(np.abs(offline.tau))), torque
+
+
+def test_on_the_ground_the_node_publishes_the_travelling_base(listener: Listener) -> None:
+    """A floating robot (config/robot_ground.yaml) in lock step (:func:`_lockstep`): with each
+    joint state an Odometry of the same stamp (world -> <ns>/base_link); the tail stays on
+    the ground, unit quaternions, and it travels under the gait; the twist is the pose's rate
+    (linear: R_0 v_0 against the positions' differences; angular: w_0 against the
+    quaternions'), so its frame is the tail's, as nav_msgs asks."""
+    odoms: list[Odometry] = []
+
+    def listen(node: Node) -> None:
+        node.create_subscription(Odometry, "/ground/odom", odoms.append, 100)
+
+    states, _ = _lockstep(listener, "ground", ROOT / "config" / "robot_ground.yaml", 2.0, listen)
+    listener.spin_until(lambda: len(odoms) >= len(states), 20.0, "an odom per state")
+    assert [o.header.stamp for o in odoms] == [
+        Time(nanoseconds=round(s.stamp * 1e9)).to_msg() for s in states
+    ]
+    assert {(o.header.frame_id, o.child_frame_id) for o in odoms} == {("world", "ground/base_link")}
+    t = np.array([s.stamp for s in states])
+    p = np.array(
+        [[o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z] for o in odoms]
+    )
+    quat = np.array(
+        [
+            [
+                o.pose.pose.orientation.x,
+                o.pose.pose.orientation.y,
+                o.pose.pose.orientation.z,
+                o.pose.pose.orientation.w,
+            ]
+            for o in odoms
+        ]
+    )
+    v = np.array(
+        [[o.twist.twist.linear.x, o.twist.twist.linear.y, o.twist.twist.linear.z] for o in odoms]
+    )
+    w = np.array(
+        [[o.twist.twist.angular.x, o.twist.twist.angular.y, o.twist.twist.angular.z] for o in odoms]
+    )
+    np.testing.assert_allclose(np.linalg.norm(quat, axis=1), 1.0, atol=1e-12)
+    assert np.all((p[:, 2] > 0.0) & (p[:, 2] < 0.05))  # on the ground (tail radius 35 mm)
+    moving = t >= CLOCK_START_S + 0.5
+    assert np.linalg.norm(p[-1, :2] - p[moving][0, :2]) > 1e-3  # it travels
+    rotations = Rotation.from_quat(quat)
+    world_v = rotations.apply(v)
+    dt = np.diff(t)
+    rate = np.diff(p, axis=0) / dt[:, None]
+    mean_v = 0.5 * (world_v[1:] + world_v[:-1])
+    scale = np.max(np.abs(world_v[moving]))
+    # per 10 ms sample, the largest component's error; the median (contact transients of
+    # ~1 ms are not resolved by 10 ms samples; a twist in the wrong frame is off by tens of %)
+    assert np.median(np.max(np.abs(rate - mean_v), axis=1)[moving[1:]]) < 0.02 * scale
+    turn = (rotations[:-1].inv() * rotations[1:]).as_rotvec() / dt[:, None]  # tail frame
+    error = np.max(np.abs(turn - 0.5 * (w[1:] + w[:-1])), axis=1)[moving[1:]]
+    assert np.median(error) < 0.02 * np.max(np.abs(w[moving]))
 
 
 def _set(graph: Graph, name: str, value: Any) -> Any:
