@@ -69,6 +69,7 @@ bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/startup.py --output bench/results/startup.json
 	$(BIN)/python bench/identify.py --output bench/results/identify.json
 	$(BIN)/python bench/replay.py --load 1 --output bench/results/replay.json
+	$(BIN)/python bench/locomotion.py --output bench/results/locomotion.json
 
 firmware:
 	$(MAKE) -C firmware

@@ -24,7 +24,7 @@ from snake_dynamics.floating import (
     lying_state,
     on_the_ground,
 )
-from snake_dynamics.gaits import GAITS, make_gait
+from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
@@ -99,6 +99,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     swept = {x.name, y.name} & set(fixed)
     if swept:
         raise UsageError(f"--set {sorted(swept)[0]} is swept by --x/--y: drop it from --set")
+    units = {name: spec[3] for name, spec in gait_parameters(args.gait).items()}
     points = [{**fixed, x.name: a, y.name: b} for b in y.values for a in x.values]
     if len(points) > MAX_POINTS:
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
@@ -147,7 +148,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "wall_time_s": time.monotonic() - start,
     }
     files, best = write_sweep(
-        Path(out), grid, x.name, x.values, y.name, y.values, config, plots=not args.no_plots
+        Path(out), grid, x.name, x.values, y.name, y.values, config, not args.no_plots, units
     )
     for line in best:
         print(line)

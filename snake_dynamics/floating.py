@@ -563,31 +563,35 @@ def prescribed_base_step(
     return state
 
 
+def hermite_basis(s: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The cubic Hermite basis of eq. (239) at s (0 to 1 over a step): the rows h00, h10,
+    h01, h11, and their first and second derivatives in s.
+
+    Returns:
+        Values, first and second derivatives, each shape (4, *s.shape).
+    """
+    s = np.asarray(s, dtype=float)
+    values = np.array(
+        [2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, 3 * s**2 - 2 * s**3, s**3 - s**2]
+    )
+    rates = np.array([6 * s**2 - 6 * s, 3 * s**2 - 4 * s + 1, 6 * s - 6 * s**2, 3 * s**2 - 2 * s])
+    accelerations = np.array([12 * s - 6, 6 * s - 4, 6 - 12 * s, 6 * s - 2])
+    return values, rates, accelerations
+
+
 def hermite_motion(
     t0: float, dt: float, q0: FloatArray, qd0: FloatArray, q1: FloatArray, qd1: FloatArray
 ) -> MotionFn:
     """The cubic through (q0, q_dot0) at t0 and (q1, q_dot1) at t0 + dt, with its rates
-    (eq. 239): how a step's joint samples drive :func:`prescribed_base_step` when only the
-    samples at the step's ends are known (the dynamics node's joints)."""
+    (eq. 239, :func:`hermite_basis`): how a step's joint samples drive
+    :func:`prescribed_base_step` when only the samples at the step's ends are known (the
+    dynamics node's joints)."""
 
     def motion(t: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        s = (t - t0) / dt
-        h00, h10, h01, h11 = (
-            2 * s**3 - 3 * s**2 + 1,
-            s**3 - 2 * s**2 + s,
-            3 * s**2 - 2 * s**3,
-            s**3 - s**2,
-        )
-        d00, d10, d01, d11 = (
-            6 * s**2 - 6 * s,
-            3 * s**2 - 4 * s + 1,
-            6 * s - 6 * s**2,
-            3 * s**2 - 2 * s,
-        )
-        a00, a10, a01, a11 = 12 * s - 6, 6 * s - 4, 6 - 12 * s, 6 * s - 2
-        q = h00 * q0 + h10 * dt * qd0 + h01 * q1 + h11 * dt * qd1
-        qd = (d00 * q0 + d01 * q1) / dt + d10 * qd0 + d11 * qd1
-        qdd = (a00 * q0 + a01 * q1) / dt**2 + (a10 * qd0 + a11 * qd1) / dt
+        h, d, a = hermite_basis((t - t0) / dt)
+        q = h[0] * q0 + h[1] * dt * qd0 + h[2] * q1 + h[3] * dt * qd1
+        qd = (d[0] * q0 + d[2] * q1) / dt + d[1] * qd0 + d[3] * qd1
+        qdd = (a[0] * q0 + a[2] * q1) / dt**2 + (a[1] * qd0 + a[3] * qd1) / dt
         return q, qd, qdd
 
     return motion

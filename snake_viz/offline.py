@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -342,6 +342,7 @@ def write_sweep(
     ys: Sequence[float],
     config: dict[str, Any],
     plots: bool = True,
+    units: Mapping[str, str] | None = None,
 ) -> tuple[list[Path], list[str]]:
     """Write ``sweep.csv`` (one row per point), ``summary.json`` (the configuration, the
     fastest and the cheapest point) and ``sweep.png`` (mean speed and cost-of-transport
@@ -354,6 +355,7 @@ def write_sweep(
         y_name: the second parameter's name; ys its values.
         config: the run's settings, stored in summary.json.
         plots: write the PNG.
+        units: the parameters' units by name, for the axes' labels.
 
     Returns:
         The files written, and the lines naming the best points.
@@ -388,9 +390,19 @@ def write_sweep(
     summary.write_text(json.dumps({"config": config, "best": best}, indent=2, default=str))
     written = [csv, summary]
     if plots:
+        units = units or {}
+        labels = [f"{name} [{units[name]}]" if name in units else name for name in (x_name, y_name)]
+        title = f"{config.get('gait', '')} on {Path(str(config.get('robot', ''))).stem}"
         written.append(
             _heatmaps(
-                folder / "sweep.png", speed, cot, (x_name, xs), (y_name, ys), fastest, cheapest
+                folder / "sweep.png",
+                speed,
+                cot,
+                (labels[0], xs),
+                (labels[1], ys),
+                fastest,
+                cheapest,
+                title,
             )
         )
     return written, lines
@@ -404,30 +416,31 @@ def _heatmaps(
     y: tuple[str, Sequence[float]],
     fastest: int,
     cheapest: int | None,
+    title: str,
 ) -> Path:
-    """Speed [cm/s] and cost of transport over the grid, side by side, best points marked."""
+    """Speed [cm/s] and cost of transport (log colour scale) over the grid, side by side,
+    best points marked."""
+    from matplotlib.colors import LogNorm
+
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     xs, ys = np.asarray(x[1]), np.asarray(y[1])
+    finite = np.where(np.isfinite(cot) & (cot > 0), cot, np.nan)
+    log = LogNorm() if np.isfinite(finite).any() else None
     panels = (
-        (speed * 100, "mean speed [cm/s]", "viridis", fastest, "fastest"),
-        (
-            np.where(np.isfinite(cot), cot, np.nan),
-            "cost of transport",
-            "magma_r",
-            cheapest,
-            "cheapest",
-        ),
+        (speed * 100, "mean speed [cm/s]", "viridis", fastest, "fastest", None),
+        (finite, "cost of transport", "magma_r", cheapest, "cheapest", log),
     )
-    for ax, (values, title, cmap, mark, label) in zip(axes, panels, strict=True):
-        image = ax.pcolormesh(xs, ys, values, cmap=cmap, shading="nearest")
+    for ax, (values, name, cmap, mark, label, norm) in zip(axes, panels, strict=True):
+        image = ax.pcolormesh(xs, ys, values, cmap=cmap, shading="nearest", norm=norm)
         fig.colorbar(image, ax=ax)
         if mark is not None:
             ax.plot(xs[mark % len(xs)], ys[mark // len(xs)], "w*", ms=16, mec="k", label=label)
             ax.legend(fontsize=8, loc="upper left")
         ax.set_xlabel(x[0])
         ax.set_ylabel(y[0])
-        ax.set_title(title)
+        ax.set_title(name)
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
