@@ -13,13 +13,14 @@ from typing import Any
 
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config as resolve_robot_config
-from snake_viz.bag_series import read_bag
+from snake_viz.bag_series import read_bag, read_odometry
 from snake_viz.compare import (
     DEFAULT_LAG_SPAN_S,
     DEFAULT_MAX_GAP_S,
     DEFAULT_MAX_LAG_S,
     DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
+    ODOM_TOPIC,
     SIM_TOPIC,
     CompareError,
     compare,
@@ -136,4 +137,5 @@ def compare_bag(
         "max_gap_s": DEFAULT_MAX_GAP_S,
         "error": "measured - simulated [rad], measured interpolated onto the simulated stamps",
     }
-    return Report(Path(out_dir), model, plots).write(comparison, config)
+    travel = read_odometry(Path(bag_path), ODOM_TOPIC)
+    return Report(Path(out_dir), model, plots).write(comparison, config, travel)

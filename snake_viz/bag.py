@@ -54,6 +54,7 @@ DEFAULT_TOPICS: Mapping[str, str | None] = {
     "/joint_commands": "sensor_msgs/msg/JointState",
     "/sim/joint_states": "sensor_msgs/msg/JointState",
     "/measured/joint_states": "sensor_msgs/msg/JointState",
+    "/sim/odom": "nav_msgs/msg/Odometry",
     "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
     "/compare/error": None,
     "/compare/markers": None,

@@ -1,4 +1,5 @@
-"""The two JointState series of a recorded bag, for the comparison (no ROS)."""
+"""The two JointState series of a recorded bag, for the comparison, and the predicted base's
+odometry (no ROS)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .compare import MEASURED_TOPIC, SIM_TOPIC, CompareError, JointSeries, SampleBuffer
+from .compare import (
+    MEASURED_TOPIC,
+    SIM_TOPIC,
+    CompareError,
+    JointSeries,
+    SampleBuffer,
+    Travel,
+    base_travel,
+)
 
 
 def read_bag(
@@ -71,3 +80,51 @@ def read_bag(
             raise CompareError(f"{path}: no messages on {topic} name the joints {list(names)}")
         out.append(buf.series())
     return out[0], out[1]
+
+
+def read_odometry(bag_path: Path, topic: str) -> Travel | None:
+    """The travel (:func:`snake_viz.compare.base_travel`) of the nav_msgs/Odometry poses on
+    ``topic`` in a bag, by header stamp; None if the bag has no such topic.
+
+    Raises:
+        CompareError: unreadable bag, the topic of another type, or too few poses.
+    """
+    from rosbags.rosbag2.errors import ReaderError
+    from rosbags.serde import SerdeError
+
+    from .bag import BagError, open_reader, typestore
+
+    path = Path(bag_path)
+    poses: list[tuple[float, list[float], list[float]]] = []
+    try:
+        with open_reader(path) as reader:
+            wanted = [c for c in reader.connections if c.topic == topic]
+            if not wanted:
+                return None
+            if wanted[0].msgtype != "nav_msgs/msg/Odometry":
+                raise CompareError(
+                    f"{path}: {topic} is {wanted[0].msgtype}, expected nav_msgs/msg/Odometry"
+                )
+            for conn, _time, raw in reader.messages(connections=wanted):
+                msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+                pose = msg.pose.pose
+                poses.append(
+                    (
+                        msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                        [pose.position.x, pose.position.y, pose.position.z],
+                        [
+                            pose.orientation.x,
+                            pose.orientation.y,
+                            pose.orientation.z,
+                            pose.orientation.w,
+                        ],
+                    )
+                )
+    except CompareError:
+        raise
+    except BagError as exc:
+        raise CompareError(str(exc)) from None
+    except (ReaderError, SerdeError, KeyError, ValueError) as exc:
+        raise CompareError(f"{path}: cannot read the bag: {exc}") from None
+    poses.sort(key=lambda row: row[0])
+    return base_travel([p[0] for p in poses], [p[1] for p in poses], [p[2] for p in poses])

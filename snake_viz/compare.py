@@ -10,6 +10,9 @@ span, the sample has no error (NaN) and counts in no statistic.
 Sign convention: ``error = measured - simulated`` [rad]. ``lag`` > 0 means the robot
 follows the prediction late: ``measured(t) ~ simulated(t - lag)`` [s].
 
+A floating robot's prediction also carries the tail's pose (``/sim/odom``):
+:func:`base_travel` is how far the predicted snake went (docs/mfm.md, eq. 238, for the tail).
+
 The report a comparison writes: :mod:`snake_viz.compare_report`.
 """
 
@@ -36,6 +39,8 @@ DEFAULT_MAX_LAG_S = 0.5
 DEFAULT_LAG_SPAN_S = 300.0
 #: Default largest interval between two measured samples bridged by interpolation [s].
 DEFAULT_MAX_GAP_S = 0.25
+#: The predicted base's odometry (a floating robot's dynamics node).
+ODOM_TOPIC = "/sim/odom"
 #: Default topics of the two series.
 SIM_TOPIC = "/sim/joint_states"
 MEASURED_TOPIC = "/measured/joint_states"
@@ -438,3 +443,47 @@ def compare(
 
 def _span(s: JointSeries) -> str:
     return f"[{s.t[0]:.3f}, {s.t[-1]:.3f}] s ({len(s)} samples)" if len(s) else "empty"
+
+
+@dataclass(frozen=True)
+class Travel:
+    """How far the predicted snake's tail went (from its odometry).
+
+    Attributes:
+        duration: first to last pose [s].
+        distance: horizontal displacement of the tail [m].
+        mean_speed: distance / duration [m/s].
+        heading_drift: change of the tail's heading (its long axis e2 in the ground plane),
+            unwrapped, first to last pose [rad].
+        samples: poses.
+    """
+
+    duration: float
+    distance: float
+    mean_speed: float
+    heading_drift: float
+    samples: int
+
+
+def base_travel(t: ArrayLike, position: ArrayLike, quaternion: ArrayLike) -> Travel:
+    """The travel of a base from its poses (eq. 238's distance, speed and heading drift).
+
+    Args:
+        t: stamps [s], shape (N,), N >= 2.
+        position: base positions in the world [m], shape (N, 3).
+        quaternion: base orientations (x, y, z, w), shape (N, 4).
+
+    Raises:
+        CompareError: fewer than two poses, or stamps not increasing.
+    """
+    from scipy.spatial.transform import Rotation
+
+    t = np.asarray(t, dtype=float)
+    p = np.asarray(position, dtype=float)
+    if t.size < 2 or np.any(np.diff(t) <= 0):
+        raise CompareError(f"odometry needs two or more poses with increasing stamps, got {t.size}")
+    axis = Rotation.from_quat(np.asarray(quaternion, dtype=float)).apply([0.0, 1.0, 0.0])
+    heading = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
+    duration = float(t[-1] - t[0])
+    distance = float(np.linalg.norm(p[-1, :2] - p[0, :2]))
+    return Travel(duration, distance, distance / duration, float(heading[-1] - heading[0]), t.size)

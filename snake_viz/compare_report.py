@@ -28,7 +28,7 @@ from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 
-from .compare import Aligned, CompareError, Comparison, traces
+from .compare import ODOM_TOPIC, Aligned, CompareError, Comparison, Travel, traces
 from .offline import Curve, joint_panels, pyplot
 
 
@@ -45,6 +45,7 @@ class ReportSummary:
         samples: aligned samples with a valid error.
         duration: aligned span [s].
         files: the files written.
+        travel: how far the predicted snake's tail went (a floating robot), or None.
     """
 
     folder: Path
@@ -55,6 +56,7 @@ class ReportSummary:
     samples: tuple[int, ...]
     duration: float
     files: tuple[Path, ...] = field(default=())
+    travel: Travel | None = None
 
     def table(self) -> str:
         """A fixed-width per-joint table for a terminal."""
@@ -64,7 +66,18 @@ class ReportSummary:
                 f"{name:<10} {_deg(rms):>10} {_deg(peak):>10} "
                 f"{'n/a' if not math.isfinite(lag) else f'{lag * 1e3:.1f}':>9}"
             )
+        if self.travel is not None:
+            lines.append(travel_line(self.travel))
         return "\n".join(lines)
+
+
+def travel_line(travel: Travel) -> str:
+    """One line on the predicted travel, for the terminal and summary.md."""
+    return (
+        f"predicted travel ({ODOM_TOPIC}, the tail): {travel.distance:.4f} m in "
+        f"{travel.duration:.2f} s, mean speed {travel.mean_speed * 100:.3f} cm/s, heading "
+        f"drift {math.degrees(travel.heading_drift):.2f} deg"
+    )
 
 
 def _deg(x: float) -> str:
@@ -89,8 +102,11 @@ class Report:
         self.model = model
         self.plots = plots
 
-    def write(self, comparison: Comparison, config: Mapping[str, Any]) -> ReportSummary:
-        """Write every file; returns the :class:`ReportSummary`.
+    def write(
+        self, comparison: Comparison, config: Mapping[str, Any], travel: Travel | None = None
+    ) -> ReportSummary:
+        """Write every file; returns the :class:`ReportSummary`. ``travel``: the predicted
+        snake's (a floating robot's), reported too.
 
         ``config["robot_config"]`` (a path, or None) names the robot config whose servo model
         the report names (see :func:`servo_model_of`).
@@ -107,6 +123,7 @@ class Report:
             tuple(float(x) for x in comparison.lag),
             tuple(int(x) for x in st.samples),
             duration,
+            travel=travel,
         )
         servo = config["servo_model"]
         files = [self._csv(al), self._markdown(comparison, summary, servo["describe"])]
@@ -158,6 +175,9 @@ class Report:
         if valid.any():
             total = float(np.sqrt(np.mean(comparison.aligned.error[valid] ** 2)))
             lines += ["", f"All joints: RMS {math.degrees(total):.3f} deg ({total:.4g} rad)."]
+        if summary.travel is not None:
+            line = travel_line(summary.travel)
+            lines += ["", line[0].upper() + line[1:] + "."]
         path = self.folder / "summary.md"
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -175,6 +195,15 @@ class Report:
             "duration_s": summary.duration,
             "servo_model": servo_digest,
         }
+        if summary.travel is not None:
+            data["travel"] = {
+                "topic": ODOM_TOPIC,
+                "duration_s": summary.travel.duration,
+                "distance_m": summary.travel.distance,
+                "mean_speed_mps": summary.travel.mean_speed,
+                "heading_drift_rad": summary.travel.heading_drift,
+                "poses": summary.travel.samples,
+            }
         path = self.folder / "summary.json"
         path.write_text(json.dumps(data, indent=2) + "\n")
         return path

@@ -5,10 +5,14 @@ vendored three.js and urdf-loader modules (``web/node_modules``, installed by ``
 the robot's URDF (``/robot.urdf``, generated from the robot config) and a WebSocket
 (``/ws``) that streams ``/sim/joint_states`` and ``/measured/joint_states`` as JSON text
 messages ``{"topic", "stamp", "name", "position"}`` (stamp in seconds, angles in radians;
-``topic`` is the role's canonical name, also under remapping). Each topic is throttled to
-``rate``: the latest message is sent, older ones in the same period are dropped, and a
-client that cannot keep up is skipped rather than buffered. A new client first gets the
-latest message of each topic.
+``topic`` is the role's canonical name, also under remapping), and ``/sim/odom`` (published
+for a floating robot: the tail's, base_link's, pose in ``world``) as ``{"topic", "stamp",
+"position", "orientation"}`` (position [m] x, y, z; orientation the unit quaternion x, y, z,
+w; the twist is not sent). Each topic is throttled to ``rate``: the latest message is sent,
+older ones in the same period are dropped, and a client that cannot keep up is skipped
+rather than buffered. A new client first gets the latest message of each topic. Messages
+that cannot be drawn (non-finite values, a quaternion whose norm is off 1 by more than
+``QUATERNION_TOLERANCE``) are rejected and counted (:class:`InputMonitor`), never sent.
 
 The server runs in an asyncio loop on its own thread; the ROS callbacks only store the
 latest message per topic under a lock.
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -60,8 +65,12 @@ REQUIRED = (
     "node_modules/three/build/three.module.js",
     "node_modules/urdf-loader/src/URDFLoader.js",
 )
-#: The streamed topics: canonical name (also the JSON ``topic`` field).
+#: The streamed joint-state topics: canonical name (also the JSON ``topic`` field).
 TOPICS = ("/sim/joint_states", "/measured/joint_states")
+#: The simulated robot's base pose (nav_msgs/Odometry), canonical name.
+ODOM_TOPIC = "/sim/odom"
+#: The largest accepted | |q| - 1 | of an odom orientation (the quaternion sent is normalised).
+QUATERNION_TOLERANCE = 1e-3
 HOST = "127.0.0.1"
 INSTALL_HINT = "run `make web` (or `npm ci --prefix snake_viz/web`)"
 
@@ -147,6 +156,33 @@ def state_message(topic: str, msg: JointState) -> str | None:
     return json.dumps({"topic": topic, "stamp": stamp, "name": names, "position": positions})
 
 
+def odom_message(topic: str, msg: Odometry) -> str | None:
+    """The JSON text sent for one Odometry's pose, or None if it cannot be drawn.
+
+    Args:
+        topic: canonical topic name.
+        msg: the message; its position [m] and orientation must be finite, the orientation a
+            unit quaternion to ``QUATERNION_TOLERANCE`` (sent normalised).
+    """
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    position = [float(p.x), float(p.y), float(p.z)]
+    orientation = [float(o.x), float(o.y), float(o.z), float(o.w)]
+    if not all(math.isfinite(x) for x in position + orientation):
+        return None
+    norm = math.sqrt(sum(x * x for x in orientation))
+    if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
+        return None
+    stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    return json.dumps(
+        {
+            "topic": topic,
+            "stamp": stamp,
+            "position": position,
+            "orientation": [x / norm for x in orientation],
+        }
+    )
+
+
 def http_reply(status: http.HTTPStatus, body: bytes, content_type: str) -> HttpReply:
     """An uncached HTTP response that closes the connection."""
     headers = [
@@ -168,7 +204,7 @@ class Asset:
 
 
 class WebServer:
-    """HTTP files and the joint-state WebSocket on one port, in an asyncio loop thread."""
+    """HTTP files and the state WebSocket on one port, in an asyncio loop thread."""
 
     def __init__(self, root: Path, urdf: str, port: int, rate: float) -> None:
         self.root = root
@@ -306,9 +342,10 @@ class WebViewerNode(Node):
             self.create_subscription(
                 JointState, topic, lambda msg, t=topic: self.on_state(t, msg), qos
             )
+        self.create_subscription(Odometry, ODOM_TOPIC, self.on_odom, qos)
         self.get_logger().info(
             f"web view of {model.name} ({model.n_joints} joints): {self.url} "
-            f"(streaming {', '.join(TOPICS)} at {rate:g} Hz)"
+            f"(streaming {', '.join((*TOPICS, ODOM_TOPIC))} at {rate:g} Hz)"
         )
 
     @property
@@ -324,6 +361,17 @@ class WebViewerNode(Node):
             return
         self.monitor.accept(topic)
         self.server.publish(topic, text)
+
+    def on_odom(self, msg: Odometry) -> None:
+        """Forward a drawable base pose; reject the others (:class:`InputMonitor`)."""
+        text = odom_message(ODOM_TOPIC, msg)
+        if text is None:
+            self.monitor.reject(
+                ODOM_TOPIC, "pose not finite or orientation not a unit quaternion"
+            )
+            return
+        self.monitor.accept(ODOM_TOPIC)
+        self.server.publish(ODOM_TOPIC, text)
 
     def destroy_node(self) -> None:
         """Close the server, then destroy the node."""

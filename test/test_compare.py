@@ -350,6 +350,100 @@ def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     ).exists()
 
 
+def _with_odometry(
+    path: Path,
+    events: list[tuple[int, str, bytes]],
+    poses: list[tuple[float, np.ndarray, float]],
+    msgtype: str = "nav_msgs/msg/Odometry",
+) -> None:
+    """``write_bag``'s bag plus /sim/odom: (stamp [s], position [m], yaw of the tail [rad])."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+    from scipy.spatial.transform import Rotation
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns = {
+            topic: writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
+            for topic in (SIM_TOPIC, MEASURED_TOPIC)
+        }
+        odom = writer.add_connection("/sim/odom", msgtype, typestore=store)
+        for arrival, topic, raw in events:
+            if topic in conns:
+                writer.write(conns[topic], arrival, raw)
+        types = store.types
+        for stamp, position, yaw in poses:
+            x, y, z, w = Rotation.from_euler("z", yaw).as_quat()
+            header = types["std_msgs/msg/Header"](
+                stamp=types["builtin_interfaces/msg/Time"](
+                    sec=int(stamp), nanosec=round(stamp % 1 * 1e9)
+                ),
+                frame_id="world",
+            )
+            if msgtype == "nav_msgs/msg/Odometry":
+                pose = types["geometry_msgs/msg/PoseWithCovariance"](
+                    pose=types["geometry_msgs/msg/Pose"](
+                        position=types["geometry_msgs/msg/Point"](
+                            x=position[0], y=position[1], z=position[2]
+                        ),
+                        orientation=types["geometry_msgs/msg/Quaternion"](x=x, y=y, z=z, w=w),
+                    ),
+                    covariance=np.zeros(36),
+                )
+                twist = types["geometry_msgs/msg/TwistWithCovariance"](
+                    twist=types["geometry_msgs/msg/Twist"](
+                        linear=types["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0),
+                        angular=types["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0),
+                    ),
+                    covariance=np.zeros(36),
+                )
+                msg = types[msgtype](
+                    header=header, child_frame_id="sim/base_link", pose=pose, twist=twist
+                )
+            else:
+                msg = types[msgtype](data="not a pose")
+            writer.write(odom, round(stamp * 1e9), store.serialize_cdr(msg, msgtype))
+
+
+def test_snake_compare_reports_the_predicted_travel(
+    events: list[tuple[int, str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A floating robot's bag also has /sim/odom: the report and the terminal say how far the
+    tail went (0.3 m in 3 s, turning from 10 to 370 deg: 360 deg of drift through the wrap);
+    a /sim/odom of another type is a one-line error; a bag without it, no travel."""
+    bag = tmp_path / "ground"
+    poses = [
+        (t, np.array([0.1 * t, 0.0, 0.03]), math.radians(10 + 120 * t))
+        for t in np.linspace(0.0, 3.0, 301)
+    ]
+    _with_odometry(bag, events, poses[::-1])  # out of order: sorted by stamp
+    parser = argparse.ArgumentParser(prog="snake")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "r"), "--no-plots"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert (
+        "predicted travel (/sim/odom, the tail): 0.3000 m in 3.00 s, mean speed 10.000 cm/s, "
+        "heading drift 360.00 deg" in out
+    )
+    travel = json.loads((tmp_path / "r" / "summary.json").read_text())["travel"]
+    assert travel["distance_m"] == pytest.approx(0.3) and travel["poses"] == 301
+    assert travel["heading_drift_rad"] == pytest.approx(2 * math.pi)
+    assert (
+        "Predicted travel (/sim/odom, the tail): 0.3000 m"
+        in (tmp_path / "r" / "summary.md").read_text()
+    )
+    wrong = tmp_path / "wrong"
+    _with_odometry(wrong, events, poses, "std_msgs/msg/String")
+    with pytest.raises(
+        CompareError, match="/sim/odom is std_msgs/msg/String, expected nav_msgs/msg/Odometry"
+    ):
+        compare_bag(wrong, tmp_path / "out")
+    plain = tmp_path / "plain_bag"
+    write_bag(plain, events)
+    assert compare_bag(plain, tmp_path / "plain").travel is None
+
+
 def test_bag_errors_are_one_line(bag: Path, tmp_path: Path) -> None:
     with pytest.raises(CompareError, match="no such bag"):
         compare_bag(tmp_path / "missing", tmp_path / "out")

@@ -298,6 +298,10 @@ def test_rviz_config_shows_both_robots_and_the_traces_in_the_world_frame() -> No
     assert robots["measured"]["Alpha"] < robots["sim"]["Alpha"]  # the ghost
     markers = [d for d in displays if d["Class"] == "rviz_default_plugins/MarkerArray"]
     assert markers and markers[0]["Topic"]["Value"] == "/compare/markers"
+    # a floating robot's predicted travel: the trail of its odometry (what dynamics_node
+    # publishes in the sim namespace)
+    odometry = [d for d in displays if d["Class"] == "rviz_default_plugins/Odometry"]
+    assert odometry and odometry[0]["Topic"]["Value"] == "/sim/odom" and odometry[0]["Keep"] > 1
 
 
 HARDWARE_LAUNCH = ROOT / "launch" / "hardware.launch.py"

@@ -2,12 +2,18 @@
 // both from the URDF served at /robot.urdf; per-joint error (measured - simulated, as in
 // compare_node and /compare/error) and traces of both heads and both centres of mass.
 // Joint states arrive over the WebSocket /ws as {topic, stamp, name, position} (radians).
+// A floating robot's base pose arrives as {topic: '/sim/odom', stamp, position [x, y, z] (m),
+// orientation [x, y, z, w]}, in ROS's z-up world: the sim robot's root (base_link) is put
+// there, its path drawn as a trail (the last ?trail=N points, default 2000) and the camera
+// follows it (snakeViewer.follow). Without odom the robot stays at the origin.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import URDFLoader from 'urdf-loader';
 
-const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states' };
+const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states', odom: '/sim/odom' };
 const TRACE_POINTS = 600; // per trace, about 20 s at 30 Hz
+const TRAIL_POINTS = trailPoints(new URLSearchParams(location.search).get('trail'));
+const TRAIL_COLOUR = 0x70e070;
 const TRACE_STEP = 5e-4; // [m] a point that moved less adds none (a still scene stays still)
 const GHOST = { color: 0x7fc8ff, opacity: 0.4 };
 const TRACE_COLOURS = {
@@ -23,10 +29,37 @@ const viewer = {
   unknownJoints: 0,
   errorDeg: {}, // joint name -> measured - simulated [deg]
   com: { sim: null, measured: null }, // centre of mass in the robot's base_link [x, y, z] [m]
+  // the newest /sim/odom: base_link in ROS's world [m], quaternion [x, y, z, w]
+  odom: { messages: 0, stamp: 0, position: null, orientation: null },
+  trailLimit: TRAIL_POINTS,
+  follow: true, // the camera's target moves with the sim robot's base
   show(role, visible) { parts[role].forEach((o) => { o.visible = visible; }); },
+  // three.js world (y up) pose of the sim robot's root: {position, quaternion [x, y, z, w]}
+  base() {
+    const robot = robots.sim.robot;
+    robot.updateWorldMatrix(true, false);
+    const position = new THREE.Vector3();
+    const quaternion = new THREE.Quaternion();
+    robot.matrixWorld.decompose(position, quaternion, new THREE.Vector3());
+    return { position: position.toArray(), quaternion: quaternion.toArray() };
+  },
+  // the trail's points in three.js world coordinates, oldest first
+  trail() {
+    const { line, count } = trail;
+    line.updateWorldMatrix(true, false);
+    const attr = line.geometry.attributes.position;
+    return Array.from({ length: count }, (_, i) => (
+      new THREE.Vector3().fromBufferAttribute(attr, i).applyMatrix4(line.matrixWorld).toArray()));
+  },
+  target() { return controls.target.toArray(); },
 };
 window.snakeViewer = viewer;
 const parts = { sim: [], measured: [] };
+
+function trailPoints(text) {
+  const n = Number.parseInt(text ?? '', 10);
+  return Number.isFinite(n) ? Math.min(Math.max(n, 2), 1000000) : 2000;
+}
 
 const status = document.getElementById('status');
 const container = document.getElementById('view');
@@ -59,23 +92,24 @@ function resize() {
 new ResizeObserver(resize).observe(container);
 
 // ---------------------------------------------------------------- robots and traces
-function makeTrace(colour) {
+// A line of the last `capacity` points (in `parent`'s coordinates), the oldest dropped first.
+function makeTrace(colour, capacity = TRACE_POINTS, parent = scene) {
   const geometry = new THREE.BufferGeometry();
-  geometry.setAttribute('position', new THREE.BufferAttribute(new Float32Array(TRACE_POINTS * 3), 3));
+  geometry.setAttribute('position', new THREE.BufferAttribute(new Float32Array(capacity * 3), 3));
   geometry.setDrawRange(0, 0);
   // drawn over the bodies: a centre of mass lies inside them
   const material = new THREE.LineBasicMaterial({ color: colour, depthTest: false });
   const line = new THREE.Line(geometry, material);
   line.frustumCulled = false;
   line.renderOrder = 1;
-  scene.add(line);
-  return { line, count: 0, last: null };
+  parent.add(line);
+  return { line, capacity, count: 0, last: null };
 }
 
 function addPoint(trace, p) {
   if (trace.last && trace.last.distanceTo(p) < TRACE_STEP) return;
   const attr = trace.line.geometry.attributes.position;
-  if (trace.count === TRACE_POINTS) attr.array.copyWithin(0, 3); else trace.count += 1;
+  if (trace.count === trace.capacity) attr.array.copyWithin(0, 3); else trace.count += 1;
   attr.setXYZ(trace.count - 1, p.x, p.y, p.z);
   attr.needsUpdate = true;
   trace.line.geometry.setDrawRange(0, trace.count);
@@ -121,6 +155,9 @@ function makeGhost(robot) {
 const robots = {};
 const latest = { sim: null, measured: null }; // name -> position [rad]
 let dirty = false;
+// the sim robot's base path, in ROS's world (the `world` group maps it to three.js)
+const trail = makeTrace(TRAIL_COLOUR, TRAIL_POINTS, world);
+parts.sim.push(trail.line);
 
 async function loadRobots() {
   const response = await fetch('/robot.urdf');
@@ -188,7 +225,31 @@ function updateTable() {
 }
 
 // ---------------------------------------------------------------- stream
+// The sim robot's root (base_link) at the pose in ROS's world; robot.position/quaternion are
+// in the `world` group's (ROS) coordinates. The camera moves by the base's displacement, so
+// the user's orbit (offset and zoom) is kept.
+function applyOdom(message) {
+  const { position: p, orientation: q } = message;
+  const valid = (a, n) => Array.isArray(a) && a.length === n && a.every(Number.isFinite);
+  if (!robots.sim || !valid(p, 3) || !valid(q, 4)) return; // the node sends none such
+  const robot = robots.sim.robot;
+  world.updateMatrixWorld();
+  const before = world.localToWorld(robot.position.clone());
+  robot.position.fromArray(p);
+  robot.quaternion.fromArray(q).normalize();
+  addPoint(trail, robot.position);
+  if (viewer.follow) {
+    const shift = world.localToWorld(robot.position.clone()).sub(before);
+    controls.target.add(shift);
+    camera.position.add(shift);
+    controls.update();
+  }
+  viewer.odom = { messages: viewer.odom.messages + 1, stamp: message.stamp, position: p, orientation: q };
+  dirty = true;
+}
+
 function apply(message) {
+  if (message.topic === TOPICS.odom) { applyOdom(message); return; }
   const role = message.topic === TOPICS.sim ? 'sim' : message.topic === TOPICS.measured ? 'measured' : null;
   if (!role || !robots[role]) return;
   const positions = {};
@@ -229,7 +290,8 @@ function render() {
       viewer.com[role] = robot.worldToLocal(com).toArray();
     }
     updateTable();
-    status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured messages`;
+    const odom = viewer.odom.messages ? `, ${viewer.odom.messages} odom` : '';
+    status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured${odom} messages`;
   }
   renderer.render(scene, camera);
   viewer.frames += 1;
