@@ -3,7 +3,8 @@ odometry (no ROS)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,36 +37,26 @@ def read_bag(
     Raises:
         CompareError: no such bag, unreadable bag, missing topic or wrong message type.
     """
-    from rosbags.rosbag2.errors import ReaderError
-    from rosbags.serde import SerdeError
-
-    from .bag import BagError, open_reader, typestore
+    from .bag import open_reader, typestore
 
     path = Path(bag_path)
     samples: dict[str, list[tuple[float, list[str], list[float]]]] = {t: [] for t in topics}
-    try:
-        with open_reader(path) as reader:
-            present = {c.topic: c.msgtype for c in reader.connections}
-            for topic in topics:
-                if topic not in present:
-                    raise CompareError(
-                        f"{path}: no topic {topic} (it has {', '.join(sorted(present)) or 'none'})"
-                    )
-                if present[topic] != "sensor_msgs/msg/JointState":
-                    raise CompareError(
-                        f"{path}: {topic} is {present[topic]}, expected sensor_msgs/msg/JointState"
-                    )
-            wanted = [c for c in reader.connections if c.topic in topics]
-            for conn, _time, raw in reader.messages(connections=wanted):
-                msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
-                stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-                samples[conn.topic].append((stamp, list(msg.name), list(msg.position)))
-    except CompareError:
-        raise
-    except BagError as exc:
-        raise CompareError(str(exc)) from None
-    except (ReaderError, SerdeError, KeyError, ValueError) as exc:
-        raise CompareError(f"{path}: cannot read the bag: {exc}") from None
+    with _bag_errors(path), open_reader(path) as reader:
+        present = {c.topic: c.msgtype for c in reader.connections}
+        for topic in topics:
+            if topic not in present:
+                raise CompareError(
+                    f"{path}: no topic {topic} (it has {', '.join(sorted(present)) or 'none'})"
+                )
+            if present[topic] != "sensor_msgs/msg/JointState":
+                raise CompareError(
+                    f"{path}: {topic} is {present[topic]}, expected sensor_msgs/msg/JointState"
+                )
+        wanted = [c for c in reader.connections if c.topic in topics]
+        for conn, _time, raw in reader.messages(connections=wanted):
+            msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            samples[conn.topic].append((stamp, list(msg.name), list(msg.position)))
     if names is None:
         first = samples[topics[0]]
         if not first:
@@ -89,42 +80,50 @@ def read_odometry(bag_path: Path, topic: str) -> Travel | None:
     Raises:
         CompareError: unreadable bag, the topic of another type, or too few poses.
     """
-    from rosbags.rosbag2.errors import ReaderError
-    from rosbags.serde import SerdeError
-
-    from .bag import BagError, open_reader, typestore
+    from .bag import open_reader, typestore
 
     path = Path(bag_path)
     poses: list[tuple[float, list[float], list[float]]] = []
+    with _bag_errors(path), open_reader(path) as reader:
+        wanted = [c for c in reader.connections if c.topic == topic]
+        if not wanted:
+            return None
+        if wanted[0].msgtype != "nav_msgs/msg/Odometry":
+            raise CompareError(
+                f"{path}: {topic} is {wanted[0].msgtype}, expected nav_msgs/msg/Odometry"
+            )
+        for conn, _time, raw in reader.messages(connections=wanted):
+            msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+            pose = msg.pose.pose
+            poses.append(
+                (
+                    msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                    [pose.position.x, pose.position.y, pose.position.z],
+                    [
+                        pose.orientation.x,
+                        pose.orientation.y,
+                        pose.orientation.z,
+                        pose.orientation.w,
+                    ],
+                )
+            )
+    poses.sort(key=lambda row: row[0])
+    return base_travel([p[0] for p in poses], [p[1] for p in poses], [p[2] for p in poses])
+
+
+@contextmanager
+def _bag_errors(path: Path) -> Iterator[None]:
+    """A bag that cannot be read, as one CompareError naming it."""
+    from rosbags.rosbag2.errors import ReaderError
+    from rosbags.serde import SerdeError
+
+    from .bag import BagError
+
     try:
-        with open_reader(path) as reader:
-            wanted = [c for c in reader.connections if c.topic == topic]
-            if not wanted:
-                return None
-            if wanted[0].msgtype != "nav_msgs/msg/Odometry":
-                raise CompareError(
-                    f"{path}: {topic} is {wanted[0].msgtype}, expected nav_msgs/msg/Odometry"
-                )
-            for conn, _time, raw in reader.messages(connections=wanted):
-                msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
-                pose = msg.pose.pose
-                poses.append(
-                    (
-                        msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
-                        [pose.position.x, pose.position.y, pose.position.z],
-                        [
-                            pose.orientation.x,
-                            pose.orientation.y,
-                            pose.orientation.z,
-                            pose.orientation.w,
-                        ],
-                    )
-                )
+        yield
     except CompareError:
         raise
     except BagError as exc:
         raise CompareError(str(exc)) from None
     except (ReaderError, SerdeError, KeyError, ValueError) as exc:
         raise CompareError(f"{path}: cannot read the bag: {exc}") from None
-    poses.sort(key=lambda row: row[0])
-    return base_travel([p[0] for p in poses], [p[1] for p in poses], [p[2] for p in poses])
