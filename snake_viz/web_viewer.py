@@ -366,9 +366,7 @@ class WebViewerNode(Node):
         """Forward a drawable base pose; reject the others (:class:`InputMonitor`)."""
         text = odom_message(ODOM_TOPIC, msg)
         if text is None:
-            self.monitor.reject(
-                ODOM_TOPIC, "pose not finite or orientation not a unit quaternion"
-            )
+            self.monitor.reject(ODOM_TOPIC, "pose not finite or orientation not a unit quaternion")
             return
         self.monitor.accept(ODOM_TOPIC)
         self.server.publish(ODOM_TOPIC, text)

@@ -1,12 +1,14 @@
 """The WebGL view in headless Chromium, driven over the DevTools protocol.
 
 web_viewer_node runs as a real process on a private ROS_DOMAIN_ID; this process publishes
-both joint-state topics (a travelling wave, measured = sim - OFFSET) and drives the page.
-References trusted: the known offset (the readout must show measured - simulated = -OFFSET
-in degrees, the sign of compare_node), the centres of mass of snake_dynamics' link_poses
-(the page computes its own from the URDF's inertials), pixels of the canvas (a still scene
-renders the same twice, a moving one does not; each robot alone changes pixels against an
-empty scene), the browser's own console.
+both joint-state topics (a travelling wave, measured = sim - OFFSET) and /sim/odom on demand,
+and drives the page. References trusted: the known offset (the readout must show measured -
+simulated = -OFFSET in degrees, the sign of compare_node), the centres of mass of
+snake_dynamics' link_poses (the page computes its own from the URDF's inertials), the odom
+poses sent, mapped by hand from ROS's z-up world to three.js's y-up one (ROS_TO_THREE), the
+node's own counts on /diagnostics, pixels of the canvas (a still scene renders the same twice,
+a moving one does not; each robot alone changes pixels against an empty scene), the
+browser's own console.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
 from conftest import wait_for  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
@@ -50,12 +55,17 @@ from snake_viz.web_viewer import (  # noqa: E402
     WebAssetsError,
     WebServer,
     check_assets,
+    odom_message,
     state_message,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 JOINTS = [f"joint_{k}" for k in range(1, 9)]  # config/robot.yaml
 OFFSET = 0.05  # measured = sim - OFFSET [rad]
+#: ROS world (z up) -> three.js world (y up, the grid's plane y = 0 is ROS's z = 0).
+ROS_TO_THREE = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+#: The node's input account on /diagnostics (InputMonitor).
+VIEWER_STATUS = "/web_viewer_node: input"
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
@@ -105,6 +115,10 @@ class Gait:
         self.node = Node("test_web_gait", context=self.context)
         self.sim = self.node.create_publisher(JointState, "/sim/joint_states", 10)
         self.measured = self.node.create_publisher(JointState, "/measured/joint_states", 10)
+        self.odom = self.node.create_publisher(Odometry, "/sim/odom", 10)
+        self.lock = threading.Lock()
+        self.diagnostics: dict[str, dict[str, str]] = {}  # status name -> its values
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
         self.moving = threading.Event()
         self.t = 0.0
         self.node.create_timer(0.02, self.tick)
@@ -126,6 +140,16 @@ class Gait:
             msg = JointState(name=JOINTS, position=values)
             msg.header.stamp = stamp
             pub.publish(msg)
+
+    def on_diagnostics(self, msg: DiagnosticArray) -> None:
+        with self.lock:
+            for status in msg.status:
+                self.diagnostics[status.name] = {kv.key: kv.value for kv in status.values}
+
+    def count(self, key: str) -> int:
+        """The viewer node's latest published count ``key`` (0 before any)."""
+        with self.lock:
+            return int(self.diagnostics.get(VIEWER_STATUS, {}).get(key, 0))
 
     def close(self) -> None:
         self.executor.shutdown()
@@ -348,6 +372,47 @@ def test_what_cannot_be_drawn_is_rejected_not_sent(
         "name": ["a", "b"],
         "position": [0.1, -1e300],
     }
+
+
+def odometry(
+    position: list[float], orientation: list[float], stamp: tuple[int, int] = (0, 0)
+) -> Odometry:
+    """An Odometry with the pose (position [m], quaternion x, y, z, w) and header stamp."""
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = "world", "sim/base_link"
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z = position
+    o.x, o.y, o.z, o.w = orientation
+    return msg
+
+
+#: Odometry poses that cannot be drawn: non-finite, or not a unit quaternion (|q| - 1 > 1e-3).
+BAD_POSES = [
+    ([math.nan, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]),
+    ([0.0, math.inf, 0.0], [0.0, 0.0, 0.0, 1.0]),
+    ([0.0, 0.0, 0.0], [0.0, 0.0, -math.inf, 1.0]),
+    ([0.0, 0.0, 0.0], [0.0, math.nan, 0.0, 1.0]),
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]),
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0]),
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.002]),
+]
+
+
+@pytest.mark.parametrize(("position", "orientation"), BAD_POSES)
+def test_odom_that_cannot_be_drawn_is_rejected_not_sent(
+    position: list[float], orientation: list[float]
+) -> None:
+    """The odom input check: non-finite poses and quaternions off unit length by more than the
+    tolerance give None (counted and warned by the node); a drawable pose its JSON, the
+    quaternion normalised (|q| = 1 + 5e-4 is within the tolerance)."""
+    assert odom_message("/sim/odom", odometry(position, orientation)) is None
+    q = [0.1, -0.2, 0.3, 0.9]
+    q = [x * (1 + 5e-4) / math.sqrt(sum(y * y for y in q)) for x in q]
+    good = odom_message("/sim/odom", odometry([1.5, -2.0, 1e3], q, (7, 250_000_000)))
+    sent = json.loads(good or "null")
+    assert sent.pop("orientation") == pytest.approx([x / (1 + 5e-4) for x in q], abs=1e-15)
+    assert sent == {"topic": "/sim/odom", "stamp": 7.25, "position": [1.5, -2.0, 1e3]}
 
 
 def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServer) -> None:
@@ -574,6 +639,108 @@ def test_centres_of_mass_match_link_poses(page: Page, gait: Gait) -> None:
     for role, angles in (("sim", q), ("measured", q - OFFSET)):
         np.testing.assert_allclose(com[role], trace_points(model, angles)[1], rtol=0, atol=1e-12)
     assert np.linalg.norm(np.subtract(com["sim"], com["measured"])) > 1e-3  # told apart
+
+
+def base_pose(page: Page) -> tuple[np.ndarray, Rotation]:
+    """The sim robot's root in three.js's world, as the page reads it back."""
+    base = page.evaluate("snakeViewer.base()")
+    return np.array(base["position"]), Rotation.from_quat(base["quaternion"])
+
+
+def assert_base_at(page: Page, position: np.ndarray, rotation: Rotation) -> None:
+    """The sim robot's root is at the ROS world pose, mapped to three.js, to 1e-6."""
+    at, turned = base_pose(page)
+    np.testing.assert_allclose(at, ROS_TO_THREE @ position, rtol=0, atol=1e-6)
+    expected = ROS_TO_THREE @ rotation.as_matrix()
+    np.testing.assert_allclose(turned.as_matrix(), expected, rtol=0, atol=1e-6)
+
+
+def test_without_odom_the_sim_robot_stays_at_the_origin(page: Page, gait: Gait) -> None:
+    """The fixed-tail robot (no /sim/odom yet): root at the world's origin, unturned; no trail."""
+    settle(page, gait)
+    assert page.evaluate("snakeViewer.odom.messages") == 0
+    assert_base_at(page, np.zeros(3), Rotation.identity())
+    assert page.evaluate("snakeViewer.trail()") == []
+
+
+#: The bound of the trail in the odom tests (?trail=...), and the poses sent: more than it.
+TRAIL = 12
+N_POSES = 20
+
+
+def send_odom(page: Page, gait: Gait, position: np.ndarray, rotation: Rotation) -> float:
+    """Publish the pose (stamped now) until the page has applied it; its stamp [s]."""
+    now = gait.node.get_clock().now()
+    msg = odometry(list(position), list(rotation.as_quat()), now.seconds_nanoseconds())
+    stamp = now.nanoseconds * 1e-9
+
+    def applied() -> bool:
+        gait.odom.publish(msg)  # again until seen: best-effort, and a period keeps the newest
+        return bool(page.evaluate("snakeViewer.odom.stamp") >= stamp - 1e-6)
+
+    wait_for(applied, 30.0, f"odom at {position} on the page")
+    return stamp
+
+
+def test_odom_places_the_sim_root_and_draws_a_bounded_trail(
+    page: Page, gait: Gait, viewer_url: str
+) -> None:
+    """Poses on /sim/odom (ROS world: z up) put the sim robot's root there in three.js's y-up
+    world (ROS_TO_THREE), one at a time; the trail keeps the last TRAIL base positions in the
+    order sent; the camera's target follows the base (its offset to the base is kept)."""
+    page.call("Page.navigate", url=f"{viewer_url}?trail={TRAIL}")
+    ready = (
+        "(() => { const v = window.snakeViewer; return !!v && v.robots === 2"
+        " && v.messages.sim > 0 && v.messages.measured > 0; })()"
+    )
+    wait_for(lambda: page.evaluate(ready), 20.0, "the page reloaded with ?trail")
+    assert page.evaluate("snakeViewer.trailLimit") == TRAIL
+    rng = np.random.default_rng(239)
+    # a path on and above the ground, steps of 2 - 5 cm (more than the trail's 0.5 mm step)
+    steps = rng.uniform(0.02, 0.05, N_POSES)[:, None] * Rotation.random(N_POSES, rng).apply(
+        [1.0, 0.0, 0.0]
+    )
+    positions = np.array([0.3, -0.7, 0.05]) + np.cumsum(steps, axis=0)
+    rotations = Rotation.random(N_POSES, rng)
+    offset = None
+    for position, rotation in zip(positions, rotations, strict=True):
+        stamp = send_odom(page, gait, position, rotation)
+        odom = page.evaluate("snakeViewer.odom")
+        assert odom["stamp"] == pytest.approx(stamp, abs=1e-6)
+        np.testing.assert_allclose(odom["position"], position, rtol=0, atol=1e-12)
+        assert_base_at(page, position, rotation)
+        at = base_pose(page)[0]
+        target_offset = np.subtract(page.evaluate("snakeViewer.target()"), at)
+        if offset is None:
+            offset = target_offset
+        np.testing.assert_allclose(target_offset, offset, rtol=0, atol=1e-9)
+    trail = np.array(page.evaluate("snakeViewer.trail()"))
+    assert trail.shape == (TRAIL, 3)  # bounded: the oldest dropped
+    np.testing.assert_allclose(trail, positions[-TRAIL:] @ ROS_TO_THREE.T, rtol=0, atol=1e-6)
+    assert gait.count("/sim/odom rejected") == 0
+
+
+def test_bad_odom_is_rejected_counted_and_does_not_move_the_robot(page: Page, gait: Gait) -> None:
+    """Each pose of BAD_POSES: the node counts it rejected on /diagnostics and keeps running;
+    a joint state sent after the counts grew (so after any forwarded odom, on one WebSocket)
+    is drawn while the sim robot stays at the last good pose."""
+    odom = page.evaluate("snakeViewer.odom")
+    assert odom["messages"] > 0, "runs after test_odom_places_the_sim_root..."
+    good = np.array(odom["position"]), Rotation.from_quat(odom["orientation"])
+    trail = page.evaluate("snakeViewer.trail()")
+    before = gait.count("/sim/odom rejected")
+    bad = [odometry(p, q, (1, 0)) for p, q in BAD_POSES]
+
+    def counted() -> bool:
+        for msg in bad:  # again until counted: best-effort
+            gait.odom.publish(msg)
+        return gait.count("/sim/odom rejected") >= before + len(bad)
+
+    wait_for(counted, 30.0, "the bad odom counted on /diagnostics")
+    shown(page, gait)
+    assert page.evaluate("snakeViewer.odom.stamp") == odom["stamp"]
+    assert_base_at(page, *good)
+    assert page.evaluate("snakeViewer.trail()") == trail
 
 
 def test_no_console_errors(page: Page) -> None:
