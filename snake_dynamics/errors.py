@@ -20,6 +20,11 @@ class StateError(SnakeDynamicsError, ValueError):
     """A joint state (q, q_dot, tau, ...) of the wrong shape or with non-finite values."""
 
 
+class SingularConfigurationError(StateError):
+    """A shape where the kinematic snake's local connection is not defined (its wheel
+    constraints are dependent there); the message says which and what to do instead."""
+
+
 class GaitError(SnakeDynamicsError, ValueError):
     """A gait name or gait parameter that cannot be used."""
 
