@@ -18,6 +18,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics import SnakeModel
+from snake_dynamics.floating import FloatingState
 from snake_dynamics.model import cylinder_inertia
 
 GRAVITY = np.array([0.7, -1.3, -9.81])
@@ -65,6 +66,34 @@ def random_model(
 def random_state(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q [rad], q_dot [rad/s], tau [N m] of moderate size."""
     return rng.uniform(-1.2, 1.2, n), rng.uniform(-1.5, 1.5, n), rng.uniform(-0.5, 0.5, n)
+
+
+def random_floating_state(
+    rng: np.random.Generator, model: SnakeModel, scale: float = 0.3, near_ground: bool = False
+) -> FloatingState:
+    """A random floating-base state: pose anywhere (``near_ground``: the tail's CM a few cm
+    from the plane z = 0), base and joint rates of order ``scale``."""
+    q, qd, _ = random_state(rng, model.n_joints)
+    nu = np.concatenate([rng.normal(scale=scale, size=6), scale * qd])
+    quat = Rotation.random(random_state=int(rng.integers(1 << 31))).as_quat()
+    height = rng.uniform(-0.03, 0.08) if near_ground else rng.normal()
+    return FloatingState(np.array([*rng.normal(size=2), height]), quat, q, nu)
+
+
+def undulation(
+    n: int, alpha: float, omega: float, delta: float
+) -> Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """q_k = -alpha sin(omega t + (k-1) delta) with its rates: the planar reference's lateral
+    undulation phi_k = theta_k - theta_{k+1} in our q_k = theta_{k+1} - theta_k (body k+1
+    relative to body k)."""
+    k = np.arange(n)
+
+    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        phase = omega * t + k * delta
+        s, c = np.sin(phase), np.cos(phase)
+        return -alpha * s, -alpha * omega * c, alpha * omega**2 * s
+
+    return motion
 
 
 def rel_err(a: np.ndarray, b: np.ndarray) -> float:

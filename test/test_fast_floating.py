@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import MODEL_CASES, random_model, random_state, rel_err
+from conftest import MODEL_CASES, random_floating_state, random_model, rel_err, undulation
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics import fast_floating as ff
@@ -21,22 +21,13 @@ TOL = 1e-10  # relative, one evaluation
 RUN_TOL = 1e-9  # relative, every field of a run
 
 
-def random_floating_state(rng: np.random.Generator, model: SnakeModel) -> fl.FloatingState:
-    """A random pose and velocity; the tail's CM a few cm from the ground plane."""
-    q, qd, _ = random_state(rng, model.n_joints)
-    nu = np.concatenate([rng.normal(scale=0.5, size=6), qd])
-    quat = Rotation.random(random_state=int(rng.integers(1 << 31))).as_quat()
-    position = np.array([*rng.normal(size=2), rng.uniform(-0.03, 0.08)])
-    return fl.FloatingState(position, quat, q, nu)
-
-
 @pytest.mark.parametrize(("n", "gravity", "random_axes"), MODEL_CASES)
 def test_forward_and_prescribed_dynamics_equal_the_literal_forms(
     rng: np.random.Generator, n: int, gravity: bool, random_axes: bool
 ) -> None:
     model = random_model(rng, n, gravity, random_axes)
     for trial in range(3):
-        s = random_floating_state(rng, model)
+        s = random_floating_state(rng, model, scale=0.5, near_ground=True)
         r0 = s.rotation
         tau = rng.uniform(-0.5, 0.5, n)
         qdd = rng.uniform(-2.0, 2.0, n)
@@ -85,23 +76,11 @@ def test_the_ground_force_list_equals_the_literal_one(
     model = random_model(rng, 9, random_axes=True)
     seen = 0
     for _ in range(4):
-        s = random_floating_state(rng, model)
+        s = random_floating_state(rng, model, scale=0.5, near_ground=True)
         literal = fl.ground_force_list(model, ground, s)
         seen += np.count_nonzero(literal[:, 2])
         assert rel_err(ff.ground_force_list(model, ground, s), literal) < TOL
     assert seen > 0
-
-
-def undulation(n: int, alpha: float, omega: float, delta: float) -> fl.MotionFn:
-    """q_k = -alpha sin(omega t + (k-1) delta) and its rates (test_locomotion.py's)."""
-    k = np.arange(n)
-
-    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        phase = omega * t + k * delta
-        s, c = np.sin(phase), np.cos(phase)
-        return -alpha * s, -alpha * omega * c, alpha * omega**2 * s
-
-    return motion
 
 
 def ground_snake() -> SnakeModel:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_model, random_state
+from conftest import random_floating_state, random_model, undulation
 from planar_snake import PlanarSnake, lateral_undulation, simulate
-from scipy.spatial.transform import Rotation
 
 import snake_dynamics as sd
 from snake_dynamics import floating as fl
@@ -25,28 +24,6 @@ from snake_dynamics.model import SnakeModel
 G = (0.0, 0.0, -9.81)
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 Motion = Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def undulation(n: int, alpha: float, omega: float, delta: float) -> Motion:
-    """q_k = -alpha sin(omega t + (k-1) delta): the reference's phi_k = theta_k - theta_{k+1}
-    with our q_k = theta_{k+1} - theta_k (body k+1 relative to body k)."""
-    k = np.arange(n)
-
-    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        phase = omega * t + k * delta
-        s, c = np.sin(phase), np.cos(phase)
-        return -alpha * s, -alpha * omega * c, alpha * omega**2 * s
-
-    return motion
-
-
-def random_floating_state(
-    rng: np.random.Generator, model: SnakeModel, scale: float = 0.3
-) -> fl.FloatingState:
-    q, qd, _ = random_state(rng, model.n_joints)
-    nu = np.concatenate([rng.normal(scale=scale, size=6), scale * qd])
-    quat = Rotation.random(random_state=int(rng.integers(1 << 31))).as_quat()
-    return fl.FloatingState(rng.normal(size=3), quat, q, nu)
 
 
 def test_the_floating_terms_reduce_to_the_fixed_tail(rng: np.random.Generator) -> None:
