@@ -23,7 +23,6 @@ from snake_dynamics.model import SnakeModel
 
 G = (0.0, 0.0, -9.81)
 CONFIG = Path(__file__).resolve().parents[1] / "config"
-Motion = Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def test_the_floating_terms_reduce_to_the_fixed_tail(rng: np.random.Generator) -> None:
