@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from snake_dynamics.errors import SimulationError
 from snake_dynamics.fast_floating import simulate_prescribed_fast
 from snake_dynamics.floating import locomotion, lying_state, on_the_ground
@@ -47,14 +45,10 @@ def simulate_on_the_ground(
     every = max(1, round(1.0 / (SAMPLE_RATE_HZ * args.dt)))
     bar = ProgressBar(f"simulating {args.duration:g} s on the ground") if not args.quiet else None
 
-    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sample = gait(t)
-        return sample.q, sample.qd, sample.qdd
-
     wall = time.perf_counter()
     try:
         run = simulate_prescribed_fast(
-            grounded, motion, args.duration, args.dt, lying_state(grounded), every, bar
+            grounded, gait, args.duration, args.dt, lying_state(grounded), every, bar
         )
     except SimulationError as exc:
         raise UsageError(str(exc)) from None

@@ -80,11 +80,7 @@ def run_point(
     model = on_the_ground(SnakeModel.from_yaml(robot))
     trajectory = make_gait(gait, model, **params)
 
-    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sample = trajectory(t)
-        return sample.q, sample.qd, sample.qdd
-
-    run = simulate_prescribed_fast(model, motion, duration, dt, lying_state(model), every=10)
+    run = simulate_prescribed_fast(model, trajectory, duration, dt, lying_state(model), every=10)
     return SweepPoint(params, locomotion(model, run))
 
 
