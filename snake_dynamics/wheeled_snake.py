@@ -3,7 +3,8 @@
 
 After Tavakoli Nia, Pishkenari and Meghdari, *A recursive approach for the analysis of
 snake robots using Kane's equations*, Robotica (2005), with its errata corrected (the
-index ranges of its eqs. (10) and (21), and the augmented Lagrange system, its eq. (27)).
+index ranges of its equations (10) and (21), and the augmented Lagrange system, its
+equation (27)).
 Written afresh from the wheel constraints.
 
 Frames and signs: link k (k = 1..n) has heading θ_k [rad] in the world, unit vectors
@@ -471,7 +472,7 @@ def lagrange_accelerations(
     snake: WheeledSnake, q: ArrayLike, q_dot: ArrayLike, tau: ArrayLike
 ) -> tuple[FloatArray, FloatArray]:
     """q̈ and λ from [[M, A], [Aᵀ, 0]] [q̈; λ] = [Q - B; -Ȧᵀ q̇] (eq. 412, the paper's
-    eq. (27) as corrected).
+    equation (27) as corrected).
 
     Args:
         snake: geometry and inertia.
