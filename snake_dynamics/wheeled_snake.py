@@ -35,15 +35,17 @@ Full state (Lagrange): s = [q; q̇], q = [θ_1..θ_n, x, y], shape (2n+4,).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Generic, Literal, Protocol, Self, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
 from .errors import ModelError, SimulationError, StateError
+from .op_count import OperationCount
 
 FloatArray = NDArray[np.float64]
 TorqueFunction = Callable[[float], ArrayLike]
@@ -111,6 +113,11 @@ class WheeledSnake:
         """h_k = L_k / 2 [m], shape (n,)."""
         return 0.5 * self.lengths
 
+    @functools.cached_property
+    def constants(self) -> KaneConstants[float]:
+        """The constants of Kane's recursions in float."""
+        return KaneConstants.of(self, float)
+
 
 def _vector(value: ArrayLike, size: int, name: str) -> FloatArray:
     out = np.asarray(value, dtype=float)
@@ -120,6 +127,161 @@ def _vector(value: ArrayLike, size: int, name: str) -> FloatArray:
 
 
 # ------------------------------------------------------------------ Kane: recursions
+class Arithmetic(Protocol):
+    """A number type with +, -, * and / among its own values."""
+
+    def __add__(self, other: Self, /) -> Self: ...
+    def __sub__(self, other: Self, /) -> Self: ...
+    def __mul__(self, other: Self, /) -> Self: ...
+    def __truediv__(self, other: Self, /) -> Self: ...
+
+
+Scalar = TypeVar("Scalar", bound=Arithmetic)
+"""Any such number type: float, numpy.float32, or a counting scalar (:mod:`.op_count`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class KaneConstants(Generic[Scalar]):
+    """The model's numbers the recursions use, in the number type of a computation.
+
+    Attributes:
+        half: h_k = L_k / 2 [m].
+        inverse_half: 1 / h_k [1/m].
+        masses: m_k [kg].
+        inertias: I_k [kg m^2].
+        zero: 0 in the number type.
+        one: 1 in the number type.
+    """
+
+    half: Sequence[Scalar]
+    inverse_half: Sequence[Scalar]
+    masses: Sequence[Scalar]
+    inertias: Sequence[Scalar]
+    zero: Scalar
+    one: Scalar
+
+    @classmethod
+    def of(cls, snake: WheeledSnake, number: Callable[[float], Scalar]) -> KaneConstants[Scalar]:
+        """The snake's constants converted by ``number`` (e.g. ``float``, ``np.float32``)."""
+        h = snake.half_lengths
+        return cls(
+            [number(x) for x in h],
+            [number(x) for x in 1.0 / h],
+            [number(x) for x in snake.masses],
+            [number(x) for x in snake.inertias],
+            number(0.0),
+            number(1.0),
+        )
+
+
+Recursion = tuple[
+    list[Scalar],
+    list[Scalar],
+    list[tuple[Scalar, Scalar]],
+    list[tuple[Scalar, Scalar]],
+    list[Scalar],
+    list[Scalar],
+]
+
+
+def _recursion(
+    k_: KaneConstants[Scalar],
+    theta: Sequence[Scalar],
+    u: tuple[Scalar, Scalar],
+    cos: Callable[[Scalar], Scalar],
+    sin: Callable[[Scalar], Scalar],
+) -> Recursion[Scalar]:
+    """The forward recursions of eqs. 403, 404 and 407 on scalars of any number type.
+
+    Returns:
+        (V_k, ω_k, (∂V_k/∂u_1, ∂V_k/∂u_2), (∂ω_k/∂u_1, ∂ω_k/∂u_2), W_k, Z_k), one entry
+        per link; see :class:`LinkSpeeds`.
+    """
+    h, inv = k_.half, k_.inverse_half
+    v, w = [u[0]], [u[1]]
+    zero, one = k_.zero, k_.one
+    pv, pw = [(one, zero)], [(zero, one)]
+    bv, bw = [zero], [zero]
+    for k in range(len(theta) - 1):
+        phi = theta[k + 1] - theta[k]
+        c, s = cos(phi), sin(phi)
+        hc, hs = h[k] * c, h[k] * s
+        v.append(v[k] * c + w[k] * hs)
+        w.append((v[k] * s - w[k] * hc) * inv[k + 1])
+        pv.append((pv[k][0] * c + pw[k][0] * hs, pv[k][1] * c + pw[k][1] * hs))
+        pw.append(
+            (
+                (pv[k][0] * s - pw[k][0] * hc) * inv[k + 1],
+                (pv[k][1] * s - pw[k][1] * hc) * inv[k + 1],
+            )
+        )
+        # ∂V_{k+1}/∂φ_k and ∂ω_{k+1}/∂φ_k, times φ̇_k = ω_{k+1} - ω_k (eq. 407)
+        phi_dot = w[k + 1] - w[k]
+        bv.append(bv[k] * c + bw[k] * hs + (w[k] * hc - v[k] * s) * phi_dot)
+        bw.append((bv[k] * s - bw[k] * hc + (v[k] * c + w[k] * hs) * phi_dot) * inv[k + 1])
+    return v, w, pv, pw, bv, bw
+
+
+def _kane_kernel(
+    k_: KaneConstants[Scalar],
+    theta: Sequence[Scalar],
+    u: tuple[Scalar, Scalar],
+    tau: Sequence[Scalar],
+    cos: Callable[[Scalar], Scalar],
+    sin: Callable[[Scalar], Scalar],
+) -> tuple[tuple[Scalar, Scalar], Recursion[Scalar]]:
+    """u̇ by Kane's equations M u̇ = F - N ω (eqs. 406, 408) from the recursions, O(n), on
+    scalars of any number type; M is solved as the 2x2 system it is.
+
+    Returns:
+        (u̇, the recursions of :func:`_recursion`).
+    """
+    rec = _recursion(k_, theta, u, cos, sin)
+    _, _, pv, pw, bv, bw = rec
+    m00 = m01 = m11 = b0 = b1 = f0 = f1 = k_.zero
+    for k, (m, inertia) in enumerate(zip(k_.masses, k_.inertias, strict=True)):
+        mp0, mp1 = m * pv[k][0], m * pv[k][1]
+        ip0, ip1 = inertia * pw[k][0], inertia * pw[k][1]
+        m00 = m00 + mp0 * pv[k][0] + ip0 * pw[k][0]
+        m01 = m01 + mp0 * pv[k][1] + ip0 * pw[k][1]
+        m11 = m11 + mp1 * pv[k][1] + ip1 * pw[k][1]
+        b0 = b0 + mp0 * bv[k] + ip0 * bw[k]
+        b1 = b1 + mp1 * bv[k] + ip1 * bw[k]
+    for k, t in enumerate(tau):
+        f0 = f0 + t * (pw[k + 1][0] - pw[k][0])
+        f1 = f1 + t * (pw[k + 1][1] - pw[k][1])
+    r0, r1 = f0 - b0, f1 - b1
+    det = m00 * m11 - m01 * m01
+    return ((m11 * r0 - m01 * r1) / det, (m00 * r1 - m01 * r0) / det), rec
+
+
+def kane_rate(
+    k_: KaneConstants[Scalar],
+    z: Sequence[Scalar],
+    tau: Sequence[Scalar],
+    cos: Callable[[Scalar], Scalar],
+    sin: Callable[[Scalar], Scalar],
+) -> list[Scalar]:
+    """ż of the reduced state by Kane's recursive method (eqs. 403-408), on scalars of any
+    number type: what :func:`kane_derivative` computes in float, and what
+    :func:`kane_operation_count` counts.
+
+    Args:
+        k_: the model's constants in the number type (:meth:`KaneConstants.of`).
+        z: reduced state [x, y, θ_1..θ_n, V_1, ω_1], n+4 scalars.
+        tau: joint torques T_1..T_{n-1} [N m].
+        cos: cosine in the number type.
+        sin: sine in the number type.
+
+    Returns:
+        ż = [V_1 cos θ_1, V_1 sin θ_1, ω_1..ω_n, V̇_1, ω̇_1].
+    """
+    n = len(k_.masses)
+    theta, v1 = z[2 : n + 2], z[n + 2]
+    u_dot, rec = _kane_kernel(k_, theta, (v1, z[n + 3]), tau, cos, sin)
+    return [v1 * cos(theta[0]), v1 * sin(theta[0]), *rec[1], *u_dot]
+
+
 @dataclasses.dataclass(frozen=True)
 class LinkSpeeds:
     """Link speeds and their partial derivatives from the forward recursions.
@@ -153,38 +315,10 @@ def link_speeds(snake: WheeledSnake, theta: ArrayLike, u: ArrayLike) -> LinkSpee
     Returns:
         The speeds, partials and velocity-product terms of every link; O(n) work.
     """
-    n = snake.n
-    th = _vector(theta, n, "theta")
+    th = _vector(theta, snake.n, "theta").tolist()
     uu = _vector(u, 2, "u")
-    h = snake.half_lengths.tolist()
-    v = [0.0] * n
-    w = [0.0] * n
-    pv = [(0.0, 0.0)] * n
-    pw = [(0.0, 0.0)] * n
-    bv = [0.0] * n
-    bw = [0.0] * n
-    v[0], w[0] = float(uu[0]), float(uu[1])
-    pv[0], pw[0] = (1.0, 0.0), (0.0, 1.0)
-    for k in range(n - 1):
-        phi = float(th[k + 1] - th[k])
-        c, s = math.cos(phi), math.sin(phi)
-        hk, inv = h[k], 1.0 / h[k + 1]
-        v[k + 1] = v[k] * c + w[k] * hk * s
-        w[k + 1] = (v[k] * s - w[k] * hk * c) * inv
-        pv[k + 1] = (pv[k][0] * c + pw[k][0] * hk * s, pv[k][1] * c + pw[k][1] * hk * s)
-        pw[k + 1] = (
-            (pv[k][0] * s - pw[k][0] * hk * c) * inv,
-            (pv[k][1] * s - pw[k][1] * hk * c) * inv,
-        )
-        # ∂V_{k+1}/∂φ_k and ∂ω_{k+1}/∂φ_k, times φ̇_k = ω_{k+1} - ω_k (eq. 407)
-        phi_dot = w[k + 1] - w[k]
-        dv = -v[k] * s + w[k] * hk * c
-        dw = (v[k] * c + w[k] * hk * s) * inv
-        bv[k + 1] = bv[k] * c + bw[k] * hk * s + dv * phi_dot
-        bw[k + 1] = (bv[k] * s - bw[k] * hk * c) * inv + dw * phi_dot
-    return LinkSpeeds(
-        np.array(v), np.array(w), np.array(pv), np.array(pw), np.array(bv), np.array(bw)
-    )
+    rec = _recursion(snake.constants, th, (float(uu[0]), float(uu[1])), math.cos, math.sin)
+    return LinkSpeeds(*(np.array(x, dtype=float) for x in rec))
 
 
 def angle_partials(
@@ -297,20 +431,17 @@ def kane_accelerations(
     Returns:
         u̇ and every link's V̇_k and ω̇_k.
     """
-    sp = link_speeds(snake, theta, u)
-    m, inertia = snake.masses, snake.inertias
-    p, r = sp.speed_partials, sp.rate_partials
-    mass = p.T @ (m[:, None] * p) + r.T @ (inertia[:, None] * r)
-    bias = p.T @ (m * sp.speed_bias) + r.T @ (inertia * sp.rate_bias)
-    rhs = generalized_forces(snake, sp, tau) - bias
-    det = mass[0, 0] * mass[1, 1] - mass[0, 1] * mass[1, 0]
-    u_dot = np.array(
-        [
-            (mass[1, 1] * rhs[0] - mass[0, 1] * rhs[1]) / det,
-            (mass[0, 0] * rhs[1] - mass[1, 0] * rhs[0]) / det,
-        ]
+    th = _vector(theta, snake.n, "theta").tolist()
+    uu = _vector(u, 2, "u")
+    t = _vector(tau, snake.n - 1, "tau").tolist()
+    u_dot, rec = _kane_kernel(
+        snake.constants, th, (float(uu[0]), float(uu[1])), t, math.cos, math.sin
     )
-    return KaneAccelerations(u_dot, sp, p @ u_dot + sp.speed_bias, r @ u_dot + sp.rate_bias)
+    sp = LinkSpeeds(*(np.array(x, dtype=float) for x in rec))
+    ud = np.array(u_dot)
+    return KaneAccelerations(
+        ud, sp, sp.speed_partials @ ud + sp.speed_bias, sp.rate_partials @ ud + sp.rate_bias
+    )
 
 
 def kane_derivative(snake: WheeledSnake, z: ArrayLike, tau: ArrayLike) -> FloatArray:
@@ -324,17 +455,34 @@ def kane_derivative(snake: WheeledSnake, z: ArrayLike, tau: ArrayLike) -> FloatA
     Returns:
         ż = [V_1 cos θ_1, V_1 sin θ_1, ω_1..ω_n, V̇_1, ω̇_1], shape (n+4,).
     """
-    n = snake.n
-    zz = _vector(z, n + 4, "z")
-    theta, u = zz[2 : n + 2], zz[n + 2 :]
-    acc = kane_accelerations(snake, theta, u, tau)
-    return np.concatenate(
-        [
-            [u[0] * math.cos(theta[0]), u[0] * math.sin(theta[0])],
-            acc.speeds.rate,
-            acc.u_dot,
-        ]
+    zz = _vector(z, snake.n + 4, "z").tolist()
+    t = _vector(tau, snake.n - 1, "tau").tolist()
+    return np.array(kane_rate(snake.constants, zz, t, math.cos, math.sin))
+
+
+def kane_operation_count(
+    snake: WheeledSnake, z: ArrayLike, tau: ArrayLike
+) -> tuple[OperationCount, FloatArray]:
+    """Count the operations of one evaluation of ż by :func:`kane_rate`, by running it on
+    counting scalars (:mod:`.op_count`); the model's constants (h_k, 1/h_k, m_k, I_k) are
+    data, not work.
+
+    Args:
+        snake: geometry and inertia.
+        z: reduced state, shape (n+4,).
+        tau: joint torques [N m], shape (n-1,).
+
+    Returns:
+        (the tallies, the ż computed on the way, shape (n+4,)).
+    """
+    zz = _vector(z, snake.n + 4, "z")
+    t = _vector(tau, snake.n - 1, "tau")
+    count = OperationCount()
+    k_ = KaneConstants.of(snake, count.number)
+    z_dot = kane_rate(
+        k_, [count.number(x) for x in zz], [count.number(x) for x in t], count.cos, count.sin
     )
+    return count, np.array([x.value for x in z_dot])
 
 
 # ---------------------------------------------------------- Lagrange with multipliers
@@ -646,17 +794,9 @@ def simulate(
     if method == "kane":
 
         def rhs(t: float, y: FloatArray) -> FloatArray:
-            tau = np.asarray(torque(t), dtype=float)
-            acc = kane_accelerations(snake, y[2 : n + 2], y[n + 2 : n + 4], tau)
-            th1, v1 = y[2], y[n + 2]
-            return np.concatenate(
-                [
-                    [v1 * math.cos(th1), v1 * math.sin(th1)],
-                    acc.speeds.rate,
-                    acc.u_dot,
-                    [joint_power(tau, acc.speeds.rate)],
-                ]
-            )
+            tau = _vector(torque(t), n - 1, "torque(t)")
+            z_dot = kane_rate(snake.constants, y[:-1].tolist(), tau.tolist(), math.cos, math.sin)
+            return np.array([*z_dot, joint_power(tau, z_dot[2 : n + 2])])
 
         y0 = np.concatenate([z_start, [0.0]])
     else:

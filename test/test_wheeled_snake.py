@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from snake_dynamics import wheeled_snake as ws
 from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.op_count import OperationCount
 
 RNG = np.random.default_rng(20050518)
 EPS = np.finfo(float).eps
@@ -144,22 +146,17 @@ def test_table_ii_energy_residual_and_constraints_at_integrator_accuracy(
     assert np.ptp(kane.joint_angles, axis=0).min() > 1e-3
 
 
-def test_energy_residual_detects_a_wrong_bias() -> None:
+def test_energy_residual_detects_a_wrong_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     # the same run with the velocity-product terms dropped breaks S(t): S can fail
     snake = ws.WheeledSnake.uniform(3)
-    original = ws.link_speeds
+    original = ws._recursion
 
-    def no_bias(s: ws.WheeledSnake, theta: np.ndarray, u: np.ndarray) -> ws.LinkSpeeds:
-        sp = original(s, theta, u)
-        zero = np.zeros_like(sp.speed)
-        return ws.LinkSpeeds(sp.speed, sp.rate, sp.speed_partials, sp.rate_partials, zero, zero)
+    def no_bias(*args: Any) -> Any:
+        v, w, pv, pw, bv, bw = original(*args)
+        return v, w, pv, pw, [0.0] * len(bv), [0.0] * len(bw)
 
-    mp = pytest.MonkeyPatch()
-    mp.setattr(ws, "link_speeds", no_bias)
-    try:
-        run = ws.simulate(snake, table_ii_torque(3), table_ii_start(snake), 4.0, samples=41)
-    finally:
-        mp.undo()
+    monkeypatch.setattr(ws, "_recursion", no_bias)
+    run = ws.simulate(snake, table_ii_torque(3), table_ii_start(snake), 4.0, samples=41)
     assert np.abs(run.energy_residual).max() > 1e-4
 
 
@@ -215,3 +212,32 @@ def test_bad_models_and_states_raise() -> None:
         ws.kane_derivative(snake, np.zeros(6), np.zeros(2))
     with pytest.raises(SimulationError, match="t_final"):
         ws.simulate(snake, lambda t: np.zeros(2), np.zeros(7), 0.0)
+
+
+# ------------------------------------------------------------------ operation counts
+def test_counting_scalar_tallies_each_operation_once() -> None:
+    count = OperationCount()
+    a, b, c = count.number(2.0), count.number(3.0), count.number(4.0)
+    out = count.cos(a * b + 1.0 - c / 2.0) * -b
+    assert float(out) == pytest.approx(math.cos(2.0 * 3.0 + 1.0 - 4.0 / 2.0) * -3.0)
+    assert count == OperationCount(additions=2, multiplications=2, divisions=1, functions=1)
+
+
+def test_kane_operation_count_is_linear_in_n_and_below_table_i() -> None:
+    # Table I with its M and A labels swapped back (errata): multiplications
+    # 15/2 n^2 + 97/2 n - 21, additions 3 n^2 + 24 n - 27; the counted run is the real code
+    counts = {}
+    for n in range(2, 31):
+        snake = random_snake(n)
+        z = ws.initial_state(snake, RNG.uniform(-2, 2, n), RNG.normal(size=2), RNG.normal(size=2))
+        tau = RNG.normal(size=n - 1)
+        count, z_dot = ws.kane_operation_count(snake, z, tau)
+        assert np.array_equal(z_dot, ws.kane_derivative(snake, z, tau))
+        counts[n] = count
+        if n >= 3:
+            assert count.additions < 3 * n * n + 24 * n - 27
+            assert count.multiplications + count.divisions < 7.5 * n * n + 48.5 * n - 21
+    for key in ("additions", "multiplications", "divisions", "functions"):
+        series = np.array([getattr(counts[n], key) for n in range(2, 31)])
+        assert np.all(np.diff(series, 2) == 0), key  # O(n): exactly affine in n
+    assert counts[2].functions == 4 and counts[3].functions - counts[2].functions == 2
