@@ -39,7 +39,7 @@ from .arguments import UsageError, name_values, non_negative, positive, robot_li
 from .cli_bag import register as register_bag_commands
 from .cli_compare import compare_bag
 from .cli_compare import register as register_compare
-from .cli_ground import simulate_on_the_ground
+from .cli_ground import simulate_on_the_ground, simulate_on_wheels
 from .cli_identify import IdentifyError
 from .cli_identify import register as register_identify
 from .cli_sweep import register as register_sweep
@@ -106,6 +106,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "duration_s": args.duration,
         "dt_s": args.dt,
     }
+    if model.wheels:
+        return simulate_on_wheels(args, model, gait, config, Path(out))
     if args.ground:
         return simulate_on_the_ground(args, model, gait, config, Path(out))
     bar = (

@@ -1,6 +1,7 @@
 """``snake simulate --ground``: a gait on the ground, the joints following it exactly, the
-tail free (snake_dynamics.floating, docs/mfm.md eqs. 221-238); travel, speed, heading
-drift and cost of transport on stdout and in the run folder."""
+tail free (snake_dynamics.floating, docs/mfm.md eqs. 221-238); and ``snake simulate`` of a
+robot on wheels (``ground: wheels``: the servos and Kane's wheeled model, eqs. 415-417).
+Travel, speed, heading drift and cost of transport on stdout and in the run folder."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from typing import Any
 
 from snake_dynamics.errors import SimulationError
 from snake_dynamics.fast_floating import simulate_prescribed_fast
-from snake_dynamics.floating import locomotion, lying_state, on_the_ground
+from snake_dynamics.floating import FloatingRun, locomotion, lying_state, on_the_ground
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.wheeled_simulator import simulate_wheeled
 from snake_viz.offline import write_ground_run
 
 from .arguments import UsageError
@@ -53,16 +56,57 @@ def simulate_on_the_ground(
     except SimulationError as exc:
         raise UsageError(str(exc)) from None
     wall = time.perf_counter() - wall
-    travel = locomotion(grounded, run)
     config = {
         **config,
         "ground": dataclasses.asdict(ground),
         "gravity_mps2": grounded.gravity.tolist(),
         "wall_time_s": wall,
     }
+    return _report(args, model, run, config, "on the ground", wall, out)
+
+
+def simulate_on_wheels(
+    args: argparse.Namespace, model: SnakeModel, gait: Gait, config: dict[str, Any], out: Path
+) -> int:
+    """Run ``gait`` as the servos' reference of ``model`` on its wheels (``ground: wheels``,
+    snake_dynamics.wheeled_simulator) and write the run to ``out``.
+
+    Raises:
+        UsageError: options that do not apply on wheels.
+    """
+    if args.method != "fast":
+        raise UsageError("a robot on wheels runs Kane's wheeled model: drop --method")
+    n = model.n_joints
+    if args.servo_stiffness or args.servo_damping:
+        servo = ServoModel.pd(args.servo_stiffness, args.servo_damping, n)
+    else:
+        servo = ServoModel.from_yaml(Path(config["robot"]), model.joint_names)
+    every = max(1, round(1.0 / (SAMPLE_RATE_HZ * args.dt)))
+    bar = ProgressBar(f"simulating {args.duration:g} s on wheels") if not args.quiet else None
+    wall = time.perf_counter()
+    try:
+        run = simulate_wheeled(model, gait, args.duration, args.dt, servo, every, bar)
+    except SimulationError as exc:
+        raise UsageError(str(exc)) from None
+    wall = time.perf_counter() - wall
+    config = {**config, "ground": "wheels", "servo": servo.describe(), "wall_time_s": wall}
+    return _report(args, model, run, config, "on wheels", wall, out)
+
+
+def _report(
+    args: argparse.Namespace,
+    model: SnakeModel,
+    run: FloatingRun,
+    config: dict[str, Any],
+    where: str,
+    wall: float,
+    out: Path,
+) -> int:
+    """Write the run's files and print its travel (eq. 238)."""
+    travel = locomotion(model, run)
     files = write_ground_run(out, run, model.joint_names, travel, config, plots=not args.no_plots)
     cot = f"{travel.cost_of_transport:.3g}" if math.isfinite(travel.cost_of_transport) else "inf"
-    print(f"robot {model.name} ({model.n_joints} joints) on the ground, gait {args.gait}")
+    print(f"robot {model.name} ({model.n_joints} joints) {where}, gait {args.gait}")
     print(f"simulated {args.duration:g} s at dt = {args.dt * 1e3:g} ms in {wall:.1f} s wall time")
     print(
         f"travelled {travel.distance:.4f} m (centre of mass): mean speed "

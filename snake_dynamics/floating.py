@@ -21,7 +21,7 @@ import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.transform import Rotation
 
-from .errors import SimulationError, StateError
+from .errors import ModelError, SimulationError, StateError
 from .ground import Ground, ground_wrenches, stable_step
 from .kinematics import FrameKinematics, b_matrix, b_matrix_dot, frame_kinematics, joint_vector
 from .lie import hat
@@ -65,7 +65,16 @@ def rest_state(model: SnakeModel, position: ArrayLike = (0.0, 0.0, 0.0)) -> Floa
 def on_the_ground(model: SnakeModel) -> SnakeModel:
     """``model`` with a floating tail on its ground under gravity: the robot file's
     ``ground:`` and ``gravity`` where it gives them, else :class:`Ground`'s defaults and
-    9.81 m/s^2 down (-e3)."""
+    9.81 m/s^2 down (-e3).
+
+    Raises:
+        ModelError: a robot on wheels (``ground: wheels``), whose floor is the wheeled model's.
+    """
+    if model.wheels:
+        raise ModelError(
+            f"{model.name} rolls on wheels (ground: wheels): the friction ground does not apply "
+            "(snake simulate runs it with the wheeled model)"
+        )
     gravity = model.gravity if np.any(model.gravity) else np.array([0.0, 0.0, -9.81])
     ground = model.ground if model.ground is not None else Ground()
     return dataclasses.replace(model, base="floating", ground=ground, gravity=gravity)

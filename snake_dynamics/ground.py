@@ -84,7 +84,9 @@ class Ground:
             ModelError: unknown keys or invalid values, naming the field.
         """
         if not isinstance(spec, Mapping):
-            raise ModelError(f"model.ground must be a mapping of ground parameters, got {spec!r}")
+            raise ModelError(
+                f"model.ground must be a mapping of ground parameters or wheels, got {spec!r}"
+            )
         allowed = {f.name for f in fields(cls)}
         unknown = set(spec) - allowed
         if unknown:

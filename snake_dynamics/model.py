@@ -240,6 +240,9 @@ class SnakeModel:
         base: "fixed" (the tail is the inertial body, as in the paper) or "floating" (the
             tail is a free body, :mod:`snake_dynamics.floating`).
         ground: the ground plane z = 0 and its friction (:class:`Ground`), or None.
+        wheels: a passive no-sideslip wheel at every body's CM on a flat floor (a robot
+            YAML's ``ground: wheels``; :mod:`snake_dynamics.wheeled_simulator`): needs a
+            floating base and every joint axis z (a planar snake).
     """
 
     masses: FloatArray
@@ -252,12 +255,17 @@ class SnakeModel:
     name: str = "snake"
     base: str = "fixed"
     ground: Ground | None = None
+    wheels: bool = False
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
             raise ModelError(f"base must be one of {', '.join(BASES)}, got {self.base!r}")
         if self.ground is not None and not isinstance(self.ground, Ground):
             raise ModelError(f"ground must be a Ground or None, got {self.ground!r}")
+        if self.wheels and (self.base != "floating" or self.ground is not None):
+            raise ModelError(
+                "ground: wheels needs base: floating and no friction ground (wheels replace it)"
+            )
         masses = self._vector(self.masses, None, "masses")
         n = masses.size - 1
         if n < 1:
@@ -300,6 +308,12 @@ class SnakeModel:
                 raise ModelError(
                     f"links[{k}].limits must be finite with lower < upper, got [{lo}, {hi}]"
                 )
+        if self.wheels and not np.allclose(axes, [0.0, 0.0, 1.0]):
+            k = int(np.flatnonzero(~np.all(np.isclose(axes, [0.0, 0.0, 1.0]), axis=1))[0])
+            raise ModelError(
+                f"ground: wheels needs every joint axis z (a planar snake); joint_{k + 1} has "
+                f"axis {axes[k].tolist()}: set axes: z (or each link's axis: z)"
+            )
         for attr, value in [
             ("masses", masses),
             ("lengths", lengths),
@@ -398,7 +412,7 @@ class SnakeModel:
         ``radius`` [m], optional ``inertia`` (3x3) and, for links, ``axis`` and ``limits``
         [rad]), optional ``link_defaults`` merged into every link, ``axes`` (pattern,
         default "xz"), ``gravity``, ``name``, ``base`` ("fixed" or "floating") and ``ground``
-        (the :class:`Ground` parameters).
+        (the :class:`Ground` parameters, or ``wheels``).
         """
         unknown = set(spec) - _MODEL_KEYS
         if unknown:
@@ -446,7 +460,10 @@ class SnakeModel:
             ),
             name=str(spec.get("name", name)),
             base=str(spec.get("base", "fixed")),
-            ground=None if spec.get("ground") is None else Ground.from_dict(spec["ground"]),
+            ground=None
+            if spec.get("ground") in (None, "wheels")
+            else Ground.from_dict(spec["ground"]),
+            wheels=spec.get("ground") == "wheels",
         )
 
     # ----------------------------------------------------------------- derived data

@@ -230,13 +230,30 @@ def _kane_kernel(
     cos: Callable[[Scalar], Scalar],
     sin: Callable[[Scalar], Scalar],
 ) -> tuple[tuple[Scalar, Scalar], Recursion[Scalar]]:
-    """u̇ by Kane's equations M u̇ = F - N ω (eqs. 406, 408) from the recursions, O(n), on
-    scalars of any number type; M is solved as the 2x2 system it is.
+    """u̇ by Kane's equations (eqs. 406, 408) after the recursions, on scalars of any
+    number type (:func:`kane_solve`).
 
     Returns:
         (u̇, the recursions of :func:`_recursion`).
     """
     rec = _recursion(k_, theta, u, cos, sin)
+    return kane_solve(k_, rec, tau), rec
+
+
+def kane_solve(
+    k_: KaneConstants[Scalar], rec: Recursion[Scalar], tau: Sequence[Scalar]
+) -> tuple[Scalar, Scalar]:
+    """u̇ from M u̇ = F - N ω (eqs. 406, 408) given the recursions' results, O(n), on
+    scalars of any number type; M is solved as the 2x2 system it is.
+
+    Args:
+        k_: the model's constants in the number type.
+        rec: the recursions at the state (:func:`_recursion`).
+        tau: joint torques T_1..T_{n-1} [N m].
+
+    Returns:
+        u̇ = (V̇_1 [m/s^2], ω̇_1 [rad/s^2]).
+    """
     _, _, pv, pw, bv, bw = rec
     m00 = m01 = m11 = b0 = b1 = f0 = f1 = k_.zero
     for k, (m, inertia) in enumerate(zip(k_.masses, k_.inertias, strict=True)):
@@ -252,7 +269,7 @@ def _kane_kernel(
         f1 = f1 + t * (pw[k + 1][1] - pw[k][1])
     r0, r1 = f0 - b0, f1 - b1
     det = m00 * m11 - m01 * m01
-    return ((m11 * r0 - m01 * r1) / det, (m00 * r1 - m01 * r0) / det), rec
+    return (m11 * r0 - m01 * r1) / det, (m00 * r1 - m01 * r0) / det
 
 
 def kane_rate(

@@ -35,6 +35,12 @@ ground the links rest on), and the node publishes ``odom`` (nav_msgs/Odometry: t
 ``world``, its velocity in the tail's frame ``<namespace>/base_link``) with every state
 and, where tf2_ros is installed, the transform world -> <namespace>/base_link. A restart
 keeps the pose.
+
+A robot config with ``ground: wheels`` (docs/mfm.md, "A robot on wheels") rolls on a
+passive wheel per body: the joints and the tail come together from Kane's model of the
+wheeled snake under the servos' torques
+(:class:`~snake_dynamics.wheeled_simulator.WheeledSimulator`, eqs. 415-417), and ``odom``
+carries the tail's pose as above.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from snake_dynamics.simulator import (
     joint_command,
 )
 from snake_dynamics.urdf import JOINT_EFFORT_LIMIT, JOINT_VELOCITY_LIMIT
+from snake_dynamics.wheeled_simulator import WheeledSimulator
 from snake_ros.paths import robot_config
 
 from .common import (
@@ -132,7 +139,11 @@ class DynamicsNode(Node):
         # on the ground the links rest on it: the joints' simulation leaves gravity to it
         floating = self._model.base == "floating"
         joints = replace(self._model, gravity=np.zeros(3)) if floating else self._model
-        self._sim = Simulator(joints, 1.0 / sim_rate, servo=servo)
+        self._sim = (
+            WheeledSimulator(self._model, 1.0 / sim_rate, servo=servo)
+            if self._model.wheels
+            else Simulator(joints, 1.0 / sim_rate, servo=servo)
+        )
         self._reference = CommandReference(np.zeros(n), timeout)
         self._torques = TorqueInput(n, timeout)
         self._source: InputSource = (
@@ -145,14 +156,15 @@ class DynamicsNode(Node):
         self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
         self._sim.warm_up()
-        self._base = FastBaseTracker(self._model, 1.0 / sim_rate) if floating else None
+        tracked = floating and not self._model.wheels  # on wheels the simulator has the base
+        self._base = FastBaseTracker(self._model, 1.0 / sim_rate) if tracked else None
         if self._base is not None:  # compile its kernels now, then start from the same pose
             lying = self._base.state
             self._base.advance(0.0, np.zeros((1, n)), np.zeros((1, n)))
             self._base.state = lying
         self._frame = f"{self.get_namespace().strip('/')}/base_link".lstrip("/")
-        self._odom = self.create_publisher(Odometry, "odom", 10) if self._base else None
-        self._tf = _transform_broadcaster(self) if self._base else None
+        self._odom = self.create_publisher(Odometry, "odom", 10) if floating else None
+        self._tf = _transform_broadcaster(self) if floating else None
 
         self._epoch_ns: int | None = None
         self._published_ns = -1
@@ -320,6 +332,8 @@ class DynamicsNode(Node):
         self._pub.publish(msg)
         if self._base is not None:
             self._publish_base(msg.header.stamp, self._base.state)
+        elif isinstance(self._sim, WheeledSimulator):
+            self._publish_base(msg.header.stamp, self._sim.base_state)
         self._log_status()
 
     def _publish_base(self, stamp: object, state: FloatingState) -> None:

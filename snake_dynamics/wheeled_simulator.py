@@ -1,0 +1,449 @@
+"""A robot on wheels (``ground: wheels``) under its servos: Kane's recursive model of the
+wheeled snake (docs/mfm.md eqs. 401-408) driven by the servo model's torques (eqs. 202-206),
+the node's and ``snake simulate``'s prediction for such a robot (eqs. 415-417).
+
+The robot's bodies (tail first) are the wheeled snake's links: body b's length, mass and
+inertia about its joint axis z become L_k, m_k and I_k, a wheel sits at every CM, and the
+servos' torques T_k act at the joints. A wheeled snake has two velocity degrees of freedom
+for any number of links, so the joints are not prescribed: they move as the servos' torques
+and the wheels let them (eq. 415), and the tail's pose follows (eq. 416).
+
+Frames: the snake starts straight along +y (as :func:`floating.lying_state`), the tail's
+CM at the origin, at the height of the thickest body. Body b's long axis y is its link's
+e_k, so the tail's yaw is θ_1 - π/2 and its velocity in its own frame is (0, V_1, 0), its
+angular velocity (0, 0, ω_1) (eq. 416).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import fast
+from .errors import ModelError, SimulationError, StateError
+from .fast import _servo_torque_into, compiled
+from .floating import FloatingRun, FloatingState
+from .gaits import JointTrajectory
+from .integrators import servo_model
+from .model import SnakeModel
+from .servo import ServoModel
+from .simulator import RK4_REACH, InputSource, Simulator
+from .wheeled_snake import WheeledSnake, _recursion, link_positions
+
+FloatArray = NDArray[np.float64]
+Motion = Callable[[float], JointTrajectory]
+
+
+def wheeled_snake(model: SnakeModel) -> WheeledSnake:
+    """The wheeled snake of a robot with ``ground: wheels``: its bodies' masses, lengths
+    and inertias about z (eq. 415).
+
+    Raises:
+        ModelError: a robot without wheels.
+    """
+    if not model.wheels:
+        raise ModelError(f"{model.name} has no wheels: set ground: wheels in its robot file")
+    return WheeledSnake(
+        np.array(model.masses), np.array(model.lengths), np.array(model.inertias[:, 2, 2])
+    )
+
+
+def wheeled_substeps(snake: WheeledSnake, servo: ServoModel, dt: float) -> int:
+    """RK4 steps per ``dt`` [s] for the servos on the wheels (eq. 417).
+
+    About the straight snake at rest the joints move as φ̇ = Δ R u, with R = ∂ω/∂u and Δ
+    the differences of neighbours, and M u̇ = -(Δ R)ᵀ (K φ + D φ̇); the eigenvalues λ of
+    that linear system set RK4's step, |λ| h <= :data:`simulator.RK4_REACH`.
+
+    Returns:
+        ceil(max |λ| dt / RK4_REACH), at least 1.
+    """
+    n = snake.n
+    k_ = snake.constants
+    rec = _recursion(k_, [0.0] * n, (0.0, 0.0), math.cos, math.sin)
+    partials = np.array(rec[3])
+    speed_partials = np.array(rec[2])
+    mass = speed_partials.T @ (snake.masses[:, None] * speed_partials) + partials.T @ (
+        snake.inertias[:, None] * partials
+    )
+    joint = np.diff(partials, axis=0)  # Δ R, (n-1, 2)
+    stiffness, damping = servo.packed[0], servo.packed[1]
+    minv = np.linalg.inv(mass)
+    system = np.block(
+        [
+            [np.zeros((n - 1, n - 1)), joint],
+            [-minv @ joint.T * stiffness, -minv @ joint.T @ (damping[:, None] * joint)],
+        ]
+    )
+    reach = float(np.max(np.abs(np.linalg.eigvals(system)))) * dt
+    return max(1, math.ceil(reach / RK4_REACH))
+
+
+class WheeledSimulator(Simulator):
+    """:class:`simulator.Simulator`'s interface for a robot on wheels: the joints and the
+    tail by Kane's recursive model under the servo model's torques, RK4 at ``dt``
+    (substeps from :func:`wheeled_substeps`).
+
+    The state is Kane's reduced state z = [x, y, θ_1..θ_N, V_1, ω_1] of the N = n + 1
+    bodies; q = Δθ and q̇ = Δω are the joints'. :meth:`reset` keeps the tail's pose and
+    heading, sets the joint angles and takes the wheels' admissible motion closest to the
+    joint rates given (least squares: n - 1 > 2 rates cannot all be met).
+
+    Args:
+        model: a robot with ``ground: wheels``.
+        dt: step [s].
+        stiffness: PD servo k_p [N m/rad] (without ``servo``).
+        damping: PD servo k_d [N m s/rad] (without ``servo``).
+        servo: the servo model (its dead times are applied by the input source).
+        t0: start time [s].
+
+    Raises:
+        ModelError: a robot without wheels.
+        SimulationError: bad step, gains or servo model.
+    """
+
+    def __init__(
+        self,
+        model: SnakeModel,
+        dt: float,
+        *,
+        stiffness: ArrayLike = 0.0,
+        damping: ArrayLike = 0.0,
+        servo: ServoModel | None = None,
+        t0: float = 0.0,
+    ) -> None:
+        if not (math.isfinite(dt) and dt > 0.0):
+            raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
+        self.snake = wheeled_snake(model)
+        self.model = model
+        self.fast_model = fast.FastModel(model)
+        self.dt = dt
+        self.servo = servo_model(stiffness, damping, servo, model.n_joints)
+        self.substeps = wheeled_substeps(self.snake, self.servo, dt)
+        self._h = dt / self.substeps
+        self._packed = self.servo.packed
+        k_ = self.snake.constants
+        self._constants: tuple[FloatArray, FloatArray, FloatArray, FloatArray] = (
+            np.array(k_.half),
+            np.array(k_.inverse_half),
+            np.array(k_.masses),
+            np.array(k_.inertias),
+        )
+        self._height = float(np.max(model.radii))
+        n = self.snake.n
+        self._z = np.concatenate([[0.0, 0.0], np.full(n, math.pi / 2), [0.0, 0.0]])
+        self.reset(t0, np.zeros(n - 1), np.zeros(n - 1))
+
+    # ------------------------------------------------------------------ state
+    def _rates(self, z: FloatArray) -> list[float]:
+        n = self.snake.n
+        rec = _recursion(
+            self.snake.constants, z[2 : n + 2].tolist(), (z[n + 2], z[n + 3]), math.cos, math.sin
+        )
+        return rec[1]
+
+    def reset(
+        self, t: float, q: ArrayLike, qd: ArrayLike, pose: tuple[float, float, float] | None = None
+    ) -> None:
+        """Restart at time t [s] from joint angles q [rad] and the admissible motion closest
+        to the joint rates qd [rad/s], the tail at ``pose`` (x [m], y [m], heading θ_1
+        [rad]; None: where it is).
+
+        Raises:
+            StateError: q or q_dot of the wrong shape or not finite.
+        """
+        n = self.snake.n
+        q_arr, qd_arr = np.array(q, dtype=float), np.array(qd, dtype=float)
+        if q_arr.shape != (n - 1,) or qd_arr.shape != (n - 1,):
+            raise StateError(
+                f"q and qd must have shape ({n - 1},), got {q_arr.shape}, {qd_arr.shape}"
+            )
+        if not (np.all(np.isfinite(q_arr)) and np.all(np.isfinite(qd_arr)) and math.isfinite(t)):
+            raise StateError("reset state and time must be finite")
+        if pose is not None:
+            self._z[:3] = pose
+        theta = self._z[2] + np.concatenate([[0.0], np.cumsum(q_arr)])
+        rec = _recursion(self.snake.constants, theta.tolist(), (0.0, 0.0), math.cos, math.sin)
+        joint = np.diff(np.array(rec[3]), axis=0)
+        u = np.linalg.lstsq(joint, qd_arr, rcond=None)[0]
+        self._z = np.concatenate([self._z[:2], theta, u])
+        self._t0, self._count = float(t), 0
+        self._set_joints()
+        self._u = np.concatenate([np.zeros(n - 1), self._q, np.zeros(n - 1)])
+
+    def _set_joints(self) -> None:
+        n = self.snake.n
+        self._q = np.diff(self._z[2 : n + 2])
+        self._qd = np.diff(np.array(self._rates(self._z)))
+
+    @property
+    def tau(self) -> FloatArray:
+        """The servo torques at the current state [N m], shape (n,)."""
+        return np.asarray(fast.servo_torque(self._packed, self._u, self._q, self._qd))
+
+    @property
+    def z(self) -> FloatArray:
+        """Kane's reduced state [x, y, θ_1..θ_N, V_1, ω_1] (a copy)."""
+        return self._z.copy()
+
+    @property
+    def base_state(self) -> FloatingState:
+        """The tail's pose and velocity as a floating base's state (eq. 416)."""
+        n = self.snake.n
+        x, y, heading = self._z[0], self._z[1], self._z[2]
+        yaw = heading - math.pi / 2
+        quaternion = np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)])
+        v1, w1 = self._z[n + 2], self._z[n + 3]
+        nu = np.concatenate([[0.0, v1, 0.0, 0.0, 0.0, w1], self._qd])
+        return FloatingState(np.array([x, y, self._height]), quaternion, self._q.copy(), nu)
+
+    @property
+    def centre_of_mass(self) -> FloatArray:
+        """The snake's CM [m], shape (3,)."""
+        n = self.snake.n
+        q = np.concatenate([self._z[2 : n + 2], self._z[:2]])
+        r = link_positions(self.snake, q)
+        xy = self.snake.masses @ r / self.snake.masses.sum()
+        return np.array([xy[0], xy[1], self._height])
+
+    # ------------------------------------------------------------------ stepping
+    def advance(self, steps: int, source: InputSource) -> tuple[FloatArray, FloatArray]:
+        """Take ``steps`` steps with the inputs of ``source`` at the stage times.
+
+        Returns:
+            q [rad] and q_dot [rad/s] at the end of every step, shape (steps, n) each.
+
+        Raises:
+            SimulationError: the state left the finite numbers; the simulator keeps the
+                last finite state and its time.
+        """
+        m, sub = self.snake.n - 1, self.substeps
+        if steps <= 0:
+            return np.empty((0, m)), np.empty((0, m))
+        inputs = source.inputs(self.stage_times(steps))
+        if inputs.shape != (2 * steps * sub + 1, 3 * m):
+            raise SimulationError(f"inputs must have shape ({2 * steps * sub + 1}, {3 * m})")
+        qs, qds = np.empty((steps, m)), np.empty((steps, m))
+        z = self._z.copy()
+        done = _wheeled_steps(*self._constants, self._packed, z, inputs, self._h, sub, qs, qds)
+        if done > 0:
+            self._z = z
+            self._count += done
+            self._u = inputs[2 * done * sub]
+            self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
+        if done < steps:
+            raise SimulationError(
+                f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
+                "(torques too large for the model: check the commands and servo gains)"
+            )
+        return qs, qds
+
+    def warm_up(self) -> None:
+        """Compile the kernels now (numba's cache), not in the middle of a run."""
+        m = self.snake.n - 1
+        fast.servo_torque(self._packed, np.zeros(3 * m), np.zeros(m), np.zeros(m))
+        wheeled_rate(*self._constants, self._packed, self._z, np.zeros(3 * m))
+
+
+@compiled
+def _rate_into(
+    half: FloatArray,
+    inv: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    servo: FloatArray,
+    z: FloatArray,
+    u: FloatArray,
+    out: FloatArray,
+) -> None:
+    """ż under the servo torques (eq. 415) into ``out``: Kane's recursions (eqs. 403, 404,
+    407), the servos (eqs. 202-206) on φ = Δθ, φ̇ = Δω, and M u̇ = F - N ω solved as 2x2
+    (eqs. 406, 408); the compiled form of :func:`wheeled_snake.kane_rate`."""
+    n = masses.size
+    v, w = np.empty(n), np.empty(n)
+    pv, pw, b = np.empty((n, 2)), np.empty((n, 2)), np.empty((n, 2))  # b: (W_k, Z_k)
+    v[0], w[0] = z[n + 2], z[n + 3]
+    pv[0, 0], pv[0, 1], pw[0, 0], pw[0, 1], b[0, 0], b[0, 1] = 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
+    for k in range(n - 1):
+        phi = z[k + 3] - z[k + 2]
+        c, s = math.cos(phi), math.sin(phi)
+        hc, hs, ik = half[k] * c, half[k] * s, inv[k + 1]
+        v[k + 1] = v[k] * c + w[k] * hs
+        w[k + 1] = (v[k] * s - w[k] * hc) * ik
+        for r in range(2):
+            pv[k + 1, r] = pv[k, r] * c + pw[k, r] * hs
+            pw[k + 1, r] = (pv[k, r] * s - pw[k, r] * hc) * ik
+        phi_dot = w[k + 1] - w[k]
+        b[k + 1, 0] = b[k, 0] * c + b[k, 1] * hs + (w[k] * hc - v[k] * s) * phi_dot
+        b[k + 1, 1] = (b[k, 0] * s - b[k, 1] * hc + (v[k] * c + w[k] * hs) * phi_dot) * ik
+    q, qd, tau = np.empty(n - 1), np.empty(n - 1), np.empty(n - 1)
+    for k in range(n - 1):
+        q[k] = z[k + 3] - z[k + 2]
+        qd[k] = w[k + 1] - w[k]
+    _servo_torque_into(servo, u, q, qd, tau)
+    m00 = m01 = m11 = r0 = r1 = 0.0
+    for k in range(n):
+        mp0, mp1 = masses[k] * pv[k, 0], masses[k] * pv[k, 1]
+        ip0, ip1 = inertias[k] * pw[k, 0], inertias[k] * pw[k, 1]
+        m00 += mp0 * pv[k, 0] + ip0 * pw[k, 0]
+        m01 += mp0 * pv[k, 1] + ip0 * pw[k, 1]
+        m11 += mp1 * pv[k, 1] + ip1 * pw[k, 1]
+        r0 -= mp0 * b[k, 0] + ip0 * b[k, 1]
+        r1 -= mp1 * b[k, 0] + ip1 * b[k, 1]
+    for k in range(n - 1):
+        r0 += tau[k] * (pw[k + 1, 0] - pw[k, 0])
+        r1 += tau[k] * (pw[k + 1, 1] - pw[k, 1])
+    det = m00 * m11 - m01 * m01
+    out[0] = v[0] * math.cos(z[2])
+    out[1] = v[0] * math.sin(z[2])
+    out[2 : n + 2] = w
+    out[n + 2] = (m11 * r0 - m01 * r1) / det
+    out[n + 3] = (m00 * r1 - m01 * r0) / det
+
+
+@compiled
+def wheeled_rate(
+    half: FloatArray,
+    inv: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    servo: FloatArray,
+    z: FloatArray,
+    u: FloatArray,
+) -> FloatArray:
+    """ż of a robot on wheels under its servos (eq. 415), see :func:`_rate_into`.
+
+    Args:
+        half: h_k [m]; inv: 1/h_k [1/m]; masses: m_k [kg]; inertias: I_k [kg m^2], (N,).
+        servo: the packed servo parameters (:attr:`ServoModel.packed`), (5, N-1).
+        z: Kane's reduced state [x, y, θ_1..θ_N, V_1, ω_1], (N+4,).
+        u: the servo inputs [tau_ff; q_ref; q_dot_ref], (3(N-1),).
+    """
+    out = np.empty(z.size)
+    _rate_into(half, inv, masses, inertias, servo, z, u, out)
+    return out
+
+
+@compiled
+def _wheeled_steps(
+    half: FloatArray,
+    inv: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    servo: FloatArray,
+    z: FloatArray,
+    inputs: FloatArray,
+    h: float,
+    sub: int,
+    qs: FloatArray,
+    qds: FloatArray,
+) -> int:
+    """RK4 steps of eq. 415 in place on ``z``, ``sub`` of length h per step, the inputs at
+    the stage times (rows 2 i, 2 i + 1, 2 i + 2 for RK4 step i); q and q_dot at the end of
+    every step into qs, qds. Returns the steps done (fewer: the state left the finite
+    numbers; ``z`` then holds the last finite step's state)."""
+    n = masses.size
+    k1, k2, k3, k4 = np.empty(z.size), np.empty(z.size), np.empty(z.size), np.empty(z.size)
+    for i in range(qs.shape[0]):
+        y = z.copy()
+        for j in range(sub):
+            row = 2 * (i * sub + j)
+            _rate_into(half, inv, masses, inertias, servo, y, inputs[row], k1)
+            _rate_into(half, inv, masses, inertias, servo, y + 0.5 * h * k1, inputs[row + 1], k2)
+            _rate_into(half, inv, masses, inertias, servo, y + 0.5 * h * k2, inputs[row + 1], k3)
+            _rate_into(half, inv, masses, inertias, servo, y + h * k3, inputs[row + 2], k4)
+            y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        if not np.all(np.isfinite(y)):
+            return i
+        z[:] = y
+        rates = np.empty(n)
+        _rate_into(half, inv, masses, inertias, servo, y, inputs[2 * (i + 1) * sub], k1)
+        rates[:] = k1[2 : n + 2]
+        for k in range(n - 1):
+            qs[i, k] = y[k + 3] - y[k + 2]
+            qds[i, k] = rates[k + 1] - rates[k]
+    return int(qs.shape[0])
+
+
+class MotionInput(InputSource):
+    """A gait as the servos' reference, each servo seeing it its dead time late, without
+    feed-forward and with a zero rate reference (a hobby servo, as the dynamics node's
+    prescribed mode).
+
+    Args:
+        motion: t -> (q, q_dot, q_ddot), e.g. a gait.
+        dead_time: T_d [s] per joint.
+    """
+
+    def __init__(self, motion: Motion, dead_time: ArrayLike) -> None:
+        self.motion = motion
+        self.dead_time = np.asarray(dead_time, dtype=float)
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = self.dead_time.size
+        out = np.zeros((t.size, 3 * n))
+        for delay in np.unique(self.dead_time):
+            cols = n + np.flatnonzero(self.dead_time == delay)
+            late = np.array([self.motion(float(ti) - delay).q for ti in t])
+            out[:, cols] = late[:, cols - n]
+        return out
+
+
+def simulate_wheeled(
+    model: SnakeModel,
+    motion: Motion,
+    t_end: float,
+    dt: float,
+    servo: ServoModel,
+    every: int = 1,
+    progress: Callable[[float], None] | None = None,
+) -> FloatingRun:
+    """A robot on wheels following ``motion`` with its servos (eq. 415) from the straight
+    pose at rest, sampled as a floating base's run (eq. 416).
+
+    Args:
+        model: a robot with ``ground: wheels``.
+        motion: t -> (q, q_dot, q_ddot), the servos' reference.
+        t_end: duration [s].
+        dt: step [s].
+        servo: the servos.
+        every: keep every ``every``-th step.
+        progress: called with the fraction done.
+
+    Returns:
+        The run; its ``tau`` are the servo torques.
+    """
+    sim = WheeledSimulator(model, dt, servo=servo)
+    sim.warm_up()
+    source = MotionInput(motion, sim.servo.dead_times)
+    steps = round(t_end / dt)
+    rows: list[tuple[float, FloatingState, FloatArray, float, FloatArray]] = []
+
+    def sample() -> None:
+        state = sim.base_state
+        theta = sim.z[2:-2]
+        heading = math.atan2(float(np.sin(theta).sum()), float(np.cos(theta).sum()))
+        rows.append((sim.time, state, sim.centre_of_mass, heading, sim.tau))
+
+    sample()
+    done = 0
+    while done < steps:
+        batch = min(every, steps - done)
+        sim.advance(batch, source)
+        done += batch
+        sample()
+        if progress is not None:
+            progress(done / steps)
+    return FloatingRun(
+        np.array([r[0] for r in rows]),
+        np.array([r[1].position for r in rows]),
+        np.array([r[1].quaternion for r in rows]),
+        np.array([r[1].q for r in rows]),
+        np.array([r[1].nu for r in rows]),
+        np.array([r[2] for r in rows]),
+        np.array([r[3] for r in rows]),
+        np.array([r[4] for r in rows]),
+    )
