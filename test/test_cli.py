@@ -340,3 +340,29 @@ def test_console_script_is_installed() -> None:
         )
     proc = subprocess.run([str(script), "gaits"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "serpenoid" in proc.stdout
+
+
+def test_simulate_on_wheels_runs_kanes_model_under_the_servos(tmp_path) -> None:
+    """A robot with ``ground: wheels``: the servos drive Kane's wheeled model; the travel on
+    stdout equals summary.json's and run.csv's; the tail stays at the wheels' height; a
+    friction-ground option is refused in one line."""
+    out = tmp_path / "wheels"
+    robot = str(ROOT / "config" / "robot_wheels.yaml")
+    proc = snake(
+        "simulate", "--robot", robot, "--gait", "serpenoid", "--duration", "1", "-o", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "simulating 1 s on wheels: 100%" in proc.stderr
+    assert "on wheels, gait serpenoid" in proc.stdout
+    travel = json.loads((out / "summary.json").read_text())["travel"]
+    assert f"travelled {travel['distance']:.4f} m" in proc.stdout
+    rows = np.genfromtxt(out / "run.csv", delimiter=",", names=True)
+    moved = np.hypot(rows["com_x"][-1] - rows["com_x"][0], rows["com_y"][-1] - rows["com_y"][0])
+    assert moved == pytest.approx(travel["distance"], rel=1e-6) and moved > 0.01
+    assert np.all(rows["base_z"] == 0.035)  # the thickest body's radius: on its wheels
+    proc = snake("simulate", "--robot", robot, "--method", "literal", "-o", str(tmp_path / "x"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "drop --method" in proc.stderr
+    proc = snake("sweep", "--robot", robot, "--duration", "0.1", "-o", str(tmp_path / "s"))
+    assert (
+        proc.returncode != 0 and "rolls on wheels" in proc.stderr and "Traceback" not in proc.stderr
+    )

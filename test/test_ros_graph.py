@@ -48,6 +48,7 @@ from snake_dynamics import Servo, SnakeModel, make_gait, simulate  # noqa: E402
 from snake_dynamics.gaits import JointTrajectory  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402
 from snake_dynamics.simulator import stable_substeps  # noqa: E402
+from snake_dynamics.wheeled_simulator import MotionInput, WheeledSimulator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
@@ -686,3 +687,42 @@ def test_ctrl_c_stops_every_child_cleanly(graph: Graph) -> None:
     # each wrote its final status line
     assert re.search(r"published \d+ messages on /joint_commands", logs["gait_node.log"])
     assert re.search(r"\d+ messages rejected", logs["dynamics_node.log"])
+
+
+def test_on_wheels_the_node_is_the_offline_wheeled_simulation(listener: Listener) -> None:
+    """A robot on wheels (config/robot_wheels.yaml) in lock step (:func:`_lockstep`): from a
+    state and its odometry (the whole of Kane's state: the tail's pose and the joints), the
+    offline WheeledSimulator under the same servos reproduces every later joint angle and
+    tail position; the snake rolls (this gait, robot.yaml's, moves only every other joint)."""
+    odoms: list[Odometry] = []
+
+    def listen(node: Node) -> None:
+        node.create_subscription(Odometry, "/wheels/odom", odoms.append, 100)
+
+    robot = ROOT / "config" / "robot_wheels.yaml"
+    states, gait = _lockstep(listener, "wheels", robot, 2.0, listen)
+    listener.spin_until(lambda: len(odoms) >= len(states), 20.0, "an odom per state")
+    assert [o.header.stamp for o in odoms] == [
+        Time(nanoseconds=round(s.stamp * 1e9)).to_msg() for s in states
+    ]
+    model = SnakeModel.from_yaml(robot)
+    servos = ServoModel.from_yaml(robot, model.joint_names)
+    i0 = next(i for i, s in enumerate(states) if s.stamp >= CLOCK_START_S + 0.1)
+    start, pose = states[i0], odoms[i0].pose.pose
+    yaw = 2.0 * math.atan2(pose.orientation.z, pose.orientation.w)
+    sim = WheeledSimulator(model, 1.0 / DYN_CONFIG["sim_rate"], servo=servos)
+    sim.reset(0.0, start.q, start.qd, pose=(pose.position.x, pose.position.y, yaw + math.pi / 2))
+    offset = start.stamp - CLOCK_START_S
+    source = MotionInput(lambda t: gait(t + offset), servos.dead_times)  # angles only
+    q_error = p_error = 0.0
+    for state, odom in zip(states[i0 + 1 :], odoms[i0 + 1 :], strict=True):
+        sim.advance(round((state.stamp - start.stamp) / sim.dt) - round(sim.time / sim.dt), source)
+        q_error = max(q_error, float(np.max(np.abs(state.q - sim.q))))
+        p = odom.pose.pose.position
+        p_error = max(
+            p_error, math.hypot(p.x - sim.base_state.position[0], p.y - sim.base_state.position[1])
+        )
+    print(f"live wheels vs offline: joints {q_error:.2g} rad, tail {p_error:.2g} m")
+    assert q_error < 1e-6 and p_error < 1e-6, (q_error, p_error)
+    end = odoms[-1].pose.pose.position
+    assert math.hypot(end.x - pose.position.x, end.y - pose.position.y) > 0.01  # it rolls
