@@ -8,6 +8,8 @@ back (the CPU cost) and paced at 100 Hz like the node (what its status line repo
 Target: >= 20x for the 20-body model. On the ground (``on_the_ground`` of the config, as a
 ``base: floating`` robot config runs the node) the tick also moves the free tail under the
 step's joints (``FastBaseTracker``, eqs. 228, 239). Target: >= 5x for the 20-body model.
+On wheels (config/robot_wheels.yaml) the node's ``WheeledSimulator`` (eqs. 415-417) does
+the work instead.
 
     python bench/realtime.py [--seconds 5] [--output bench/results/realtime.json]
 """
@@ -27,6 +29,7 @@ from snake_dynamics.fast_floating import FastBaseTracker
 from snake_dynamics.floating import on_the_ground
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.wheeled_simulator import WheeledSimulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY = 1000.0, 100.0, 0.02  # config/dynamics_node.yaml defaults
@@ -44,7 +47,11 @@ def measure(
     model = SnakeModel.from_yaml(ROOT / "config" / config)
     gait = make_gait(gait_name, model)
     servo = ServoModel.from_yaml(ROOT / "config" / config, model.joint_names)
-    sim = Simulator(model, 1.0 / SIM_RATE, servo=servo)
+    sim = (
+        WheeledSimulator(model, 1.0 / SIM_RATE, servo=servo)
+        if model.wheels
+        else Simulator(model, 1.0 / SIM_RATE, servo=servo)
+    )
     sim.warm_up()
     tracker = FastBaseTracker(on_the_ground(model), 1.0 / SIM_RATE) if ground else None
     if tracker is not None:
@@ -69,6 +76,7 @@ def measure(
         "robot": model.name,
         "n_joints": model.n_joints,
         "on_the_ground": ground,
+        "on_wheels": model.wheels,
         "gait": gait_name,
         "paced_like_the_node": paced,
         "sim_rate_hz": SIM_RATE,
@@ -101,6 +109,10 @@ def main() -> None:
                 ("paper_3d.yaml", "sidewinding"),
                 ("snake20.yaml", "sidewinding"),
             )
+        ]
+        + [
+            measure("robot_wheels.yaml", "serpenoid", args.seconds, paced)
+            for paced in (False, True)
         ],
     }
     emit(results, args.output)

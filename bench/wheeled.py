@@ -7,13 +7,14 @@
   (n = 30, T_k = 1 N m, straight at rest, 100 s): both formulations with scipy's DOP853 at
   ``--tolerance``; the energy residual S(t) = E(t) - E(0) - work (eq. 414) and the wheels'
   lateral velocities, as the paper reports precision; wall time.
-* Single against double precision, as the paper's figures 4 and 5 do: Kane's ż evaluated
-  in numpy.float32 and in float, each integrated by fixed-step RK4 at ``--dt`` on the same
-  scenario; the largest difference of the headings.
+* Single against double precision, as the paper's figures 4 and 5 do: each formulation
+  computed in numpy.float32 and in float throughout, each integrated by fixed-step RK4 at
+  ``--dt`` on the same scenario; the largest difference of the headings.
 * CPU time of one evaluation of ż against n, both formulations (best of ``--repeat``
   timeit rounds), and their ratio (the paper's figures 2 and 3).
 
-Figures: docs/img/wheeled-energy.png (S(t) and the lateral velocities, Table III) and
+Figures: docs/img/wheeled-energy.png (S(t) and the lateral velocities, Table III),
+docs/img/wheeled-precision.png (single against double precision, Table III) and
 docs/img/wheeled-cpu.png (CPU time and ratio against n).
 
     python bench/wheeled.py [--tolerance 1e-10] [--table3-seconds 100] [--dt 0.01]
@@ -127,46 +128,57 @@ def run_both(name: str, scenario: Any, seconds: float, tolerance: float) -> dict
 
 
 def rk4_headings(
-    scenario: Any, seconds: float, dt: float, number: Callable[[float], Any]
+    scenario: Any, seconds: float, dt: float, dtype: type[np.floating[Any]], method: str
 ) -> NDArray[np.float64]:
-    """θ_k(t) by fixed-step RK4 on :func:`ws.kane_rate` in one number type, shape (T, n)."""
+    """θ_k(t) by fixed-step RK4 of one formulation computed in ``dtype`` throughout
+    (Kane: :func:`ws.kane_rate` on scalars of that type; Lagrange: its arrays), (T, n)."""
     snake, torque, z0 = scenario
     n = snake.n
-    dtype = np.float32 if number is np.float32 else np.float64
-    constants = ws.KaneConstants.of(snake, number)
     h = dtype(dt)
-    z = np.asarray(z0, dtype=dtype)
+    if method == "kane":
+        constants = ws.KaneConstants.of(snake, dtype)
+        y = np.asarray(z0, dtype=dtype)
 
-    def rate(t: float, y: NDArray[Any]) -> NDArray[Any]:
-        tau = list(np.asarray(torque(t), dtype=dtype))
-        return np.array(ws.kane_rate(constants, list(y), tau, np.cos, np.sin), dtype=dtype)
+        def rate(t: float, y: NDArray[Any]) -> NDArray[Any]:
+            tau = list(np.asarray(torque(t), dtype=dtype))
+            return np.array(ws.kane_rate(constants, list(y), tau, np.cos, np.sin), dtype=dtype)
 
-    steps = round(seconds / dt)
-    out = [z[2 : n + 2].astype(float)]
-    for i in range(steps):
+        headings = slice(2, n + 2)
+    else:
+        y = ws.full_state(snake, z0).astype(dtype)
+
+        def rate(t: float, y: NDArray[Any]) -> NDArray[Any]:
+            return ws.lagrange_derivative(snake, y, np.asarray(torque(t), dtype=dtype))
+
+        headings = slice(0, n)
+    out = [y[headings].astype(float)]
+    for i in range(round(seconds / dt)):
         t = i * dt
-        k1 = rate(t, z)
-        k2 = rate(t + dt / 2, z + h / 2 * k1)
-        k3 = rate(t + dt / 2, z + h / 2 * k2)
-        k4 = rate(t + dt, z + h * k3)
-        z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        out.append(z[2 : n + 2].astype(float))
+        k1 = rate(t, y)
+        k2 = rate(t + dt / 2, y + h / 2 * k1)
+        k3 = rate(t + dt / 2, y + h / 2 * k2)
+        k4 = rate(t + dt, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        out.append(y[headings].astype(float))
     return np.array(out)
 
 
 def precision(name: str, scenario: Any, seconds: float, dt: float) -> dict[str, Any]:
-    """Single against double precision for Kane's ż, RK4 at dt."""
-    print(f"  {name}: float32 against float64 ...", file=sys.stderr, flush=True)
-    single = rk4_headings(scenario, seconds, dt, np.float32)
-    double = rk4_headings(scenario, seconds, dt, float)
-    diff = np.abs(single - double).max(axis=1)
-    return {
-        "scenario": name,
-        "dt_s": dt,
-        "seconds": seconds,
-        "max_heading_difference_rad": float(diff.max()),
-        "heading_difference_at_end_rad": float(diff[-1]),
-    }
+    """Single against double precision, each formulation, RK4 at dt: the largest heading
+    difference, over the whole run and over its first 5 s."""
+    out: dict[str, Any] = {"scenario": name, "dt_s": dt, "seconds": seconds}
+    for method in ("kane", "lagrange"):
+        print(f"  {name}: {method} float32 against float64 ...", file=sys.stderr, flush=True)
+        single = rk4_headings(scenario, seconds, dt, np.float32, method)
+        double = rk4_headings(scenario, seconds, dt, np.float64, method)
+        diff = np.abs(single - double).max(axis=1)
+        early = diff[: round(min(seconds, 5.0) / dt) + 1]
+        out[method] = {
+            "max_heading_difference_rad": float(diff.max()),
+            "first_5_s_max_heading_difference_rad": float(early.max()),
+            "_difference": diff,
+        }
+    return out
 
 
 def cpu_time(sizes: Sequence[int], repeat: int) -> list[dict[str, float]]:
@@ -204,6 +216,25 @@ def plot_energy(table: dict[str, Any], path: Path) -> None:
     for ax in (ax_s, ax_l):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_precision(result: dict[str, Any], path: Path) -> None:
+    """max_k |θ_k(float32) - θ_k(float64)| against t, both formulations."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for method, style in (("kane", "-"), ("lagrange", "--")):
+        diff = result[method]["_difference"]
+        t = np.arange(diff.size) * result["dt_s"]
+        ax.semilogy(t, diff + 1e-12, style, label=method)
+    ax.set(
+        xlabel="t [s]",
+        ylabel="max_k |θ_k single - θ_k double| [rad]",
+        title=f"single against double precision, {result['scenario']}",
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -250,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     IMG.mkdir(parents=True, exist_ok=True)
     plot_energy(tables[1], IMG / "wheeled-energy.png")
     plot_cpu(cpu, IMG / "wheeled-cpu.png")
+    plot_precision(precisions[1], IMG / "wheeled-precision.png")
+    for result in precisions:
+        for method in ("kane", "lagrange"):
+            del result[method]["_difference"]
     for table in tables:
         for run in table["runs"].values():
             del run["_run"]
@@ -260,7 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tables": tables,
             "single_vs_double": precisions,
             "cpu_time": cpu,
-            "figures": ["docs/img/wheeled-energy.png", "docs/img/wheeled-cpu.png"],
+            "figures": [
+                "docs/img/wheeled-energy.png",
+                "docs/img/wheeled-cpu.png",
+                "docs/img/wheeled-precision.png",
+            ],
             "machine": {"python": platform.python_version(), "cpu": platform.processor()},
         },
         args.output,

@@ -120,7 +120,11 @@ class WheeledSnake:
 
 
 def _vector(value: ArrayLike, size: int, name: str) -> FloatArray:
-    out = np.asarray(value, dtype=float)
+    """``value`` as a finite 1-D array of ``size``: float, or float32 where it is float32
+    already (the single-precision runs of the Lagrange form)."""
+    out = np.asarray(value)
+    if out.dtype != np.float32:
+        out = np.asarray(value, dtype=float)
     if out.shape != (size,) or not np.all(np.isfinite(out)):
         raise StateError(f"{name} must be a finite array of shape ({size},), got {value!r}")
     return out
@@ -531,11 +535,11 @@ def link_positions(snake: WheeledSnake, q: ArrayLike) -> FloatArray:
 
 
 def _jacobians(snake: WheeledSnake, theta: FloatArray) -> FloatArray:
-    """J_k = ∂v_k/∂q̇, shape (n, 2, n+2) (eq. 409)."""
+    """J_k = ∂v_k/∂q̇, shape (n, 2, n+2) (eq. 409), in θ's precision."""
     n = snake.n
-    c = _position_coefficients(snake)
+    c = _position_coefficients(snake).astype(theta.dtype)
     nrm = np.stack([-np.sin(theta), np.cos(theta)], axis=0)  # (2, n): n_j as columns
-    jac = np.zeros((n, 2, n + 2))
+    jac = np.zeros((n, 2, n + 2), dtype=theta.dtype)
     jac[:, :, :n] = c[:, None, :] * nrm[None, :, :]
     jac[:, 0, n] = 1.0
     jac[:, 1, n + 1] = 1.0
@@ -614,15 +618,16 @@ def lagrange_terms(
     qd = _vector(q_dot, n + 2, "q_dot")
     t = _vector(tau, n - 1, "tau")
     theta, theta_dot = qq[:n], qd[:n]
+    dtype = qq.dtype  # float, or float32 for a single-precision run
     jac = _jacobians(snake, theta)
-    m = snake.masses
+    m = snake.masses.astype(dtype)
     mass = np.einsum("k,kai,kaj->ij", m, jac, jac)
-    mass[:n, :n] += np.diag(snake.inertias)
+    mass[:n, :n] += np.diag(snake.inertias.astype(dtype))
     # J̇_k q̇ = -Σ_j c_kj θ̇_j² e_j: the centripetal accelerations
     e = np.stack([np.cos(theta), np.sin(theta)], axis=1)
-    centripetal = -_position_coefficients(snake) @ (theta_dot[:, None] ** 2 * e)  # (n, 2)
+    centripetal = -_position_coefficients(snake).astype(dtype) @ (theta_dot[:, None] ** 2 * e)
     bias = np.einsum("k,kai,ka->i", m, jac, centripetal)
-    forces = np.zeros(n + 2)
+    forces = np.zeros(n + 2, dtype=dtype)
     forces[1:n] += t
     forces[: n - 1] -= t
     nrm = np.stack([-np.sin(theta), np.cos(theta)], axis=1)
@@ -650,7 +655,7 @@ def lagrange_accelerations(
     """
     n = snake.n
     mass, bias, forces, a, a_dot_q_dot = lagrange_terms(snake, q, q_dot, tau)
-    kkt = np.zeros((2 * n + 2, 2 * n + 2))
+    kkt = np.zeros((2 * n + 2, 2 * n + 2), dtype=mass.dtype)
     kkt[: n + 2, : n + 2] = mass
     kkt[: n + 2, n + 2 :] = a
     kkt[n + 2 :, : n + 2] = a.T
@@ -659,7 +664,7 @@ def lagrange_accelerations(
 
 
 def lagrange_derivative(snake: WheeledSnake, s: ArrayLike, tau: ArrayLike) -> FloatArray:
-    """ṡ for the full state s = [q; q̇] (eq. 412).
+    """ṡ for the full state s = [q; q̇] (eq. 412), in float32 throughout if s and tau are.
 
     Args:
         snake: geometry and inertia.

@@ -241,3 +241,25 @@ def test_kane_operation_count_is_linear_in_n_and_below_table_i() -> None:
         series = np.array([getattr(counts[n], key) for n in range(2, 31)])
         assert np.all(np.diff(series, 2) == 0), key  # O(n): exactly affine in n
     assert counts[2].functions == 4 and counts[3].functions - counts[2].functions == 2
+
+
+def test_single_precision_runs_stay_in_float32_and_near_double() -> None:
+    # the precision study of bench/wheeled.py: both forms computed in float32 throughout
+    n = 6
+    snake = random_snake(n)
+    z = ws.initial_state(snake, RNG.uniform(-1, 1, n), RNG.normal(size=2), RNG.normal(size=2))
+    tau = RNG.normal(size=n - 1)
+    k32 = ws.KaneConstants.of(snake, np.float32)
+    z32 = ws.kane_rate(
+        k32, list(z.astype(np.float32)), list(tau.astype(np.float32)), np.cos, np.sin
+    )
+    assert all(type(x) is np.float32 for x in z32)
+    exact = ws.kane_derivative(snake, z, tau)
+    np.testing.assert_allclose(
+        np.array(z32, dtype=float), exact, rtol=0, atol=1e-5 * np.abs(exact).max()
+    )
+    s = ws.full_state(snake, z)
+    s32 = ws.lagrange_derivative(snake, s.astype(np.float32), tau.astype(np.float32))
+    assert s32.dtype == np.float32
+    exact = ws.lagrange_derivative(snake, s, tau)
+    np.testing.assert_allclose(s32, exact, rtol=0, atol=1e-4 * np.abs(exact).max())
