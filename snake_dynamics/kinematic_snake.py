@@ -363,7 +363,7 @@ def plot_connection(
     ts = np.linspace(0.0, gait.period, 200)
     loop = np.array([gait.shape(t) for t in ts])
 
-    fig = Figure(figsize=(15, 5))
+    fig = Figure(figsize=(15, 5), layout="constrained")
     FigureCanvasAgg(fig)
     titles = ("-A row ξ_x [m/rad]", "-A row ξ_y (identically zero)", "-A row ξ_θ [rad/rad]")
     for k, ax in enumerate(fig.subplots(1, 3)):
