@@ -197,6 +197,15 @@ def test_graph_names_namespaces_and_topics() -> None:
     assert "rviz2" not in {s.name for s in simulation_graph(rviz=False)}
 
 
+@pytest.mark.parametrize("robot", ["robot_ground", "robot_wheels"])
+def test_a_moving_base_drops_the_static_world_transform(robot: str) -> None:
+    # on the friction ground or on wheels, dynamics_node publishes world -> sim/base_link
+    graph = {spec.name: spec for spec in simulation_graph(robot, "serpenoid")}
+    assert "world_to_sim" not in graph
+    params = graph["dynamics_node"].parameters[1]
+    assert isinstance(params, dict) and params["robot_config"].endswith(f"{robot}.yaml")
+
+
 class _Recorder:
     """A stand-in for a launch class: keeps its arguments."""
 
