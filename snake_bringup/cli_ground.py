@@ -74,8 +74,11 @@ def simulate_on_wheels(
     Raises:
         UsageError: options that do not apply on wheels.
     """
-    if args.method != "fast":
-        raise UsageError("a robot on wheels runs Kane's wheeled model: drop --method")
+    if args.ground or args.method != "fast":
+        raise UsageError(
+            f"{model.name} rolls on wheels (ground: wheels) and runs Kane's wheeled model: "
+            "drop --ground and --method"
+        )
     n = model.n_joints
     if args.servo_stiffness or args.servo_damping:
         servo = ServoModel.pd(args.servo_stiffness, args.servo_damping, n)

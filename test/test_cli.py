@@ -360,8 +360,10 @@ def test_simulate_on_wheels_runs_kanes_model_under_the_servos(tmp_path) -> None:
     moved = np.hypot(rows["com_x"][-1] - rows["com_x"][0], rows["com_y"][-1] - rows["com_y"][0])
     assert moved == pytest.approx(travel["distance"], rel=1e-6) and moved > 0.01
     assert np.all(rows["base_z"] == 0.035)  # the thickest body's radius: on its wheels
-    proc = snake("simulate", "--robot", robot, "--method", "literal", "-o", str(tmp_path / "x"))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "drop --method" in proc.stderr
+    for extra in (("--method", "literal"), ("--ground",)):
+        proc = snake("simulate", "--robot", robot, *extra, "-o", str(tmp_path / "x"))
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "rolls on wheels" in proc.stderr and "drop --ground and --method" in proc.stderr
     proc = snake("sweep", "--robot", robot, "--duration", "0.1", "-o", str(tmp_path / "s"))
     assert (
         proc.returncode != 0 and "rolls on wheels" in proc.stderr and "Traceback" not in proc.stderr
