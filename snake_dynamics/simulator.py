@@ -284,6 +284,27 @@ class RunReport:
     qd: FloatArray
 
 
+def check_step(dt: float) -> None:
+    """Raise SimulationError unless dt [s] is a finite step > 0."""
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
+
+
+def reset_state(t: float, q: ArrayLike, qd: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
+    """q and q_dot of a restart as float arrays of n joints.
+
+    Raises:
+        StateError: q or q_dot of the wrong shape, or q, q_dot or t not finite.
+    """
+    q_arr = np.array(q, dtype=np.float64)
+    qd_arr = np.array(qd, dtype=np.float64)
+    if q_arr.shape != (n,) or qd_arr.shape != (n,):
+        raise StateError(f"q and qd must have shape ({n},), got {q_arr.shape}, {qd_arr.shape}")
+    if not (np.all(np.isfinite(q_arr)) and np.all(np.isfinite(qd_arr)) and math.isfinite(t)):
+        raise StateError("reset state and time must be finite")
+    return q_arr, qd_arr
+
+
 class Simulator:
     """RK4 integration of eq. (84) under position servos, advanced step batch by step batch.
 
@@ -318,8 +339,7 @@ class Simulator:
         servo: ServoModel | None = None,
         t0: float = 0.0,
     ) -> None:
-        if not (math.isfinite(dt) and dt > 0.0):
-            raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
+        check_step(dt)
         n = model.n_joints
         self.model = model
         self.fast_model = fast.FastModel(model)
@@ -358,12 +378,7 @@ class Simulator:
             StateError: q or q_dot of the wrong shape or not finite.
         """
         n = self.model.n_joints
-        q_arr = np.array(q, dtype=np.float64)
-        qd_arr = np.array(qd, dtype=np.float64)
-        if q_arr.shape != (n,) or qd_arr.shape != (n,):
-            raise StateError(f"q and qd must have shape ({n},), got {q_arr.shape}, {qd_arr.shape}")
-        if not (np.all(np.isfinite(q_arr)) and np.all(np.isfinite(qd_arr)) and math.isfinite(t)):
-            raise StateError("reset state and time must be finite")
+        q_arr, qd_arr = reset_state(t, q, qd, n)
         self._t0, self._count = float(t), 0
         self._q, self._qd = q_arr, qd_arr
         self._u = np.concatenate([np.zeros(n), q_arr, qd_arr])

@@ -23,14 +23,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import fast
-from .errors import ModelError, SimulationError, StateError
+from .errors import ModelError, SimulationError
 from .fast import _servo_torque_into, compiled
 from .floating import FloatingRun, FloatingState
 from .gaits import JointTrajectory
 from .integrators import servo_model
 from .model import SnakeModel
 from .servo import ServoModel
-from .simulator import RK4_REACH, InputSource, Simulator
+from .simulator import RK4_REACH, InputSource, Simulator, check_step, reset_state
 from .wheeled_snake import WheeledSnake, _recursion, link_positions
 
 FloatArray = NDArray[np.float64]
@@ -115,8 +115,7 @@ class WheeledSimulator(Simulator):
         servo: ServoModel | None = None,
         t0: float = 0.0,
     ) -> None:
-        if not (math.isfinite(dt) and dt > 0.0):
-            raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
+        check_step(dt)
         self.snake = wheeled_snake(model)
         self.model = model
         self.fast_model = fast.FastModel(model)
@@ -138,13 +137,6 @@ class WheeledSimulator(Simulator):
         self.reset(t0, np.zeros(n - 1), np.zeros(n - 1))
 
     # ------------------------------------------------------------------ state
-    def _rates(self, z: FloatArray) -> list[float]:
-        n = self.snake.n
-        rec = _recursion(
-            self.snake.constants, z[2 : n + 2].tolist(), (z[n + 2], z[n + 3]), math.cos, math.sin
-        )
-        return rec[1]
-
     def reset(
         self, t: float, q: ArrayLike, qd: ArrayLike, pose: tuple[float, float, float] | None = None
     ) -> None:
@@ -156,13 +148,7 @@ class WheeledSimulator(Simulator):
             StateError: q or q_dot of the wrong shape or not finite.
         """
         n = self.snake.n
-        q_arr, qd_arr = np.array(q, dtype=float), np.array(qd, dtype=float)
-        if q_arr.shape != (n - 1,) or qd_arr.shape != (n - 1,):
-            raise StateError(
-                f"q and qd must have shape ({n - 1},), got {q_arr.shape}, {qd_arr.shape}"
-            )
-        if not (np.all(np.isfinite(q_arr)) and np.all(np.isfinite(qd_arr)) and math.isfinite(t)):
-            raise StateError("reset state and time must be finite")
+        q_arr, qd_arr = reset_state(t, q, qd, n - 1)
         if pose is not None:
             self._z[:3] = pose
         theta = self._z[2] + np.concatenate([[0.0], np.cumsum(q_arr)])
@@ -175,9 +161,13 @@ class WheeledSimulator(Simulator):
         self._u = np.concatenate([np.zeros(n - 1), self._q, np.zeros(n - 1)])
 
     def _set_joints(self) -> None:
-        n = self.snake.n
-        self._q = np.diff(self._z[2 : n + 2])
-        self._qd = np.diff(np.array(self._rates(self._z)))
+        """q = Δθ and q̇ = Δω of the state (eq. 415)."""
+        n, z = self.snake.n, self._z
+        rec = _recursion(
+            self.snake.constants, z[2 : n + 2].tolist(), (z[n + 2], z[n + 3]), math.cos, math.sin
+        )
+        self._q = np.diff(z[2 : n + 2])
+        self._qd = np.diff(np.array(rec[1]))
 
     @property
     def tau(self) -> FloatArray:
