@@ -31,7 +31,13 @@ from .integrators import servo_model
 from .model import SnakeModel
 from .servo import ServoModel
 from .simulator import RK4_REACH, InputSource, Simulator, check_step, reset_state
-from .wheeled_snake import WheeledSnake, _recursion, link_positions
+from .wheeled_snake import (
+    WheeledSnake,
+    _recursion,
+    kane_matrices,
+    link_positions,
+    link_speeds,
+)
 
 FloatArray = NDArray[np.float64]
 Motion = Callable[[float], JointTrajectory]
@@ -62,14 +68,9 @@ def wheeled_substeps(snake: WheeledSnake, servo: ServoModel, dt: float) -> int:
         ceil(max |λ| dt / RK4_REACH), at least 1.
     """
     n = snake.n
-    k_ = snake.constants
-    rec = _recursion(k_, [0.0] * n, (0.0, 0.0), math.cos, math.sin)
-    partials = np.array(rec[3])
-    speed_partials = np.array(rec[2])
-    mass = speed_partials.T @ (snake.masses[:, None] * speed_partials) + partials.T @ (
-        snake.inertias[:, None] * partials
-    )
-    joint = np.diff(partials, axis=0)  # Δ R, (n-1, 2)
+    straight, rest = np.zeros(n), np.zeros(2)
+    mass, _, _ = kane_matrices(snake, straight, rest, np.zeros(n - 1))
+    joint = np.diff(link_speeds(snake, straight, rest).rate_partials, axis=0)  # Δ R, (n-1, 2)
     stiffness, damping = servo.packed[0], servo.packed[1]
     minv = np.linalg.inv(mass)
     system = np.block(
