@@ -262,6 +262,18 @@ def test_unplugged_and_replugged_board_reconnects_and_telemetry_resumes(
     assert last.counters.frames_ok >= len(servos.config_messages()) + 1
 
 
+def forwarded(hub: UdpLossProxy, link: DriverLink, timeout: float = 30.0) -> int:
+    """Wait until ``link`` has sent every frame it wrote and ``hub`` has forwarded them all
+    (its thread may still hold the last datagrams); return how many datagrams it forwarded.
+    A frame left in the transport would otherwise lead the next frame's datagram."""
+    deadline = time.monotonic() + timeout
+    while link.transport.pending or sum(map(len, hub.sent_to_mcu)) < link.stats.bytes_sent:
+        assert time.monotonic() < deadline, "the proxy did not forward the driver's frames"
+        link.transport.flush()
+        time.sleep(0.002)
+    return len(hub.sent_to_mcu)
+
+
 def test_authenticated_mode_rejects_a_wrong_key_and_a_replayed_frame() -> None:
     servos = servo_map()
     a, b = pose(servos, 1.0), pose(servos, -1.0)
@@ -276,7 +288,9 @@ def test_authenticated_mode_rejects_a_wrong_key_and_a_replayed_frame() -> None:
         # capture one e-stop datagram on the network; replay it at once (inside the replay
         # window: a counter already seen), then re-arm
         attacker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sent = len(hub.sent_to_mcu)
+        # a steady session first: until the clock mapping has its estimate, poll also pings
+        assert good.run(a, 10.0, lambda d: d.link.clock.estimate is not None)
+        sent = forwarded(hub, good.link)  # the frames before the e-stop are not counted in it
         good.link.estop()
         assert good.run(None, 1.0, lambda d: d.last is not None and bool(d.last.flags & Flag.ESTOP))
         # ESTOP, repeated only until the telemetry confirmed it
