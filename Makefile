@@ -42,7 +42,7 @@ web: $(VENV)/.pkg-ok
 $(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(WEB_OK) $(PKG_SOURCES)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	@echo "compiling the numba kernels once (cached for every later process)"
-	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.simulator import warm_up; warm_up()"
+	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.sim.simulator import warm_up; warm_up()"
 	touch $@
 
 demo: $(VENV)/.pkg-ok

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 from report import emit  # bench/report.py (this folder is on sys.path)
 
 import snake_dynamics as sd
-from snake_dynamics import fast
+from snake_dynamics.mfm import integrators, recursive
 from snake_dynamics.urdf import to_urdf
 
 SIZES = [5, 10, 20, 40, 80]
@@ -64,7 +64,7 @@ def forward_dynamics_cost(n: int, quick: bool, rng: np.random.Generator) -> dict
     """Median cost of one forward-dynamics call at n joints, four implementations."""
     model = sd.SnakeModel.uniform(n, 0.1, 0.1, 0.02)
     q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
-    packed = fast.FastModel(model)
+    packed = recursive.FastModel(model)
     pm = pin.buildModelFromXML(to_urdf(model))
     pm.gravity.linear[:] = 0.0
     pd = pm.createData()
@@ -95,13 +95,13 @@ def simulation_costs() -> dict[str, float]:
     rng = np.random.default_rng(1)
     q0, qd0 = rng.uniform(-0.5, 0.5, n), rng.uniform(-0.5, 0.5, n)
     torque = rng.uniform(-0.01, 0.01, n)
-    sd.simulate(model, q0, qd0, None, 0.01, dt)  # load the compiled kernels
+    integrators.simulate(model, q0, qd0, None, 0.01, dt)  # load the compiled kernels
 
     start = time.perf_counter()
-    sd.simulate(model, q0, qd0, None, t_end, dt)
+    integrators.simulate(model, q0, qd0, None, t_end, dt)
     mfm_passive = time.perf_counter() - start
     start = time.perf_counter()
-    sd.simulate(model, q0, qd0, lambda t: torque * np.sin(t), t_end, dt)
+    integrators.simulate(model, q0, qd0, lambda t: torque * np.sin(t), t_end, dt)
     mfm_input = time.perf_counter() - start
 
     def mujoco_run(with_input: bool) -> float:

@@ -1,6 +1,6 @@
 """How well ``snake identify`` recovers emulated robots, as JSON on stdout.
 
-For each seed: draws a plant within the realistic ranges (snake_dynamics.plant.random_plant),
+For each seed: draws a plant within the realistic ranges (snake_dynamics.sim.plant.random_plant),
 runs ``snake identify --emulate`` on it (the firmware ELF in simavr, the plant in lock-step,
 the driver's link in real time), and compares the fitted servo with the plant's (torques
 relative to the config's body: divided by the plant's mass scale; the dead time after the
@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_dynamics.plant import random_plant
+from snake_dynamics.sim.plant import random_plant
 
 BODY = {"stiffness", "damping", "stall_torque"}
 

@@ -3,7 +3,7 @@
 Ours: ``on_the_ground(config/snake20.yaml)`` (joint axes alternate e1 pitch / e3 yaw; the
 serpenoid of ``make_gait("serpenoid", model)`` drives the yaw joints, the pitch joints are
 held at zero), the gait prescribed exactly (eq. 228), RK4 at dt from ``lying_state``, with
-``snake_dynamics.fast_floating.simulate_prescribed_fast`` when it imports and the literal
+``snake_dynamics.floating.recursive.simulate_prescribed_fast`` when it imports and the literal
 ``floating.simulate_prescribed`` otherwise (``--implementation``). Compilation is paid in a
 short warm-up run that is not timed. The literal path is slow: ``--duration`` shortens our
 run and its wall time is scaled to ``--seconds`` (the JSON says so).
@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_dynamics import floating
-from snake_dynamics.floating import (
+from snake_dynamics.floating import literal as floating
+from snake_dynamics.floating.literal import (
     FloatingRun,
     locomotion,
     lying_state,
@@ -80,9 +80,9 @@ def pick_simulator(choice: str) -> tuple[str, Simulator, str | None]:
 
         fast = getattr(fast_floating, "simulate_prescribed_fast", None)
         if fast is None:
-            why = "snake_dynamics.fast_floating has no simulate_prescribed_fast"
+            why = "snake_dynamics.floating.recursive has no simulate_prescribed_fast"
     except Exception as exc:  # any failure to import it: fall back
-        why = f"snake_dynamics.fast_floating does not import: {type(exc).__name__}: {exc}"
+        why = f"snake_dynamics.floating.recursive does not import: {type(exc).__name__}: {exc}"
     if choice == "fast" and fast is None:
         raise SystemExit(f"--implementation fast: {why}")
     if choice != "literal" and fast is not None:

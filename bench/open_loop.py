@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
-from snake_dynamics import GAITS, DivergenceError, SnakeModel, make_gait, simulate_gait
+from snake_dynamics import GAITS, SnakeModel, make_gait
+from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
 from snake_ros.paths import robot_config
 
 #: The exponential phase the growth rate is fitted on [rad].

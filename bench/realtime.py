@@ -25,11 +25,11 @@ import numpy as np
 from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_dynamics import SnakeModel, make_gait
-from snake_dynamics.fast_floating import FastBaseTracker
-from snake_dynamics.floating import on_the_ground
+from snake_dynamics.floating.literal import on_the_ground
+from snake_dynamics.floating.recursive import FastBaseTracker
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
-from snake_dynamics.wheeled_simulator import WheeledSimulator
+from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim.wheeled import WheeledSimulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY = 1000.0, 100.0, 0.02  # config/dynamics_node.yaml defaults

@@ -22,7 +22,7 @@ from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_dynamics import SnakeModel, make_gait
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY, SETTLE = 1000.0, 100.0, 0.02, 3.0  # node defaults; transient [s]

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_dynamics import wheeled_snake as ws
+from snake_dynamics.planar import wheeled as ws
 
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 

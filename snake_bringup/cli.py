@@ -21,15 +21,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snake_driver.protocol import AuthKeyError, parse_key
-from snake_dynamics import (
-    GAITS,
-    DivergenceError,
-    SnakeDynamicsError,
-    SnakeModel,
-    make_gait,
-    simulate_gait,
-)
+from snake_dynamics import GAITS, SnakeDynamicsError, SnakeModel, make_gait
 from snake_dynamics.gaits import gait_parameters
+from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
 from snake_dynamics.urdf import to_urdf, write_urdf
 from snake_ros.paths import robot_config
 from snake_viz.bag import BagError
@@ -371,7 +365,7 @@ def _graph_options(p: argparse.ArgumentParser, label: str) -> None:
 
 
 def _plant_option(p: argparse.ArgumentParser) -> None:
-    """``--plant FILE``: the emulated robot's servos and body (snake_dynamics.plant)."""
+    """``--plant FILE``: the emulated robot's servos and body (snake_dynamics.sim.plant)."""
     p.add_argument(
         "--plant",
         type=Path,

@@ -1,5 +1,5 @@
 """``snake simulate --ground``: a gait on the ground, the joints following it exactly, the
-tail free (snake_dynamics.floating, docs/mfm.md eqs. 221-238); and ``snake simulate`` of a
+tail free (snake_dynamics.floating.literal, docs/mfm.md eqs. 221-238); and ``snake simulate`` of a
 robot on wheels (``ground: wheels``: the servos and Kane's wheeled model, eqs. 415-417).
 Travel, speed, heading drift and cost of transport on stdout and in the run folder."""
 
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from snake_dynamics.errors import SimulationError
-from snake_dynamics.fast_floating import simulate_prescribed_fast
-from snake_dynamics.floating import FloatingRun, locomotion, lying_state, on_the_ground
+from snake_dynamics.floating.literal import FloatingRun, locomotion, lying_state, on_the_ground
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.wheeled_simulator import simulate_wheeled
+from snake_dynamics.sim.wheeled import simulate_wheeled
 from snake_viz.offline import write_ground_run
 
 from .arguments import UsageError
@@ -69,7 +69,7 @@ def simulate_on_wheels(
     args: argparse.Namespace, model: SnakeModel, gait: Gait, config: dict[str, Any], out: Path
 ) -> int:
     """Run ``gait`` as the servos' reference of ``model`` on its wheels (``ground: wheels``,
-    snake_dynamics.wheeled_simulator) and write the run to ``out``.
+    snake_dynamics.sim.wheeled) and write the run to ``out``.
 
     Raises:
         UsageError: options that do not apply on wheels.

@@ -1,17 +1,17 @@
 """``snake identify``: identify the servo model on the robot (emulated or real).
 
 Through the driver's link (:class:`snake_driver.link.DriverLink`, the core of driver_node)
-it plays the identification experiment (:class:`snake_dynamics.identification.Excitation`:
+it plays the identification experiment (:class:`snake_dynamics.sim.identification.Excitation`:
 steps and a chirp on every joint within its limits), then a validation gait the fit never
 sees, records both as bags (the commands, the servos' commanded angles from the pulses the
 firmware reports, and the measured angles), fits the servo parameters by least squares
-(:func:`snake_dynamics.identification.fit_servo`), writes them as a robot config overlay, and
+(:func:`snake_dynamics.sim.identification.fit_servo`), writes them as a robot config overlay, and
 prints and writes a report: the fitted values with standard errors and the validation
 gait's prediction error with the robot config's servo model and with the fitted one.
 ``--from-bags DIR`` fits an earlier run's bags again, offline.
 
 ``snake_bringup.cli`` calls :func:`register`; errors a user can cause raise
-:class:`IdentifyError` or :class:`snake_dynamics.identification.IdentificationError`.
+:class:`IdentifyError` or :class:`snake_dynamics.sim.identification.IdentificationError`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from snake_driver.link import DriverLink, Measurement
 from snake_driver.protocol import AuthKeyError, parse_key
 from snake_driver.transport import make_transport
 from snake_dynamics.gaits import Gait, make_gait
-from snake_dynamics.identification import (
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
+from snake_dynamics.sim.identification import (
     FITTED,
     Excitation,
     Recording,
@@ -45,8 +47,6 @@ from snake_dynamics.identification import (
     predict,
     rms_error,
 )
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_ros.paths import robot_config
 from snake_viz.bag import BagError, BagRecorder, open_reader, typestore
 

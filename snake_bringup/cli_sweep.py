@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from snake_dynamics.errors import SimulationError
-from snake_dynamics.fast_floating import simulate_prescribed_fast
-from snake_dynamics.floating import (
+from snake_dynamics.floating.literal import (
     check_step,
     locomotion,
     lying_state,
     on_the_ground,
 )
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config

@@ -1,5 +1,5 @@
 """The emulated robot's physical plant as a process: serves simavr_runner's lock-step records
-(firmware/tools/plant_link.h) over an inherited socket with :class:`snake_dynamics.plant.Plant`.
+(firmware/tools/plant_link.h) over an inherited socket with :class:`snake_dynamics.sim.plant.Plant`.
 
 Started by :class:`snake_bringup.emulator.Emulator` (``--plant FILE``) before the runner;
 prints ``PLANT ready ...`` once its kernels are compiled, then answers every emulated
@@ -27,7 +27,7 @@ from typing import IO
 
 from snake_driver.calibration import CalibrationError, ChannelCalibration, load_servo_map
 from snake_dynamics.errors import ModelError
-from snake_dynamics.plant import Plant, PulseMap, load_plant
+from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
 
 #: runner -> plant: tick, period [us], clock [Hz], width[16] and age[16] [cycles].
 REQUEST = struct.Struct("=QII16I16I")
@@ -80,7 +80,7 @@ class ServeStats:
             [s] (the runner runs paced: near 0 while it keeps real time).
         busy_s: wall time spent stepping the plant [s].
         ignored_pulses: pulses outside the servos' decoder range (simavr's glitches,
-            :data:`snake_dynamics.plant.DECODER_US`), which the servos did not follow.
+            :data:`snake_dynamics.sim.plant.DECODER_US`), which the servos did not follow.
     """
 
     ticks: int = 0

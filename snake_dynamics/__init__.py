@@ -1,127 +1,61 @@
-"""MFM dynamics core of mfm_snake (no ROS): model, kinematics, kinetics, gaits, URDF.
+"""MFM dynamics core of mfm_snake (no ROS): the model families and what drives them.
 
-The public API follows the Moving Frame Method paper (IMECE2019-10434): :func:`link_poses`
-(E, eq. 17), :func:`b_matrix` (eq. 56), :func:`mass_matrix` (M*, eq. 82),
+The package is arranged by model family (docs/design.md, "The dynamics core"):
+
+* at the top: the robot description (:mod:`.model`, :mod:`.urdf`), the ground
+  (:mod:`.ground`), the servos (:mod:`.servo`), the gaits (:mod:`.gaits`) and the errors;
+* :mod:`.mfm`: the fixed-tail Moving Frame Method of the paper (IMECE2019-10434), literal
+  (:mod:`.mfm.kinematics`, :mod:`.mfm.kinetics`) beside recursive and compiled
+  (:mod:`.mfm.recursive`, on the shared kernels of :mod:`.mfm.spatial`), and the integrators;
+* :mod:`.floating`: the free tail on the ground, literal and recursive;
+* :mod:`.planar`: the planar snakes (SE(2), the kinematic and the wheeled snake);
+* :mod:`.sim`: the simulators behind the nodes and the emulated robot's plant.
+
+Imported here are the names of the literal fixed-tail model, light enough for a launch file:
+:func:`link_poses` (E, eq. 17), :func:`b_matrix` (eq. 56), :func:`mass_matrix` (M*, eq. 82),
 :func:`bias_forces` (N* q_dot, eq. 83), :func:`generalized_forces` (F*, eq. 79),
-:func:`forward_dynamics` (eq. 84), :func:`inverse_dynamics` and :func:`simulate` (RK4), and
-the servos that move the joints (:class:`ServoModel`, eqs. 201-206).
-These are the literal forms; :mod:`snake_dynamics.fast` holds the recursive, compiled ones.
-
-The names below load their module on first use (PEP 562), so that importing one module of
-the package (``snake_dynamics.model`` for a launch file's graph, the errors for a node) does
-not pull in numba and scipy.
+:func:`forward_dynamics` (eq. 84), :func:`inverse_dynamics`, and the servo model
+(:class:`ServoModel`, eqs. 201-206). The compiled integrators (numba) are imported from
+:mod:`snake_dynamics.mfm.integrators` (``simulate``, ``simulate_gait``).
 """
 
-from __future__ import annotations
+from snake_dynamics.errors import (
+    GaitError,
+    IdentificationError,
+    ModelError,
+    SimulationError,
+    SingularConfigurationError,
+    SnakeDynamicsError,
+    SnakeError,
+    StateError,
+)
+from snake_dynamics.gaits import GAITS, Gait, JointTrajectory, make_gait, staggered_quintic
+from snake_dynamics.mfm.kinematics import b_matrix, b_matrix_dot, link_poses
+from snake_dynamics.mfm.kinetics import (
+    bias_forces,
+    forward_dynamics,
+    generalized_forces,
+    inverse_dynamics,
+    kinetic_energy,
+    mass_matrix,
+    potential_energy,
+)
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel, ServoParams
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .errors import (
-        DivergenceError,
-        GaitError,
-        ModelError,
-        SimulationError,
-        SnakeDynamicsError,
-        StateError,
-    )
-    from .gaits import (
-        GAITS,
-        Gait,
-        JointTrajectory,
-        make_gait,
-        staggered_quintic,
-    )
-    from .integrators import (
-        Servo,
-        SimulationResult,
-        joint_response,
-        prescribed_torques,
-        simulate,
-        simulate_gait,
-    )
-    from .kinematics import (
-        b_matrix,
-        b_matrix_dot,
-        link_poses,
-    )
-    from .kinetics import (
-        bias_forces,
-        forward_dynamics,
-        generalized_forces,
-        inverse_dynamics,
-        kinetic_energy,
-        mass_matrix,
-        potential_energy,
-    )
-    from .model import (
-        SnakeModel,
-    )
-    from .servo import (
-        ServoModel,
-        ServoParams,
-    )
-
-#: Submodule -> the public names it defines.
-_MODULES = {
-    "errors": (
-        "DivergenceError",
-        "GaitError",
-        "ModelError",
-        "SimulationError",
-        "SnakeDynamicsError",
-        "StateError",
-    ),
-    "gaits": (
-        "GAITS",
-        "Gait",
-        "JointTrajectory",
-        "make_gait",
-        "staggered_quintic",
-    ),
-    "integrators": (
-        "Servo",
-        "SimulationResult",
-        "joint_response",
-        "prescribed_torques",
-        "simulate",
-        "simulate_gait",
-    ),
-    "kinematics": (
-        "b_matrix",
-        "b_matrix_dot",
-        "link_poses",
-    ),
-    "kinetics": (
-        "bias_forces",
-        "forward_dynamics",
-        "generalized_forces",
-        "inverse_dynamics",
-        "kinetic_energy",
-        "mass_matrix",
-        "potential_energy",
-    ),
-    "model": ("SnakeModel",),
-    "servo": (
-        "ServoModel",
-        "ServoParams",
-    ),
-}
-_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [
     "GAITS",
-    "DivergenceError",
     "Gait",
     "GaitError",
+    "IdentificationError",
     "JointTrajectory",
     "ModelError",
-    "Servo",
     "ServoModel",
     "ServoParams",
     "SimulationError",
-    "SimulationResult",
+    "SingularConfigurationError",
     "SnakeDynamicsError",
+    "SnakeError",
     "SnakeModel",
     "StateError",
     "b_matrix",
@@ -130,28 +64,10 @@ __all__ = [
     "forward_dynamics",
     "generalized_forces",
     "inverse_dynamics",
-    "joint_response",
     "kinetic_energy",
     "link_poses",
     "make_gait",
     "mass_matrix",
     "potential_energy",
-    "prescribed_torques",
-    "simulate",
-    "simulate_gait",
     "staggered_quintic",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """Load a public name's submodule when the name is first used."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])

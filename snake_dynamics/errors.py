@@ -1,14 +1,18 @@
-"""Exception hierarchy of the dynamics core: libraries raise, entry points print one line."""
+"""The project's error base and the dynamics core's errors: libraries raise, entry points
+(the ``snake`` command, the nodes) catch :class:`SnakeError` and print its message on one line.
+
+:class:`SnakeError` lives here, in the lowest package, so that every package of the project
+(the driver, the viewer, the bringup) derives its own errors from it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .integrators import SimulationResult
+class SnakeError(Exception):
+    """Base class of every error mfm_snake raises on purpose: a message a user can act on."""
 
 
-class SnakeDynamicsError(Exception):
+class SnakeDynamicsError(SnakeError):
     """Base class of every error the dynamics core raises on purpose."""
 
 
@@ -35,17 +39,3 @@ class SimulationError(SnakeDynamicsError, RuntimeError):
 
 class IdentificationError(SnakeDynamicsError, ValueError):
     """A recording or experiment that cannot identify a servo; the message says why."""
-
-
-class DivergenceError(SimulationError):
-    """A run whose state left the finite numbers; it keeps the finite part of the run.
-
-    Attributes:
-        t: time of the first sample that is not finite [s].
-        result: the run up to the sample before it (t = 0, dt, ..., t - dt).
-    """
-
-    def __init__(self, message: str, t: float, result: SimulationResult) -> None:
-        super().__init__(message)
-        self.t = t
-        self.result = result

@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import GaitError
-from .model import AXES, SnakeModel
+from snake_dynamics.errors import GaitError
+from snake_dynamics.model import AXES, SnakeModel
 
 FloatArray = NDArray[np.float64]
 

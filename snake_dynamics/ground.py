@@ -11,7 +11,7 @@ coefficient when the body slides backwards (towards the tail), plus an optional 
 part acting at the body's centre of mass while the body touches the ground (eq. 235, the
 planar snake models' friction). :func:`stable_step` is the largest RK4 step these forces
 allow (eq. 237). The wrenches go into the force list of the floating-base
-MFM (:func:`snake_dynamics.floating.floating_force_list`).
+MFM (:func:`snake_dynamics.floating.literal.floating_force_list`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import ModelError
+from snake_dynamics.errors import ModelError
 
 FloatArray = NDArray[np.float64]
 #: The vertical (the inertial frame's e3) and the tolerance below which a body's axis
 #: counts as vertical (its lowest point is then on the axis).
 _UP = np.array([0.0, 0.0, 1.0])
-_VERTICAL_TOL = 1e-9
+VERTICAL_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -149,9 +149,7 @@ def contact_points(
     axis = rotations[:, :, 1]  # u = R_b e2
     down = _UP[None, :] - (axis @ _UP)[:, None] * axis
     norm = np.linalg.norm(down, axis=1)
-    down = np.where(
-        norm[:, None] > _VERTICAL_TOL, down / np.maximum(norm, _VERTICAL_TOL)[:, None], 0
-    )
+    down = np.where(norm[:, None] > VERTICAL_TOL, down / np.maximum(norm, VERTICAL_TOL)[:, None], 0)
     along = (s[None, :, None] * lengths[:, None, None]) * axis[:, None, :]
     return centres[:, None, :] + along - radii[:, None, None] * down[:, None, :]
 
@@ -162,7 +160,7 @@ def _directions(axis: FloatArray) -> tuple[FloatArray, FloatArray]:
     t = axis.copy()
     t[:, 2] = 0.0
     norm = np.linalg.norm(t, axis=1)
-    t = np.where(norm[:, None] > _VERTICAL_TOL, t / np.maximum(norm, _VERTICAL_TOL)[:, None], 0)
+    t = np.where(norm[:, None] > VERTICAL_TOL, t / np.maximum(norm, VERTICAL_TOL)[:, None], 0)
     return t, np.cross(_UP[None, :], t)
 
 

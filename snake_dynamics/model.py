@@ -18,8 +18,8 @@ import numpy as np
 import yaml
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import ModelError
-from .ground import Ground
+from snake_dynamics.errors import ModelError
+from snake_dynamics.ground import Ground
 
 FloatArray = NDArray[np.float64]
 
@@ -238,10 +238,10 @@ class SnakeModel:
         joint_limits: [lower, upper] per joint [rad], shape (n, 2).
         name: a label for files and logs.
         base: "fixed" (the tail is the inertial body, as in the paper) or "floating" (the
-            tail is a free body, :mod:`snake_dynamics.floating`).
+            tail is a free body, :mod:`snake_dynamics.floating.literal`).
         ground: the ground plane z = 0 and its friction (:class:`Ground`), or None.
         wheels: a passive no-sideslip wheel at every body's CM on a flat floor (a robot
-            YAML's ``ground: wheels``; :mod:`snake_dynamics.wheeled_simulator`): needs a
+            YAML's ``ground: wheels``; :mod:`snake_dynamics.sim.wheeled`): needs a
             floating base and every joint axis z (a planar snake).
     """
 

@@ -10,9 +10,9 @@ Per joint k, with the reference (q_ref, q_dot_ref) seen ``dead_time`` late:
 
 :class:`ServoParams` holds one servo's six parameters (SI units), :class:`ServoModel` one
 per joint with where they came from (a robot YAML file's ``servo:`` section, or built in).
-The torque law itself is the compiled kernel :func:`snake_dynamics.fast.servo_torque` on the
-packed parameters (:attr:`ServoModel.packed`);
-:func:`snake_dynamics.integrators.joint_response` is the same servo on a single joint of
+The torque law itself is the compiled kernel :func:`snake_dynamics.mfm.recursive.servo_torque` on
+the packed parameters (:attr:`ServoModel.packed`);
+:func:`snake_dynamics.mfm.integrators.joint_response` is the same servo on a single joint of
 known inertia as a pure function (a step response, or the samples a least-squares fit
 compares with a recording).
 """
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import ModelError
-from .model import read_robot_yaml
+from snake_dynamics.errors import ModelError
+from snake_dynamics.model import read_robot_yaml
 
 FloatArray = NDArray[np.float64]
 

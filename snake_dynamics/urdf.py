@@ -13,7 +13,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 from numpy.typing import NDArray
 
-from .model import SnakeModel
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 

@@ -28,8 +28,9 @@ rest). Torque mode integrates the model, which has no joint stops, as it is: its
 turn past the limits.
 
 A robot config with ``base: floating`` (docs/mfm.md, "The floating base") puts the snake on
-its ground: beside the joint simulation a :class:`~snake_dynamics.fast_floating.FastBaseTracker`
-moves the free tail under the predicted joints (eqs. 228, 239), starting straight on the
+its ground: beside the joint simulation a
+:class:`~snake_dynamics.floating.recursive.FastBaseTracker` moves the free tail under the predicted
+joints (eqs. 228, 239), starting straight on the
 ground at the origin (the joints' simulation keeps its tail fixed and leaves gravity to the
 ground the links rest on), and the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in
 ``world``, its velocity in the tail's frame ``<namespace>/base_link``) with every state
@@ -39,7 +40,7 @@ keeps the pose.
 A robot config with ``ground: wheels`` (docs/mfm.md, "A robot on wheels") rolls on a
 passive wheel per body: the joints and the tail come together from Kane's model of the
 wheeled snake under the servos' torques
-(:class:`~snake_dynamics.wheeled_simulator.WheeledSimulator`, eqs. 415-417), and ``odom``
+(:class:`~snake_dynamics.sim.wheeled.WheeledSimulator`, eqs. 415-417), and ``odom``
 carries the tail's pose as above.
 """
 
@@ -60,11 +61,11 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.fast_floating import FastBaseTracker
-from snake_dynamics.floating import FloatingState
+from snake_dynamics.floating.literal import FloatingState
+from snake_dynamics.floating.recursive import FastBaseTracker
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.simulator import (
+from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
     PrescribedInput,
@@ -72,8 +73,8 @@ from snake_dynamics.simulator import (
     TorqueInput,
     joint_command,
 )
+from snake_dynamics.sim.wheeled import WheeledSimulator
 from snake_dynamics.urdf import JOINT_EFFORT_LIMIT, JOINT_VELOCITY_LIMIT
-from snake_dynamics.wheeled_simulator import WheeledSimulator
 from snake_ros.paths import robot_config
 
 from .common import (

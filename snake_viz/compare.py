@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from snake_dynamics.kinematics import link_poses
+from snake_dynamics.mfm.kinematics import link_poses
 from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]

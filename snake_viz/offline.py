@@ -21,8 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # the integrators (numba) are not needed to plot a result
-    from snake_dynamics.floating import FloatingRun, Locomotion
-    from snake_dynamics.integrators import SimulationResult
+    from snake_dynamics.floating.literal import FloatingRun, Locomotion
+    from snake_dynamics.mfm.integrators import SimulationResult
 
 
 FloatArray = NDArray[np.float64]

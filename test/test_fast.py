@@ -7,7 +7,7 @@ import pytest
 from conftest import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
-from snake_dynamics import fast, kinetics
+from snake_dynamics.mfm import integrators, kinetics, recursive
 
 TOL = 1e-10  # relative
 
@@ -19,30 +19,32 @@ def test_fast_forms_equal_literal_forms(rng, n, gravity, random_axes) -> None:
         q, qd, tau = random_state(rng, n)
         wrenches = rng.normal(scale=0.3, size=(n, 6))
         qdd = rng.uniform(-2.0, 2.0, n)
-        assert rel_err(fast.mass_matrix(model, q), kinetics.mass_matrix(model, q)) < TOL
-        assert rel_err(fast.bias_forces(model, q, qd), kinetics.bias_forces(model, q, qd)) < TOL
+        assert rel_err(recursive.mass_matrix(model, q), kinetics.mass_matrix(model, q)) < TOL
+        assert (
+            rel_err(recursive.bias_forces(model, q, qd), kinetics.bias_forces(model, q, qd)) < TOL
+        )
         assert (
             rel_err(
-                fast.generalized_forces(model, q, tau, wrenches),
+                recursive.generalized_forces(model, q, tau, wrenches),
                 kinetics.generalized_forces(model, q, tau, wrenches),
             )
             < TOL
         )
         assert (
             rel_err(
-                fast.forward_dynamics(model, q, qd, tau, wrenches),
+                recursive.forward_dynamics(model, q, qd, tau, wrenches),
                 kinetics.forward_dynamics(model, q, qd, tau, wrenches),
             )
             < TOL
         )
         assert (
             rel_err(
-                fast.inverse_dynamics(model, q, qd, qdd, wrenches),
+                recursive.inverse_dynamics(model, q, qd, qdd, wrenches),
                 kinetics.inverse_dynamics(model, q, qd, qdd, wrenches),
             )
             < TOL
         )
-        kin, pot = fast.energies(model, q, qd)[0]
+        kin, pot = recursive.energies(model, q, qd)[0]
         assert abs(kin - kinetics.kinetic_energy(model, q, qd)) < TOL * max(1.0, kin)
         assert abs(pot - kinetics.potential_energy(model, q)) < TOL * max(1.0, abs(pot))
 
@@ -50,7 +52,9 @@ def test_fast_forms_equal_literal_forms(rng, n, gravity, random_axes) -> None:
 def test_fast_and_literal_simulations_agree(rng) -> None:
     model = random_model(rng, 6)
     gait = sd.make_gait("sidewinding", model)
-    runs = [sd.simulate_gait(model, gait, 0.05, 0.001, method=m) for m in ("fast", "literal")]
+    runs = [
+        integrators.simulate_gait(model, gait, 0.05, 0.001, method=m) for m in ("fast", "literal")
+    ]
     assert rel_err(runs[0].q, runs[1].q) < TOL
     assert rel_err(runs[0].tau, runs[1].tau) < TOL
     assert rel_err(runs[0].qdd, runs[1].qdd) < 1e-9
@@ -60,10 +64,12 @@ def test_servo_runs_agree_between_fast_and_literal(rng) -> None:
     model = random_model(rng, 4)
     gait = sd.make_gait("serpenoid", model)
     q0 = gait(0.0).q + 0.05  # start off the reference so the feedback acts
-    servo = sd.Servo(2.0, 0.05, gait)
-    feed_forward = sd.prescribed_torques(model, gait)
+    servo = integrators.Servo(2.0, 0.05, gait)
+    feed_forward = integrators.prescribed_torques(model, gait)
     runs = [
-        sd.simulate(model, q0, gait(0.0).qd, feed_forward, 0.2, 0.001, servo=servo, method=m)
+        integrators.simulate(
+            model, q0, gait(0.0).qd, feed_forward, 0.2, 0.001, servo=servo, method=m
+        )
         for m in ("fast", "literal")
     ]
     assert rel_err(runs[0].q, runs[1].q) < TOL

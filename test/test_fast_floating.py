@@ -1,5 +1,5 @@
 """The fast (recursive, compiled) floating-base MFM against the literal one
-(snake_dynamics.floating, docs/mfm.md eqs. 221-237), quantity by quantity and over a whole
+(snake_dynamics.floating.literal, docs/mfm.md eqs. 221-237), quantity by quantity and over a whole
 run of a snake on the ground."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from conftest import MODEL_CASES, random_floating_state, random_model, rel_err, undulation
 from scipy.spatial.transform import Rotation
 
-from snake_dynamics import fast_floating as ff
-from snake_dynamics import floating as fl
 from snake_dynamics import ground as gr
 from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.floating import literal as fl
+from snake_dynamics.floating import recursive as ff
 from snake_dynamics.model import SnakeModel
 
 TOL = 1e-10  # relative, one evaluation

@@ -25,12 +25,12 @@ from scipy.spatial.transform import Rotation
 from test_oracles import TOL
 
 import snake_dynamics as sd
-from snake_dynamics.floating import (
+from snake_dynamics.floating.literal import (
     floating_force_list,
     floating_forward_dynamics,
     floating_terms,
 )
-from snake_dynamics.lie import hat
+from snake_dynamics.mfm.lie import hat
 from snake_dynamics.urdf import to_urdf
 
 pin = pytest.importorskip("pinocchio")
@@ -66,7 +66,7 @@ class FloatingCase(NamedTuple):
 
 def floating_case(rng: np.random.Generator, model: sd.SnakeModel) -> FloatingCase:
     """A random base pose (uniform R_0), base velocity, joint state and torques, with M*,
-    h and nu' from :mod:`snake_dynamics.floating`."""
+    h and nu' from :mod:`snake_dynamics.floating.literal`."""
     n = model.n_joints
     q, qd, tau = random_state(rng, n)
     position = rng.uniform(-1.0, 1.0, 3)

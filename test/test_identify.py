@@ -1,4 +1,4 @@
-"""Servo identification (snake_dynamics/identification.py, ``snake identify``): the experiment
+"""Servo identification (snake_dynamics/sim/identification.py, ``snake identify``): the experiment
 within the joint limits, the fit on a recording the model made itself, the bags, one-line
 errors, and identification of a randomly drawn plant through the real firmware ELF in simavr."""
 
@@ -21,7 +21,9 @@ from snake_driver.calibration import load_servo_map
 from snake_driver.link import Measurement
 from snake_driver.protocol import Counters, Flag
 from snake_dynamics.errors import IdentificationError
-from snake_dynamics.identification import (
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import NOMINAL, ServoParams
+from snake_dynamics.sim.identification import (
     PULSE_PERIOD,
     Excitation,
     Recording,
@@ -29,9 +31,7 @@ from snake_dynamics.identification import (
     predict,
     rms_error,
 )
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.plant import random_plant
-from snake_dynamics.servo import NOMINAL, ServoParams
+from snake_dynamics.sim.plant import random_plant
 from snake_ros.paths import robot_config
 
 ROBOT = robot_config("robot_feedback")

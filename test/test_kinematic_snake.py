@@ -16,9 +16,9 @@ import pytest
 import scipy.linalg
 from scipy.integrate import solve_ivp
 
-from snake_dynamics import kinematic_snake as ks
-from snake_dynamics import se2
 from snake_dynamics.errors import GaitError, SingularConfigurationError, StateError
+from snake_dynamics.planar import kinematic as ks
+from snake_dynamics.planar import se2
 
 RNG = np.random.default_rng(20240320)
 L = 0.8

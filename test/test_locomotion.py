@@ -16,8 +16,8 @@ from conftest import random_floating_state, random_model, undulation
 from planar_snake import PlanarSnake, lateral_undulation, simulate
 
 import snake_dynamics as sd
-from snake_dynamics import floating as fl
 from snake_dynamics.errors import ModelError, SimulationError
+from snake_dynamics.floating import literal as fl
 from snake_dynamics.ground import Ground, stable_step
 from snake_dynamics.model import SnakeModel
 

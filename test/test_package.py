@@ -10,7 +10,6 @@ import shutil
 import sys
 import sysconfig
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,20 +135,10 @@ ROS_FREE = [
 ]
 
 
-def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements of a module that run (not those under ``if TYPE_CHECKING:``)."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            yield from (n for branch in node.orelse for n in runtime_imports(branch))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        else:
-            yield from runtime_imports(node)
-
-
 def module_imports() -> dict[str, set[str]]:
-    """Module -> the package modules it imports when it runs (absolute names; relative ones
-    resolved; ``from . import fast`` is the module ``fast``, not the package)."""
+    """Module -> the package modules it imports, at run time or for typing only (absolute
+    names; relative ones resolved; ``from . import fast`` is the module ``fast``, not the
+    package)."""
     files = {}
     for package in OWN:
         for path in (ROOT / package).rglob("*.py"):
@@ -159,9 +148,11 @@ def module_imports() -> dict[str, set[str]]:
     for module, path in files.items():
         found = graph.setdefault(module, set())
         base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-        for node in runtime_imports(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names if a.name.split(".")[0] in OWN}
+                continue
+            if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:
                 up = base[: len(base) - node.level + 1]
@@ -176,7 +167,8 @@ def module_imports() -> dict[str, set[str]]:
 
 def test_imports_point_one_way_with_no_cycle() -> None:
     """Packages import only the layers below them, and no module imports itself round a
-    cycle (checked on the modules, so a cycle inside one package counts too)."""
+    cycle, not even for typing only (checked on the modules, so a cycle inside one package
+    counts too)."""
     graph = module_imports()
     upward = sorted(
         f"{module} -> {target}"
@@ -207,6 +199,51 @@ def test_imports_point_one_way_with_no_cycle() -> None:
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+#: The dynamics core's floors, bottom first: the robot description, ground, servos, gaits and
+#: errors at the top level of the package, then one subpackage per model family.
+DYNAMICS_FLOORS = ("", "mfm", "floating", "planar", "sim")
+
+
+def test_the_dynamics_families_import_down_only() -> None:
+    """Inside snake_dynamics a module imports its own floor and those below it: the fixed-tail
+    MFM knows nothing of the floating base, the model families nothing of the simulators."""
+
+    def floor(module: str) -> int:
+        parts = module.split(".")
+        return DYNAMICS_FLOORS.index(parts[1] if len(parts) > 2 else "")
+
+    graph = module_imports()
+    dynamics = {m for m in graph if m.startswith("snake_dynamics.")}
+    assert {m.split(".")[1] for m in dynamics} >= set(DYNAMICS_FLOORS[1:])
+    upward = sorted(
+        f"{module} -> {target}"
+        for module in dynamics
+        if not module.endswith("__init__") and module.count(".") > 0
+        for target in graph[module]
+        if target.startswith("snake_dynamics.")
+        and target != module
+        and target not in ("snake_dynamics",)
+        and floor(target) > floor(module)
+    )
+    assert upward == []
+
+
+def test_no_module_takes_a_private_name_from_another() -> None:
+    """What one module takes from another is public: no ``from x import _name`` across the
+    package's modules."""
+    private = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}"
+        for package in OWN
+        for path in (ROOT / package).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.level or (node.module or "").split(".")[0] in OWN)
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert private == []
 
 
 def test_the_cores_import_no_ros() -> None:

@@ -1,4 +1,4 @@
-"""The emulated robot's physical plant (snake_dynamics/plant.py, snake_bringup/plant_bridge.py,
+"""The emulated robot's physical plant (snake_dynamics/sim/plant.py, snake_bringup/plant_bridge.py,
 firmware/tools/plant_link.c): pulses -> targets through the calibration, limp without pulses,
 plant files, and a step through the real firmware ELF in simavr against the servo model."""
 
@@ -22,11 +22,11 @@ from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
 from snake_dynamics.errors import ModelError
-from snake_dynamics.integrators import joint_response
+from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.plant import DECODER_US, LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim.plant import DECODER_US, LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
+from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
 from snake_ros.paths import robot_config
 
 ROBOT = robot_config("robot")

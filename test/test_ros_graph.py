@@ -44,11 +44,12 @@ from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from snake_dynamics import Servo, SnakeModel, make_gait, simulate  # noqa: E402
+from snake_dynamics import SnakeModel, make_gait  # noqa: E402
 from snake_dynamics.gaits import JointTrajectory  # noqa: E402
+from snake_dynamics.mfm.integrators import Servo, simulate  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402
-from snake_dynamics.simulator import stable_substeps  # noqa: E402
-from snake_dynamics.wheeled_simulator import MotionInput, WheeledSimulator  # noqa: E402
+from snake_dynamics.sim.simulator import stable_substeps  # noqa: E402
+from snake_dynamics.sim.wheeled import MotionInput, WheeledSimulator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")

@@ -17,11 +17,12 @@ import pytest
 import yaml
 
 from snake_driver.calibration import load_servo_map
-from snake_dynamics import ModelError, SimulationError, SnakeModel, link_poses, make_gait, simulator
-from snake_dynamics.fast import mass_matrix
-from snake_dynamics.integrators import joint_response
+from snake_dynamics import ModelError, SimulationError, SnakeModel, link_poses, make_gait
+from snake_dynamics.mfm.integrators import joint_response
+from snake_dynamics.mfm.recursive import mass_matrix
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
-from snake_dynamics.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim import simulator
+from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
 from snake_dynamics.urdf import to_urdf
 
 ROOT = Path(__file__).resolve().parents[1]

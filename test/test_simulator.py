@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snake_dynamics import SimulationError, SnakeModel, StateError, make_gait, simulate
-from snake_dynamics.fast import FastModel
+from snake_dynamics import SimulationError, SnakeModel, StateError, make_gait
 from snake_dynamics.gaits import Gait, GaitPlayer
-from snake_dynamics.integrators import simulate_gait
-from snake_dynamics.simulator import (
+from snake_dynamics.mfm.integrators import simulate, simulate_gait
+from snake_dynamics.mfm.recursive import FastModel
+from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
     PrescribedInput,
@@ -235,12 +235,13 @@ def test_warm_up_compiles_everything_the_dynamics_node_runs_to_its_first_message
     otherwise be compiled, seconds each, is loaded from numba's cache)."""
     from numba.core.registry import CPUDispatcher
 
-    from snake_dynamics import fast, simulator
+    from snake_dynamics.mfm import recursive, spatial
+    from snake_dynamics.sim import simulator
 
     def compiled() -> dict[str, int]:
         return {
             f"{m.__name__}.{name}": len(d.signatures)
-            for m in (fast, simulator)
+            for m in (recursive, spatial, simulator)
             for name, d in vars(m).items()
             if isinstance(d, CPUDispatcher)
         }

@@ -10,13 +10,14 @@ import numpy as np
 from conftest import random_model
 
 import snake_dynamics as sd
+from snake_dynamics.mfm import integrators
 
 
 def test_quintic_trajectories_are_reproduced_by_rk4_within_1e_6_rad() -> None:
     model = sd.SnakeModel.from_yaml("config/snake20.yaml")
     # staggered starts k * 50 ms: every kink falls on a 1 ms step boundary
     gait = sd.staggered_quintic(20, amplitude=0.5, duration=1.0, stagger=0.05)
-    result = sd.simulate_gait(model, gait, 2.0, 0.001)
+    result = integrators.simulate_gait(model, gait, 2.0, 0.001)
     commanded = np.array([gait(float(t)).q for t in result.t])
     assert np.max(np.abs(result.q - commanded)) < 1e-6
     # and the motion is real: every joint travelled its 0.5 rad
@@ -26,7 +27,7 @@ def test_quintic_trajectories_are_reproduced_by_rk4_within_1e_6_rad() -> None:
 def test_quintic_validation_on_a_non_uniform_snake() -> None:
     model = random_model(np.random.default_rng(7), 8, gravity=False)
     gait = sd.staggered_quintic(8, amplitude=0.4, duration=0.5, stagger=0.1)
-    result = sd.simulate_gait(model, gait, 1.5, 0.001)
+    result = integrators.simulate_gait(model, gait, 1.5, 0.001)
     commanded = np.array([gait(float(t)).q for t in result.t])
     assert np.max(np.abs(result.q - commanded)) < 1e-6
 
@@ -36,7 +37,7 @@ def test_quintic_validation_under_gravity_with_servo_feedback() -> None:
     # inverted-pendulum modes grow); the servos' feedback keeps the replay on track.
     model = random_model(np.random.default_rng(7), 8, gravity=True)
     gait = sd.staggered_quintic(8, amplitude=0.4, duration=0.5, stagger=0.1)
-    result = sd.simulate_gait(model, gait, 1.5, 0.001, stiffness=5.0, damping=0.1)
+    result = integrators.simulate_gait(model, gait, 1.5, 0.001, stiffness=5.0, damping=0.1)
     commanded = np.array([gait(float(t)).q for t in result.t])
     assert np.max(np.abs(result.q - commanded)) < 1e-6
 
@@ -46,7 +47,7 @@ def test_energy_is_conserved_with_zero_torque() -> None:
     rng = np.random.default_rng(3)
     q0 = rng.uniform(-0.5, 0.5, 20)
     qd0 = rng.uniform(-0.5, 0.5, 20)
-    result = sd.simulate(model, q0, qd0, None, 10.0, 0.001)
+    result = integrators.simulate(model, q0, qd0, None, 10.0, 0.001)
     drift = np.max(np.abs(result.energy - result.energy[0])) / result.energy[0]
     assert drift < 1e-5
     assert np.ptp(result.q) > 0.1  # it did move
@@ -54,7 +55,7 @@ def test_energy_is_conserved_with_zero_torque() -> None:
 
 def test_energy_is_conserved_under_gravity() -> None:
     model = random_model(np.random.default_rng(11), 6, gravity=True)
-    result = sd.simulate(model, np.zeros(6), np.full(6, 0.3), None, 2.0, 0.001)
+    result = integrators.simulate(model, np.zeros(6), np.full(6, 0.3), None, 2.0, 0.001)
     scale = np.max(np.abs(result.kinetic)) + np.max(np.abs(result.potential))
     assert np.max(np.abs(result.energy - result.energy[0])) < 1e-6 * scale
 
@@ -62,7 +63,9 @@ def test_energy_is_conserved_under_gravity() -> None:
 def test_a_diverging_run_raises_instead_of_returning_nans() -> None:
     model = sd.SnakeModel.from_yaml("config/robot.yaml")
     with np.testing.assert_raises_regex(sd.SimulationError, "left the finite numbers at t = "):
-        sd.simulate(model, np.zeros(8), np.zeros(8), lambda t: np.full(8, 1e306), 0.01, 0.001)
+        integrators.simulate(
+            model, np.zeros(8), np.zeros(8), lambda t: np.full(8, 1e306), 0.01, 0.001
+        )
 
 
 def test_a_bad_torque_sample_is_named_with_its_stage_time() -> None:
@@ -72,12 +75,12 @@ def test_a_bad_torque_sample_is_named_with_its_stage_time() -> None:
         return np.full(8, np.nan if abs(t - 0.0015) < 1e-12 else 0.0)
 
     with np.testing.assert_raises_regex(sd.StateError, r"tau_fn\(0\.0015\) must be finite"):
-        sd.simulate(model, np.zeros(8), np.zeros(8), nan_at, 0.01, 0.001)
+        integrators.simulate(model, np.zeros(8), np.zeros(8), nan_at, 0.01, 0.001)
     with np.testing.assert_raises_regex(sd.StateError, r"tau_fn\(0\.003\) must have shape \(8,\)"):
-        sd.simulate(
+        integrators.simulate(
             model, np.zeros(8), np.zeros(8), lambda t: np.zeros(7 if t >= 0.003 else 8), 0.01, 0.001
         )
     gait = sd.gaits.make_gait("serpenoid", model)
-    servo = sd.Servo(1.0, 0.1, lambda t: (gait(t)[0][:7], gait(t)[1], gait(t)[2]))
+    servo = integrators.Servo(1.0, 0.1, lambda t: (gait(t)[0][:7], gait(t)[1], gait(t)[2]))
     with np.testing.assert_raises_regex(sd.StateError, r"reference q\(0\) must have shape"):
-        sd.simulate(model, np.zeros(8), np.zeros(8), None, 0.01, 0.001, servo=servo)
+        integrators.simulate(model, np.zeros(8), np.zeros(8), None, 0.01, 0.001, servo=servo)

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from snake_dynamics import kinematic_snake as ks
-from snake_dynamics import se2
-from snake_dynamics import wheeled_crosscheck as wc
 from snake_dynamics.errors import ModelError, SingularConfigurationError
-from snake_dynamics.floating import FloatingState, world_poses
-from snake_dynamics.wheeled_snake import WheeledSnake, link_positions, link_speeds
+from snake_dynamics.floating.literal import FloatingState, world_poses
+from snake_dynamics.planar import crosscheck as wc
+from snake_dynamics.planar import kinematic as ks
+from snake_dynamics.planar import se2
+from snake_dynamics.planar.wheeled import WheeledSnake, link_positions, link_speeds
 
 RNG = np.random.default_rng(20240421)
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snake_dynamics import fast
-from snake_dynamics import wheeled_snake as ws
 from snake_dynamics.errors import ModelError
-from snake_dynamics.floating import on_the_ground, world_poses
+from snake_dynamics.floating.literal import on_the_ground, world_poses
+from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.planar import wheeled as ws
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.simulator import InputSource
-from snake_dynamics.wheeled_simulator import (
+from snake_dynamics.sim.simulator import InputSource
+from snake_dynamics.sim.wheeled import (
     WheeledSimulator,
     wheeled_rate,
     wheeled_snake,
@@ -44,7 +44,7 @@ def test_compiled_rate_is_kanes_recursion_under_the_servo_torques(model: SnakeMo
         z = np.concatenate([RNG.normal(size=2), RNG.uniform(-2, 2, n), RNG.normal(size=2)])
         u = np.concatenate([RNG.normal(size=n - 1), RNG.uniform(-1, 1, n - 1), np.zeros(n - 1)])
         rates = ws.link_speeds(snake, z[2 : n + 2], z[n + 2 :]).rate
-        tau = fast.servo_torque(servo.packed, u, np.diff(z[2 : n + 2]), np.diff(rates))
+        tau = recursive.servo_torque(servo.packed, u, np.diff(z[2 : n + 2]), np.diff(rates))
         expected = ws.kane_derivative(snake, z, tau)
         got = wheeled_rate(*constants, servo.packed, z, u)
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * np.abs(expected).max())

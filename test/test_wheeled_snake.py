@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from snake_dynamics import wheeled_snake as ws
 from snake_dynamics.errors import ModelError, SimulationError, StateError
-from snake_dynamics.op_count import OperationCount
+from snake_dynamics.planar import wheeled as ws
+from snake_dynamics.planar.op_count import OperationCount
 
 RNG = np.random.default_rng(20050518)
 EPS = np.finfo(float).eps
@@ -149,13 +149,13 @@ def test_table_ii_energy_residual_and_constraints_at_integrator_accuracy(
 def test_energy_residual_detects_a_wrong_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     # the same run with the velocity-product terms dropped breaks S(t): S can fail
     snake = ws.WheeledSnake.uniform(3)
-    original = ws._recursion
+    original = ws.kane_recursion
 
     def no_bias(*args: Any) -> Any:
         v, w, pv, pw, bv, bw = original(*args)
         return v, w, pv, pw, [0.0] * len(bv), [0.0] * len(bw)
 
-    monkeypatch.setattr(ws, "_recursion", no_bias)
+    monkeypatch.setattr(ws, "kane_recursion", no_bias)
     run = ws.simulate(snake, table_ii_torque(3), table_ii_start(snake), 4.0, samples=41)
     assert np.abs(run.energy_residual).max() > 1e-4
 

@@ -16,8 +16,6 @@ from typing import overload
 
 from .crc16 import crc16
 from .messages import (
-    _U16,
-    _U32,
     AUTH_LEN,
     BOOT_ID_OFFSET,
     CRC_LEN,
@@ -28,6 +26,8 @@ from .messages import (
     SYNC,
     TAG_LEN,
     TYPE_AUTH,
+    U16_RANGE,
+    U32_RANGE,
     AuthKeyError,
     Direction,
     FieldRangeError,
@@ -35,7 +35,7 @@ from .messages import (
     MsgType,
     PayloadError,
     ProtocolError,
-    _check,
+    checked_field,
 )
 from .siphash import siphash24
 
@@ -99,14 +99,18 @@ def encode_frame(
         FieldRangeError: for a value that does not fit its field.
         AuthKeyError: for a key that is not 16 bytes.
     """
-    _check("msg_type", msg_type, (0, 0x7F))
-    _check("payload length", len(payload), (0, direction.max_payload))
+    checked_field("msg_type", msg_type, (0, 0x7F))
+    checked_field("payload length", len(payload), (0, direction.max_payload))
     type_byte = msg_type | (TYPE_AUTH if key is not None else 0)
-    frame = bytes([SYNC, len(payload), type_byte]) + struct.pack("<H", _check("seq", seq, _U16))
+    frame = bytes([SYNC, len(payload), type_byte]) + struct.pack(
+        "<H", checked_field("seq", seq, U16_RANGE)
+    )
     frame += payload
     if key is not None:
-        frame += struct.pack("<I", _check("counter", counter, _U32))
-        mac_id = mac_boot_id(direction, msg_type, payload, _check("boot_id", boot_id, _U32))
+        frame += struct.pack("<I", checked_field("counter", counter, U32_RANGE))
+        mac_id = mac_boot_id(
+            direction, msg_type, payload, checked_field("boot_id", boot_id, U32_RANGE)
+        )
         frame += _tag(key, direction, mac_id, frame)
     return frame + struct.pack("<H", crc16(frame[1:]))
 
@@ -141,7 +145,7 @@ class Encoder:
 
     def encode(self, msg: Message) -> bytes:
         """Encode msg as the next frame."""
-        if self.key is not None and self.counter > _U32[1]:
+        if self.key is not None and self.counter > U32_RANGE[1]:
             raise FieldRangeError("replay counter exhausted: change the key")
         frame = encode_frame(
             msg.TYPE,

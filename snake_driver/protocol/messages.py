@@ -27,10 +27,10 @@ KEY_LEN = 16
 REPLAY_WINDOW = 32
 
 _U8 = (0, 0xFF)
-_U16 = (0, 0xFFFF)
-_I16 = (-0x8000, 0x7FFF)
-_U32 = (0, 0xFFFF_FFFF)
-_U64 = (0, 0xFFFF_FFFF_FFFF_FFFF)
+U16_RANGE = (0, 0xFFFF)
+I16_RANGE = (-0x8000, 0x7FFF)
+U32_RANGE = (0, 0xFFFF_FFFF)
+U64_RANGE = (0, 0xFFFF_FFFF_FFFF_FFFF)
 
 
 class ProtocolError(ValueError):
@@ -132,7 +132,7 @@ def parse_key(text: str) -> bytes | None:
     return bytes.fromhex(text)
 
 
-def _check(name: str, value: int, bounds: tuple[int, int]) -> int:
+def checked_field(name: str, value: int, bounds: tuple[int, int]) -> int:
     lo, hi = bounds
     if not lo <= value <= hi:
         raise FieldRangeError(f"{name} must be in [{lo}, {hi}], got {value!r}")
@@ -157,7 +157,7 @@ class Ping:
 
     def payload(self) -> bytes:
         """Encode the payload (8 bytes)."""
-        return struct.pack("<Q", _check("host_time_us", self.host_time_us, _U64))
+        return struct.pack("<Q", checked_field("host_time_us", self.host_time_us, U64_RANGE))
 
     @classmethod
     def from_payload(cls, data: bytes) -> Ping:
@@ -186,9 +186,9 @@ class Pong:
         """Encode the payload (16 bytes)."""
         return struct.pack(
             "<QII",
-            _check("host_time_us", self.host_time_us, _U64),
-            _check("mcu_time_us", self.mcu_time_us, _U32),
-            _check("boot_id", self.boot_id, _U32),
+            checked_field("host_time_us", self.host_time_us, U64_RANGE),
+            checked_field("mcu_time_us", self.mcu_time_us, U32_RANGE),
+            checked_field("boot_id", self.boot_id, U32_RANGE),
         )
 
     @classmethod
@@ -216,14 +216,14 @@ class SetTargets:
     def payload(self) -> bytes:
         """Encode the payload (3 + 2 * n bytes)."""
         n = len(self.targets_cdeg)
-        if not 1 <= n <= MAX_CHANNELS - _check("first", self.first, (0, MAX_CHANNELS - 1)):
+        if not 1 <= n <= MAX_CHANNELS - checked_field("first", self.first, (0, MAX_CHANNELS - 1)):
             raise FieldRangeError(
                 f"targets_cdeg must hold 1..{MAX_CHANNELS - self.first} values for first="
                 f"{self.first}, got {n}"
             )
         for i, t in enumerate(self.targets_cdeg):
-            _check(f"targets_cdeg[{i}]", t, _I16)
-        duration = _check("duration_ms", self.duration_ms, _U16)
+            checked_field(f"targets_cdeg[{i}]", t, I16_RANGE)
+        duration = checked_field("duration_ms", self.duration_ms, U16_RANGE)
         return struct.pack(f"<HB{n}h", duration, self.first, *self.targets_cdeg)
 
     @classmethod
@@ -269,14 +269,14 @@ class ConfigChannel:
             raise FieldRangeError(f"direction must be +1 or -1, got {self.direction!r}")
         return struct.pack(
             "<BbhhhHHH",
-            _check("channel", self.channel, (0, MAX_CHANNELS - 1)),
+            checked_field("channel", self.channel, (0, MAX_CHANNELS - 1)),
             self.direction,
-            _check("zero_offset_cdeg", self.zero_offset_cdeg, _I16),
-            _check("min_cdeg", self.min_cdeg, _I16),
-            _check("max_cdeg", self.max_cdeg, _I16),
-            _check("pulse_min_us", self.pulse_min_us, _U16),
-            _check("pulse_max_us", self.pulse_max_us, _U16),
-            _check("travel_cdeg", self.travel_cdeg, _U16),
+            checked_field("zero_offset_cdeg", self.zero_offset_cdeg, I16_RANGE),
+            checked_field("min_cdeg", self.min_cdeg, I16_RANGE),
+            checked_field("max_cdeg", self.max_cdeg, I16_RANGE),
+            checked_field("pulse_min_us", self.pulse_min_us, U16_RANGE),
+            checked_field("pulse_max_us", self.pulse_max_us, U16_RANGE),
+            checked_field("travel_cdeg", self.travel_cdeg, U16_RANGE),
         )
 
     @classmethod
@@ -315,16 +315,16 @@ class ConfigFeedback:
 
     def payload(self) -> bytes:
         """Encode the payload (9 bytes, 1 when off)."""
-        channel = _check("channel", self.channel, (0, MAX_CHANNELS - 1))
+        channel = checked_field("channel", self.channel, (0, MAX_CHANNELS - 1))
         if not self.on:
             return bytes([channel])
         return struct.pack(
             "<BHhHh",
             channel,
-            _check("adc_lo", self.adc_lo, _U16),
-            _check("angle_lo_cdeg", self.angle_lo_cdeg, _I16),
-            _check("adc_hi", self.adc_hi, _U16),
-            _check("angle_hi_cdeg", self.angle_hi_cdeg, _I16),
+            checked_field("adc_lo", self.adc_lo, U16_RANGE),
+            checked_field("angle_lo_cdeg", self.angle_lo_cdeg, I16_RANGE),
+            checked_field("adc_hi", self.adc_hi, U16_RANGE),
+            checked_field("angle_hi_cdeg", self.angle_hi_cdeg, I16_RANGE),
         )
 
     @classmethod
@@ -358,10 +358,10 @@ class ConfigSystem:
         """Encode the payload (7 bytes)."""
         return struct.pack(
             "<HBHH",
-            _check("watchdog_ms", self.watchdog_ms, _U16),
-            _check("watchdog_action", int(self.watchdog_action), (0, 1)),
-            _check("telemetry_period_ms", self.telemetry_period_ms, _U16),
-            _check("servo_speed_cdeg_s", self.servo_speed_cdeg_s, _U16),
+            checked_field("watchdog_ms", self.watchdog_ms, U16_RANGE),
+            checked_field("watchdog_action", int(self.watchdog_action), (0, 1)),
+            checked_field("telemetry_period_ms", self.telemetry_period_ms, U16_RANGE),
+            checked_field("servo_speed_cdeg_s", self.servo_speed_cdeg_s, U16_RANGE),
         )
 
     @classmethod
@@ -482,17 +482,17 @@ class Telemetry:
                 f"angles_cdeg and pulses_us must have the same length <= {MAX_CHANNELS}, "
                 f"got {n} and {len(self.pulses_us)}"
             )
-        counts = [_check(k, getattr(self.counters, k), _U16) for k in _COUNTER_NAMES]
+        counts = [checked_field(k, getattr(self.counters, k), U16_RANGE) for k in _COUNTER_NAMES]
         for i, a in enumerate(self.angles_cdeg):
-            _check(f"angles_cdeg[{i}]", a, _I16)
+            checked_field(f"angles_cdeg[{i}]", a, I16_RANGE)
         for i, p in enumerate(self.pulses_us):
-            _check(f"pulses_us[{i}]", p, _U16)
+            checked_field(f"pulses_us[{i}]", p, U16_RANGE)
         return struct.pack(
             f"<IHHH{_N_COUNTERS}HB{n}h{n}H",
-            _check("mcu_time_us", self.mcu_time_us, _U32),
-            _check("flags", int(self.flags), _U16),
-            _check("limit_mask", self.limit_mask, _U16),
-            _check("feedback_mask", self.feedback_mask, _U16),
+            checked_field("mcu_time_us", self.mcu_time_us, U32_RANGE),
+            checked_field("flags", int(self.flags), U16_RANGE),
+            checked_field("limit_mask", self.limit_mask, U16_RANGE),
+            checked_field("feedback_mask", self.feedback_mask, U16_RANGE),
             *counts,
             n,
             *self.angles_cdeg,
@@ -537,9 +537,9 @@ class ErrorReport:
         """Encode the payload (4 bytes)."""
         return struct.pack(
             "<BBH",
-            _check("code", self.code, _U8),
-            _check("msg_type", self.msg_type, _U8),
-            _check("seq", self.seq, _U16),
+            checked_field("code", self.code, _U8),
+            checked_field("msg_type", self.msg_type, _U8),
+            checked_field("seq", self.seq, U16_RANGE),
         )
 
     @classmethod

@@ -11,9 +11,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import StateError
-from .lie import axis_rotation, frame_connection
-from .model import SnakeModel
+from snake_dynamics.errors import StateError
+from snake_dynamics.mfm.lie import axis_rotation, frame_connection
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 

@@ -13,7 +13,7 @@ link's frame sits at its centre with its x-axis along the link, pointing from th
 (link 3's free end) towards the head (link 1's free end), as link 2's does.
 The wheels' axles are the links' y-axes: no link centre may move along its own y-axis.
 The shape is r = (α1, α2) [rad], with |α1|, |α2| < π; the body velocity ξ = (ξ_x, ξ_y,
-ξ_θ) is the middle link's (:mod:`snake_dynamics.se2` conventions), and the local
+ξ_θ) is the middle link's (:mod:`snake_dynamics.planar.se2` conventions), and the local
 connection A(r) gives ξ = -A(r) ṙ.
 
 Singular shapes: the connection is undefined where the three wheel constraints on ξ are
@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import se2
-from .errors import GaitError, ModelError, SingularConfigurationError, StateError
+from snake_dynamics.errors import GaitError, ModelError, SingularConfigurationError, StateError
+from snake_dynamics.planar import se2
 
 FloatArray = NDArray[np.float64]
 

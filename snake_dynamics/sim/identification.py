@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import IdentificationError, ModelError, SimulationError
-from .gaits import Gait, JointTrajectory
-from .model import SnakeModel
-from .servo import ServoModel, ServoParams
-from .simulator import InputSource, Simulator
+from snake_dynamics.errors import IdentificationError, ModelError, SimulationError
+from snake_dynamics.gaits import Gait, JointTrajectory
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel, ServoParams
+from snake_dynamics.sim.simulator import InputSource, Simulator
 
 FloatArray = NDArray[np.float64]
 

@@ -1,19 +1,18 @@
 """MFM kinetics, literal form: M* = BᵀMB, N* q_dot, F* = BᵀQ and the equation of motion.
 
-Each function is one line of the paper; the fast forms in :mod:`snake_dynamics.fast`
+Each function is one line of the paper; the fast forms in :mod:`snake_dynamics.mfm.recursive`
 compute the same quantities recursively and are tested against these.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import StateError
-from .kinematics import b_matrix, b_matrix_dot, frame_kinematics, joint_vector
-from .lie import hat
-from .model import SnakeModel
+from snake_dynamics.errors import StateError
+from snake_dynamics.mfm.kinematics import b_matrix, b_matrix_dot, frame_kinematics, joint_vector
+from snake_dynamics.mfm.lie import hat
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 
@@ -142,6 +141,8 @@ def forward_dynamics(
         q_ddot [rad/s^2], shape (n,).
     """
     rhs = generalized_forces(model, q, tau, wrenches) - bias_forces(model, q, qd)
+    import scipy.linalg  # here, not at the top: the package's names stay light for launch files
+
     return np.asarray(scipy.linalg.cho_solve(scipy.linalg.cho_factor(mass_matrix(model, q)), rhs))
 
 

@@ -16,11 +16,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import fast, kinetics
-from .errors import DivergenceError, ModelError, SimulationError, StateError
-from .kinematics import joint_vector
-from .model import SnakeModel
-from .servo import ServoModel, ServoParams
+from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.mfm import kinetics, recursive
+from snake_dynamics.mfm.kinematics import joint_vector
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel, ServoParams
 
 FloatArray = NDArray[np.float64]
 #: tau = tau_fn(t) [N m] at time t [s]
@@ -40,7 +40,7 @@ def rk4_step(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """One classical RK4 step of the first-order system (q, q_dot)' = (q_dot, q_ddot).
 
-    The literal path's integrator; :func:`fast.rk4_servo_steps` is its compiled twin.
+    The literal path's integrator; :func:`recursive.rk4_servo_steps` is its compiled twin.
 
     Args:
         accel: q_ddot = accel(params, q, q_dot, tau) (eq. 84).
@@ -71,7 +71,7 @@ def _literal_servo_accel(
     params: tuple[SnakeModel, FloatArray], q: FloatArray, qd: FloatArray, u: FloatArray
 ) -> FloatArray:
     model, servo = params
-    return kinetics.forward_dynamics(model, q, qd, fast.servo_torque(servo, u, q, qd))
+    return kinetics.forward_dynamics(model, q, qd, recursive.servo_torque(servo, u, q, qd))
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,20 @@ class SimulationResult:
         return path
 
 
+class DivergenceError(SimulationError):
+    """A run whose state left the finite numbers; it keeps the finite part of the run.
+
+    Attributes:
+        t: time of the first sample that is not finite [s].
+        result: the run up to the sample before it (t = 0, dt, ..., t - dt).
+    """
+
+    def __init__(self, message: str, t: float, result: SimulationResult) -> None:
+        super().__init__(message)
+        self.t = t
+        self.result = result
+
+
 def _step_count(t_end: float, dt: float) -> int:
     if not (math.isfinite(dt) and dt > 0.0):
         raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
@@ -266,11 +280,11 @@ def simulate(
     # One input layout for both paths: u = [tau_ff; q_ref; q_dot_ref] under the servo law,
     # with a zero PD (pure torque input) when there is no servo.
     servos = servo.servo_model(n) if servo is not None else ServoModel.pd(0.0, 0.0, n)
-    packed = fast.FastModel(model)
+    packed = recursive.FastModel(model)
     accel: Any
     params: Any
     if method == "fast":
-        accel, params = fast.servo_accel_kernel, (packed.params, servos.packed)
+        accel, params = recursive.servo_accel_kernel, (packed.params, servos.packed)
     else:
         accel, params = _literal_servo_accel, (model, servos.packed)
 
@@ -296,7 +310,7 @@ def simulate(
     for first in range(0, steps, chunk):
         last = min(first + chunk, steps)
         if method == "fast":
-            fast.rk4_servo_steps(
+            recursive.rk4_servo_steps(
                 params,
                 qs[first],
                 qds[first],
@@ -356,8 +370,8 @@ def _result(
     """
     # the applied torque (the servo law's, or tau_ff alone under a zero PD) at every sample
     samples = np.ascontiguousarray(inputs[: 2 * t.size : 2])
-    applied = fast.servo_torques(servos.packed, samples, qs, qds)
-    energies = fast.energies(model, qs, qds)
+    applied = recursive.servo_torques(servos.packed, samples, qs, qds)
+    energies = recursive.energies(model, qs, qds)
     return SimulationResult(
         t=t,
         q=qs,
@@ -382,7 +396,7 @@ def prescribed_torques(
     Returns:
         A torque function for :func:`simulate` (fast inverse dynamics, eq. 81).
     """
-    packed = fast.FastModel(model)
+    packed = recursive.FastModel(model)
 
     def tau(t: float) -> FloatArray:
         q, qd, qdd = trajectory(t)
@@ -475,7 +489,7 @@ def joint_response(
     packed = ServoModel((params,)).packed
 
     def accel(_: None, x: FloatArray, v: FloatArray, row: FloatArray) -> FloatArray:
-        return np.asarray(fast.servo_torque(packed, row, x, v)) / inertia
+        return np.asarray(recursive.servo_torque(packed, row, x, v)) / inertia
 
     q, qd = np.empty(times.size), np.empty(times.size)
     x, v = np.array([q0], dtype=np.float64), np.array([qd0], dtype=np.float64)

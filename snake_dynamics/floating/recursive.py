@@ -1,4 +1,4 @@
-"""Fast floating-base MFM: the quantities of :mod:`snake_dynamics.floating`, computed
+"""Fast floating-base MFM: the quantities of :mod:`snake_dynamics.floating.literal`, computed
 recursively and compiled (docs/mfm.md, "The floating base", eqs. 221-230, and "The snake on
 the ground", eqs. 231-237).
 
@@ -7,8 +7,8 @@ tail's CM velocity [m/s] and w_0 its angular velocity [rad/s], both in the tail'
 
 Every kernel works in the tail's frame at the current instant, frozen (an inertial frame
 that coincides with the tail's frame at this instant), about its origin, the tail's CM,
-with the spatial vectors of :mod:`snake_dynamics.fast` (angular first). The chain's frames
-are then exactly the fixed-tail ones of :func:`snake_dynamics.fast._body_frames` (E_0 = I):
+with the spatial vectors of :mod:`snake_dynamics.mfm.recursive` (angular first). The chain's frames
+are then exactly the fixed-tail ones of :func:`snake_dynamics.mfm.recursive.body_frames` (E_0 = I):
 R_b^0, r_b^0, the joint twists S_k and the body M-blocks I_b about the tail's CM. In this
 frame the tail's twist is V_0 = [w_0; v_0], its spatial acceleration is exactly
 [w_0'; v_0'] (the linear part of a spatial acceleration is r'' - w x r' at the reference
@@ -25,7 +25,7 @@ rotated by R_0ᵀ. So:
   the quaternion RK4 (eq. 230) compiled over chunks of steps, the gait sampled in Python at
   the stage times beforehand.
 
-The kernels are compiled with numba (``cache=True``, as in :mod:`snake_dynamics.fast`).
+The kernels are compiled with numba (``cache=True``, as in :mod:`snake_dynamics.mfm.recursive`).
 """
 
 from __future__ import annotations
@@ -37,23 +37,30 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import SimulationError, StateError
-from .fast import _body_frames, _dot6, _external_forces, _force_cross_inertia, compiled
-from .floating import (
+from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.floating.literal import (
     BaseTracker,
     FloatingRun,
     FloatingState,
     MotionFn,
-    _nu,
-    _rotation,
     check_step,
+    checked_nu,
+    checked_rotation,
     hermite_basis,
     momentum_free_base_velocity,
     rest_state,
 )
-from .ground import _VERTICAL_TOL, Ground
-from .kinematics import joint_vector
-from .model import SnakeModel
+from snake_dynamics.ground import VERTICAL_TOL, Ground
+from snake_dynamics.mfm.kinematics import joint_vector
+from snake_dynamics.mfm.spatial import (
+    articulated_backward_pass,
+    articulated_forward_pass,
+    body_frames,
+    compiled,
+    external_forces,
+    force_cross_inertia,
+)
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 
@@ -143,14 +150,14 @@ def _quaternion_matrix(quat: FloatArray, out: FloatArray) -> None:
 def _chain(params: FloatingParams, q: FloatArray, nu: FloatArray, work: FloatingWorkspace) -> None:
     """The chain in the tail's frame and its twists (eqs. 221, 222).
 
-    Writes R_b^0, r_b^0, S_k, I_b (:func:`fast._body_frames`, eqs. 17, 46-48 with E_0 = I),
+    Writes R_b^0, r_b^0, S_k, I_b (:func:`.body_frames`, eqs. 17, 46-48 with E_0 = I),
     the body twists v_b = V_0 + sum_{k<=b} S_k qd_k about the tail's CM with
     V_0 = [w_0; v_0] (eq. 222: body b's CM velocity v_0 + w_0 x r_b^0 + B_v^0 q_dot), and
     the velocity products c_k = v_k x S_k qd_k.
     """
     axes, offsets, masses, inertias = params[0], params[1], params[2], params[3]
     rot, pos, s, inert, v, c = work[0], work[1], work[2], work[3], work[4], work[5]
-    _body_frames(axes, offsets, masses, inertias, q, rot, pos, s, inert)
+    body_frames(axes, offsets, masses, inertias, q, rot, pos, s, inert)
     w0, w1, w2, u0, u1, u2 = nu[3], nu[4], nu[5], nu[0], nu[1], nu[2]
     for k in range(q.shape[0]):
         qd = nu[6 + k]
@@ -227,13 +234,13 @@ def _ground_wrenches(
         ux, uy, uz = rb[0, 1], rb[1, 1], rb[2, 1]  # u = R_b e2
         dx, dy, dz = -uz * ux, -uz * uy, 1.0 - uz * uz  # d = e3 - (e3 . u) u (eq. 231)
         norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if norm > _VERTICAL_TOL:
+        if norm > VERTICAL_TOL:
             dx, dy, dz = dx / norm, dy / norm, dz / norm
         else:
             dx = dy = dz = 0.0
         tx, ty = ux, uy  # t: u's horizontal projection, n = e3 x t (eq. 233)
         norm = math.sqrt(tx * tx + ty * ty)
-        if norm > _VERTICAL_TOL:
+        if norm > VERTICAL_TOL:
             tx, ty = tx / norm, ty / norm
         else:
             tx = ty = 0.0
@@ -313,9 +320,9 @@ def _body_forces(
                 + rotation0[2, i] * wrenches[b, 2]
             )
             local[b, 3 + i] = wrenches[b, 3 + i]
-    _external_forces(masses, g0, rot, pos, local[1:], bias)
+    external_forces(masses, g0, rot, pos, local[1:], bias)
     for k in range(n):
-        _force_cross_inertia(v[k], inert[k], spare)
+        force_cross_inertia(v[k], inert[k], spare)
         for i in range(6):
             bias[k, i] = spare[i] - bias[k, i]
     # the root: the tail's M-block about its own CM, in its own frame (eq. 224)
@@ -331,7 +338,7 @@ def _body_forces(
     spare[0], spare[1], spare[2] = nu[3], nu[4], nu[5]
     spare[3], spare[4], spare[5] = nu[0], nu[1], nu[2]
     gyro = np.empty(6)
-    _force_cross_inertia(spare, root, gyro)
+    force_cross_inertia(spare, root, gyro)
     for i in range(3):
         p0[i] = gyro[i] - local[0, 3 + i]
         p0[3 + i] = gyro[3 + i] - m0 * g0[i] - local[0, i]
@@ -376,9 +383,9 @@ def _aba_floating(
 ) -> None:
     """nu_dot of eq. (227) by the articulated-body recursion with a 6-DOF root, O(n).
 
-    Backward pass as :func:`fast._aba`, body 1 handing its articulated inertia and bias to
-    the root; the root's spatial acceleration [w_0'; v_0'] solves IA_0 a_0 = -p_0 (6x6);
-    the forward pass starts from a_0. Writes nu_dot = [v_0'; w_0'; q_ddot].
+    The backward pass of the fixed tail (:func:`.articulated_backward_pass`), body 1 handing its
+    articulated inertia and bias to the root; the root's spatial acceleration [w_0'; v_0'] solves
+    IA_0 a_0 = -p_0 (6x6); the forward pass starts from a_0. Writes nu_dot = [v_0'; w_0'; q_ddot].
     """
     _chain(params, q, nu, work)
     _aba_core(params, rotation0, nu, tau, wrenches, work, nu_dot)
@@ -395,52 +402,16 @@ def _aba_core(
     nu_dot: FloatArray,
 ) -> None:
     """:func:`_aba_floating` at the state :func:`_chain` left in ``work``."""
-    n = tau.shape[0]
     _body_forces(params, rotation0, nu, wrenches, work)
     s, art, c, bias, u_vec, d, u = work[2], work[3], work[5], work[6], work[7], work[8], work[9]
     root, p0, acc = work[10], work[11], work[12]
-    for k in range(n - 1, -1, -1):
-        ak, sk, uk, bk, ck = art[k], s[k], u_vec[k], bias[k], c[k]
-        for i in range(6):
-            uk[i] = (
-                ak[i, 0] * sk[0]
-                + ak[i, 1] * sk[1]
-                + ak[i, 2] * sk[2]
-                + ak[i, 3] * sk[3]
-                + ak[i, 4] * sk[4]
-                + ak[i, 5] * sk[5]
-            )
-        d[k] = _dot6(sk, uk)
-        u[k] = tau[k] - _dot6(sk, bk)
-        ap, bp = (art[k - 1], bias[k - 1]) if k > 0 else (root, p0)
-        scale = u[k] / d[k]
-        inv_d = 1.0 / d[k]
-        for i in range(6):
-            bp[i] += bk[i] + uk[i] * scale
-        for i in range(6):  # Ia = IA - U Uᵀ / d, symmetric: one triangle, mirrored
-            ui = uk[i] * inv_d
-            ci = ck[i]
-            art_ii = ak[i, i] - ui * uk[i]
-            ap[i, i] += art_ii
-            bp[i] += art_ii * ci
-            for j in range(i + 1, 6):
-                art_ij = ak[i, j] - ui * uk[j]
-                ap[i, j] += art_ij
-                ap[j, i] += art_ij
-                bp[i] += art_ij * ck[j]
-                bp[j] += art_ij * ci
+    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root, p0)
     for i in range(6):
         p0[i] = -p0[i]
     _solve6(root, p0, acc)
     nu_dot[0], nu_dot[1], nu_dot[2] = acc[3], acc[4], acc[5]
     nu_dot[3], nu_dot[4], nu_dot[5] = acc[0], acc[1], acc[2]
-    for k in range(n):
-        for i in range(6):
-            acc[i] += c[k, i]
-        qdd = (u[k] - _dot6(u_vec[k], acc)) / d[k]
-        nu_dot[6 + k] = qdd
-        for i in range(6):
-            acc[i] += s[k, i] * qdd
+    articulated_forward_pass(s, c, u_vec, d, u, acc, nu_dot[6:])
 
 
 @compiled
@@ -691,7 +662,7 @@ def _samples(
     for b in range(n + 1):
         total += masses[b]
     for r in range(rows):
-        _body_frames(axes, offsets, masses, inertias, qs[r], rot, pos, twist, inert)
+        body_frames(axes, offsets, masses, inertias, qs[r], rot, pos, twist, inert)
         _quaternion_matrix(quaternions[r], rotation)
         centre = np.zeros(3)
         axis = np.zeros(3)
@@ -820,9 +791,9 @@ def _checked(model: SnakeModel, rotation0: ArrayLike, q: ArrayLike, nu: ArrayLik
     FloatArray, FloatArray, FloatArray
 ]:  # fmt: skip
     return (
-        np.ascontiguousarray(_rotation(rotation0)),
+        np.ascontiguousarray(checked_rotation(rotation0)),
         np.ascontiguousarray(joint_vector(model, q, "q")),
-        np.ascontiguousarray(_nu(model, nu)),
+        np.ascontiguousarray(checked_nu(model, nu)),
     )
 
 

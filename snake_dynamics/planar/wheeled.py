@@ -44,8 +44,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
-from .errors import ModelError, SimulationError, StateError
-from .op_count import OperationCount
+from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.planar.op_count import OperationCount
 
 FloatArray = NDArray[np.float64]
 TorqueFunction = Callable[[float], ArrayLike]
@@ -188,7 +188,7 @@ Recursion = tuple[
 ]
 
 
-def _recursion(
+def kane_recursion(
     k_: KaneConstants[Scalar],
     theta: Sequence[Scalar],
     u: tuple[Scalar, Scalar],
@@ -238,9 +238,9 @@ def _kane_kernel(
     number type (:func:`kane_solve`).
 
     Returns:
-        (u̇, the recursions of :func:`_recursion`).
+        (u̇, the recursions of :func:`kane_recursion`).
     """
-    rec = _recursion(k_, theta, u, cos, sin)
+    rec = kane_recursion(k_, theta, u, cos, sin)
     return kane_solve(k_, rec, tau), rec
 
 
@@ -252,7 +252,7 @@ def kane_solve(
 
     Args:
         k_: the model's constants in the number type.
-        rec: the recursions at the state (:func:`_recursion`).
+        rec: the recursions at the state (:func:`kane_recursion`).
         tau: joint torques T_1..T_{n-1} [N m].
 
     Returns:
@@ -338,7 +338,7 @@ def link_speeds(snake: WheeledSnake, theta: ArrayLike, u: ArrayLike) -> LinkSpee
     """
     th = _vector(theta, snake.n, "theta").tolist()
     uu = _vector(u, 2, "u")
-    rec = _recursion(snake.constants, th, (float(uu[0]), float(uu[1])), math.cos, math.sin)
+    rec = kane_recursion(snake.constants, th, (float(uu[0]), float(uu[1])), math.cos, math.sin)
     return LinkSpeeds(*(np.array(x, dtype=float) for x in rec))
 
 

@@ -1,5 +1,5 @@
 """The MFM with a floating base: the tail gets 6 DOF (docs/mfm.md, "The floating base",
-eqs. 221-230). Literal form, as :mod:`snake_dynamics.kinetics` for the fixed tail.
+eqs. 221-230). Literal form, as :mod:`snake_dynamics.mfm.kinetics` for the fixed tail.
 
 The base pose is (x_0, R_0) in the inertial frame; the generalised velocity is
 nu = [v_0; w_0; q_dot], with the tail's CM velocity v_0 and angular velocity w_0 both in
@@ -21,11 +21,17 @@ import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.transform import Rotation
 
-from .errors import ModelError, SimulationError, StateError
-from .ground import Ground, ground_wrenches, stable_step
-from .kinematics import FrameKinematics, b_matrix, b_matrix_dot, frame_kinematics, joint_vector
-from .lie import hat
-from .model import SnakeModel
+from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.ground import Ground, ground_wrenches, stable_step
+from snake_dynamics.mfm.kinematics import (
+    FrameKinematics,
+    b_matrix,
+    b_matrix_dot,
+    frame_kinematics,
+    joint_vector,
+)
+from snake_dynamics.mfm.lie import hat
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 
@@ -85,7 +91,7 @@ def lying_state(model: SnakeModel) -> FloatingState:
     return rest_state(model, (0.0, 0.0, float(np.max(model.radii))))
 
 
-def _nu(model: SnakeModel, nu: ArrayLike) -> FloatArray:
+def checked_nu(model: SnakeModel, nu: ArrayLike) -> FloatArray:
     """Validate nu: shape (6+n,), finite."""
     vec = np.asarray(nu, dtype=float)
     if vec.shape != (6 + model.n_joints,) or not np.all(np.isfinite(vec)):
@@ -96,7 +102,7 @@ def _nu(model: SnakeModel, nu: ArrayLike) -> FloatArray:
     return vec
 
 
-def _rotation(rotation0: ArrayLike) -> FloatArray:
+def checked_rotation(rotation0: ArrayLike) -> FloatArray:
     r = np.asarray(rotation0, dtype=float)
     if r.shape != (3, 3) or not np.allclose(r @ r.T, np.eye(3), atol=1e-9):
         raise StateError(f"rotation0 must be a 3x3 rotation matrix, got shape {r.shape}")
@@ -166,8 +172,8 @@ def floating_terms(
         q: joint angles [rad], shape (n,).
         nu: [v_0; w_0; q_dot], shape (6+n,).
     """
-    r0 = _rotation(rotation0)
-    nu = _nu(model, nu)
+    r0 = checked_rotation(rotation0)
+    nu = checked_nu(model, nu)
     n = model.n_joints
     qd = nu[6:]
     kin = frame_kinematics(model, q)
@@ -205,7 +211,7 @@ def floating_b_matrix(model: SnakeModel, rotation0: ArrayLike, q: ArrayLike) -> 
     """
     kin = frame_kinematics(model, q)
     return _rotate_linear_rows(
-        _rotation(rotation0), _base_frame_b(model, kin, b_matrix(model, q, kin))
+        checked_rotation(rotation0), _base_frame_b(model, kin, b_matrix(model, q, kin))
     )
 
 
@@ -221,7 +227,7 @@ def body_velocities(
 ) -> FloatArray:
     """X_dot = B nu per body: [CM velocity (inertial) m/s; w^(b) (body frame) rad/s], (n+1, 6)."""
     b = floating_b_matrix(model, rotation0, q)
-    return (b @ _nu(model, nu)).reshape(model.n_joints + 1, 6)
+    return (b @ checked_nu(model, nu)).reshape(model.n_joints + 1, 6)
 
 
 def floating_force_list(

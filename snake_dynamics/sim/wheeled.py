@@ -22,22 +22,23 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import fast
-from .errors import ModelError, SimulationError
-from .fast import _servo_torque_into, compiled
-from .floating import FloatingRun, FloatingState
-from .gaits import JointTrajectory
-from .integrators import servo_model
-from .model import SnakeModel
-from .servo import ServoModel
-from .simulator import RK4_REACH, InputSource, Simulator, check_step, reset_state
-from .wheeled_snake import (
+from snake_dynamics.errors import ModelError, SimulationError
+from snake_dynamics.floating.literal import FloatingRun, FloatingState
+from snake_dynamics.gaits import JointTrajectory
+from snake_dynamics.mfm import recursive
+from snake_dynamics.mfm.integrators import servo_model
+from snake_dynamics.mfm.recursive import servo_torque_into
+from snake_dynamics.mfm.spatial import compiled
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.planar.wheeled import (
     WheeledSnake,
-    _recursion,
     kane_matrices,
+    kane_recursion,
     link_positions,
     link_speeds,
 )
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.simulator import RK4_REACH, InputSource, Simulator, check_step, reset_state
 
 FloatArray = NDArray[np.float64]
 Motion = Callable[[float], JointTrajectory]
@@ -119,7 +120,7 @@ class WheeledSimulator(Simulator):
         check_step(dt)
         self.snake = wheeled_snake(model)
         self.model = model
-        self.fast_model = fast.FastModel(model)
+        self.fast_model = recursive.FastModel(model)
         self.dt = dt
         self.servo = servo_model(stiffness, damping, servo, model.n_joints)
         self.substeps = wheeled_substeps(self.snake, self.servo, dt)
@@ -153,7 +154,7 @@ class WheeledSimulator(Simulator):
         if pose is not None:
             self._z[:3] = pose
         theta = self._z[2] + np.concatenate([[0.0], np.cumsum(q_arr)])
-        rec = _recursion(self.snake.constants, theta.tolist(), (0.0, 0.0), math.cos, math.sin)
+        rec = kane_recursion(self.snake.constants, theta.tolist(), (0.0, 0.0), math.cos, math.sin)
         joint = np.diff(np.array(rec[3]), axis=0)
         u = np.linalg.lstsq(joint, qd_arr, rcond=None)[0]
         self._z = np.concatenate([self._z[:2], theta, u])
@@ -164,7 +165,7 @@ class WheeledSimulator(Simulator):
     def _set_joints(self) -> None:
         """q = Δθ and q̇ = Δω of the state (eq. 415)."""
         n, z = self.snake.n, self._z
-        rec = _recursion(
+        rec = kane_recursion(
             self.snake.constants, z[2 : n + 2].tolist(), (z[n + 2], z[n + 3]), math.cos, math.sin
         )
         self._q = np.diff(z[2 : n + 2])
@@ -173,7 +174,7 @@ class WheeledSimulator(Simulator):
     @property
     def tau(self) -> FloatArray:
         """The servo torques at the current state [N m], shape (n,)."""
-        return np.asarray(fast.servo_torque(self._packed, self._u, self._q, self._qd))
+        return np.asarray(recursive.servo_torque(self._packed, self._u, self._q, self._qd))
 
     @property
     def z(self) -> FloatArray:
@@ -235,7 +236,7 @@ class WheeledSimulator(Simulator):
     def warm_up(self) -> None:
         """Compile the kernels now (numba's cache), not in the middle of a run."""
         m = self.snake.n - 1
-        fast.servo_torque(self._packed, np.zeros(3 * m), np.zeros(m), np.zeros(m))
+        recursive.servo_torque(self._packed, np.zeros(3 * m), np.zeros(m), np.zeros(m))
         wheeled_rate(*self._constants, self._packed, self._z, np.zeros(3 * m))
 
 
@@ -252,7 +253,7 @@ def _rate_into(
 ) -> None:
     """ż under the servo torques (eq. 415) into ``out``: Kane's recursions (eqs. 403, 404,
     407), the servos (eqs. 202-206) on φ = Δθ, φ̇ = Δω, and M u̇ = F - N ω solved as 2x2
-    (eqs. 406, 408); the compiled form of :func:`wheeled_snake.kane_rate`."""
+    (eqs. 406, 408); the compiled form of :func:`snake_dynamics.planar.wheeled.kane_rate`."""
     n = masses.size
     v, w = np.empty(n), np.empty(n)
     pv, pw, b = np.empty((n, 2)), np.empty((n, 2)), np.empty((n, 2))  # b: (W_k, Z_k)
@@ -274,7 +275,7 @@ def _rate_into(
     for k in range(n - 1):
         q[k] = z[k + 3] - z[k + 2]
         qd[k] = w[k + 1] - w[k]
-    _servo_torque_into(servo, u, q, qd, tau)
+    servo_torque_into(servo, u, q, qd, tau)
     m00 = m01 = m11 = r0 = r1 = 0.0
     for k in range(n):
         mp0, mp1 = masses[k] * pv[k, 0], masses[k] * pv[k, 1]

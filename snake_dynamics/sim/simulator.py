@@ -25,12 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import fast
-from .errors import SimulationError, StateError
-from .gaits import JointTrajectory
-from .integrators import servo_model, simulate
-from .model import SnakeModel
-from .servo import ServoModel
+from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.gaits import JointTrajectory
+from snake_dynamics.mfm import recursive
+from snake_dynamics.mfm.integrators import servo_model, simulate
+from snake_dynamics.mfm.spatial import compiled
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
 
 FloatArray = NDArray[np.float64]
 
@@ -153,7 +154,7 @@ class CommandReference:
         return JointTrajectory(out[0], out[1], out[2])
 
 
-@fast.compiled
+@compiled
 def _hermite(
     t: FloatArray,
     times: FloatArray,
@@ -218,7 +219,7 @@ class PrescribedInput(InputSource):
 
     def __init__(
         self,
-        model: fast.FastModel,
+        model: recursive.FastModel,
         reference: CommandReference,
         dead_time: ArrayLike = 0.0,
         feed_forward: bool = True,
@@ -342,12 +343,12 @@ class Simulator:
         check_step(dt)
         n = model.n_joints
         self.model = model
-        self.fast_model = fast.FastModel(model)
+        self.fast_model = recursive.FastModel(model)
         self.dt = dt
         self.servo = servo_model(stiffness, damping, servo, n)
         self.substeps = stable_substeps(model, self.servo, dt)
         self._h = dt / self.substeps  # the RK4 step [s]
-        self._params: fast.ServoParams = (self.fast_model.params, self.servo.packed)
+        self._params: recursive.ServoParams = (self.fast_model.params, self.servo.packed)
         self._u = np.zeros(3 * n)
         self.reset(t0, np.zeros(n), np.zeros(n))
 
@@ -369,7 +370,7 @@ class Simulator:
     @property
     def tau(self) -> FloatArray:
         """The torques applied at the current state by the servo model [N m], shape (n,)."""
-        return np.asarray(fast.servo_torque(self._params[1], self._u, self._q, self._qd))
+        return np.asarray(recursive.servo_torque(self._params[1], self._u, self._q, self._qd))
 
     def reset(self, t: float, q: ArrayLike, qd: ArrayLike) -> None:
         """Restart from angles q [rad] and rates q_dot [rad/s] at time t [s].
@@ -407,7 +408,7 @@ class Simulator:
         if inputs.shape != (rows, 3 * n):
             raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
         qs, qds, qdds = (np.empty((steps * sub, n)) for _ in range(3))
-        fast.rk4_servo_steps(self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds)
+        recursive.rk4_servo_steps(self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds)
         qs, qds = qs[sub - 1 :: sub], qds[sub - 1 :: sub]  # at the ends of the steps
         bad = ~(np.isfinite(qs).all(axis=1) & np.isfinite(qds).all(axis=1))
         done = int(np.argmax(bad)) if bad.any() else steps
@@ -445,8 +446,10 @@ class Simulator:
         n = self.model.n_joints
         zero = np.zeros(n)
         out = np.empty((1, n))
-        fast.rk4_servo_steps(self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out)
-        fast.servo_torque(self._params[1], np.zeros(3 * n), zero, zero)  # tau
+        recursive.rk4_servo_steps(
+            self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out
+        )
+        recursive.servo_torque(self._params[1], np.zeros(3 * n), zero, zero)  # tau
         self.fast_model.inverse_dynamics(zero, zero, zero)
         reference = CommandReference(zero, timeout=1.0)
         for t in (0.0, 1.0):
@@ -471,7 +474,7 @@ def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
         ceil(max |lambda| dt / RK4_REACH), at least 1.
     """
     n = model.n_joints
-    minv = np.linalg.inv(fast.mass_matrix(model, np.zeros(n)))
+    minv = np.linalg.inv(recursive.mass_matrix(model, np.zeros(n)))
     stiffness, damping = servo.packed[0], servo.packed[1]
     system = np.block([[np.zeros((n, n)), np.eye(n)], [-minv * stiffness, -minv * damping]])
     reach = float(np.max(np.abs(np.linalg.eigvals(system)))) * dt
@@ -479,14 +482,16 @@ def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
 
 
 def warm_up() -> None:
-    """Compile the core's numba kernels now, the floating base's too (:mod:`fast_floating`);
-    later processes load them from numba's cache."""
-    from .fast_floating import warm_up as floating_warm_up  # imports this module's kernels
+    """Compile the core's numba kernels now, the floating base's too
+    (:mod:`snake_dynamics.floating.recursive`); later processes load them from numba's cache."""
+    from snake_dynamics.floating.recursive import (
+        warm_up as floating_warm_up,  # imports this module's kernels
+    )
 
     floating_warm_up()
     model = SnakeModel.uniform(2, 0.1, 0.1, 0.02)
     Simulator(model, 0.001, stiffness=1.0).warm_up()
     simulate(model, np.zeros(2), np.zeros(2), None, 0.002, 0.001)
-    fast.mass_matrix(model, np.zeros(2))
-    fast.bias_forces(model, np.zeros(2), np.zeros(2))
-    fast.forward_dynamics(model, np.zeros(2), np.zeros(2), np.zeros(2))
+    recursive.mass_matrix(model, np.zeros(2))
+    recursive.bias_forces(model, np.zeros(2), np.zeros(2))
+    recursive.forward_dynamics(model, np.zeros(2), np.zeros(2), np.zeros(2))

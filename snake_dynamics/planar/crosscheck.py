@@ -4,9 +4,9 @@ eqs. 420-427).
 
 Three formulations of the same 3-link wheeled snake, written independently:
 
-* :mod:`snake_dynamics.wheeled_snake` (Kane, eqs. 401-414): links numbered tail to head,
+* :mod:`snake_dynamics.planar.wheeled` (Kane, eqs. 401-414): links numbered tail to head,
   link k+1 ahead of link k, headings θ_k, joint angles φ_k = θ_{k+1} - θ_k;
-* :mod:`snake_dynamics.kinematic_snake` (eqs. 307-313): the body frame on the middle link,
+* :mod:`snake_dynamics.planar.kinematic` (eqs. 307-313): the body frame on the middle link,
   link 1 the head, shape r = (α1, α2) with headings θ + α1, θ, θ - α2;
 * the floating-base MFM snake (eqs. 221-237): bodies 0 (tail) .. 2 (head), yaw joints, on
   a ground whose friction across the links stands in for the wheels.
@@ -30,14 +30,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import solve_ivp
 
-from . import se2
-from .errors import ModelError, SimulationError, SingularConfigurationError, StateError
-from .fast_floating import simulate_prescribed_fast
-from .floating import FloatingState, MotionFn, rest_state, world_poses
-from .ground import Ground, stable_step
-from .kinematic_snake import DIAGONAL_TOL, LateralUndulation
-from .model import SnakeModel
-from .wheeled_snake import WheeledSnake, link_speeds
+from snake_dynamics.errors import (
+    ModelError,
+    SimulationError,
+    SingularConfigurationError,
+    StateError,
+)
+from snake_dynamics.floating.literal import FloatingState, MotionFn, rest_state, world_poses
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.ground import Ground, stable_step
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.planar import se2
+from snake_dynamics.planar.kinematic import DIAGONAL_TOL, LateralUndulation
+from snake_dynamics.planar.wheeled import WheeledSnake, link_speeds
 
 FloatArray = NDArray[np.float64]
 
@@ -125,7 +130,7 @@ def shape_speeds(snake: WheeledSnake, r: ArrayLike, r_dot: ArrayLike) -> FloatAr
 def wheeled_body_velocity(snake: WheeledSnake, r: ArrayLike, r_dot: ArrayLike) -> FloatArray:
     """The middle link's body velocity ξ = (V_2, 0, ω_2) by Kane's recursions (eqs. 421, 422).
 
-    The wheeled snake's twin of :func:`snake_dynamics.kinematic_snake.body_velocity`:
+    The wheeled snake's twin of :func:`snake_dynamics.planar.kinematic.body_velocity`:
     u from :func:`shape_speeds`, then V_2 and ω_2 from eq. 403.
 
     Args:
@@ -230,7 +235,7 @@ def wheeled_cycle_displacement(
 ) -> FloatArray:
     """g(0)⁻¹ g(T) of the middle link over one gait cycle, by :func:`wheeled_reconstruct`.
 
-    The twin of :func:`snake_dynamics.kinematic_snake.cycle_displacement` (eq. 423).
+    The twin of :func:`snake_dynamics.planar.kinematic.cycle_displacement` (eq. 423).
 
     Returns:
         (Δx [m], Δy [m], Δθ [rad]) in the middle link's frame at t = 0, shape (3,).
@@ -391,7 +396,7 @@ def convergence_error(
     body with the kinematic snake's reconstruction (eqs. 424-426).
 
     The twin starts lying flat, its joints at the gait's r(0) and the snake at rest as a
-    whole (:func:`snake_dynamics.fast_floating.simulate_prescribed_fast`), while the
+    whole (:func:`snake_dynamics.floating.recursive.simulate_prescribed_fast`), while the
     gait's wheels would already move it: the first period lets that start-up die out. The
     reference then starts from the twin's middle pose at t = T and the errors are the
     largest differences over t in [T, 2T], at ``samples`` equally spaced times.

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import StateError
+from snake_dynamics.errors import StateError
 
 FloatArray = NDArray[np.float64]
 

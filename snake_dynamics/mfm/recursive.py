@@ -1,4 +1,4 @@
-"""Fast MFM: the same quantities as :mod:`kinetics`, computed recursively and compiled.
+"""The recursive, compiled fixed-tail MFM: the quantities of :mod:`.kinetics`, in O(n) or O(n^2).
 
 Column k of B (eq. 56) is the twist of joint k. Written about the inertial origin it is
 S_k = [z_k; p_k x z_k] (angular first): the linear block of B for body b is then
@@ -18,210 +18,37 @@ compiles for a few seconds, later processes load the cache).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import StateError
-from .kinematics import joint_vector
-from .kinetics import body_wrenches
-from .model import SnakeModel
+from snake_dynamics.errors import StateError
+from snake_dynamics.mfm.kinematics import joint_vector
+from snake_dynamics.mfm.kinetics import body_wrenches
+from snake_dynamics.mfm.spatial import (
+    articulated_backward_pass,
+    articulated_forward_pass,
+    body_frames,
+    compiled,
+    dot6,
+    external_forces,
+    force_cross_inertia,
+    velocities,
+)
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def compiled(fn: _F) -> _F:
-    """numba.njit with an on-disk cache, typed for mypy."""
-    return cast(_F, numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")(fn))
-
-
-# --------------------------------------------------------------------------- kernels
-@compiled
-def _body_frames(
-    axes: FloatArray,
-    offsets: FloatArray,
-    masses: FloatArray,
-    inertias: FloatArray,
-    q: FloatArray,
-    rot: FloatArray,
-    pos: FloatArray,
-    twist: FloatArray,
-    inert: FloatArray,
-) -> None:
-    """One pass tail to head: R_b, r_b (eqs. 17, 46-48), joint twists S_k and M-blocks I_b.
-
-    Writes (every entry) rot (n+1, 3, 3), pos (n+1, 3), the twists S_k = [z_k; p_k x z_k]
-    (n, 6) with p_k = r_{k-1} + R_{k-1} l_{k-1} and z_k = R_{k-1} a_k, and the body
-    M-blocks of eq. (66) about the inertial origin, angular first, (n, 6, 6).
-    """
-    n = q.shape[0]
-    # parent rotation R_{k-1} (row-major scalars) and CM position r_{k-1}
-    p00, p01, p02, p10, p11, p12, p20, p21, p22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
-    x0 = x1 = x2 = 0.0
-    rot[0] = np.eye(3)
-    pos[0] = 0.0
-    for k in range(1, n + 1):
-        a0, a1, a2 = axes[k - 1, 0], axes[k - 1, 1], axes[k - 1, 2]
-        c, s = np.cos(q[k - 1]), np.sin(q[k - 1])
-        t = 1.0 - c
-        # Rodrigues: R^(k/k-1) = I + s hat(a) + (1 - c) hat(a)^2 (eqs. 18, 33)
-        e00, e01, e02 = c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1
-        e10, e11, e12 = t * a0 * a1 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0
-        e20, e21, e22 = t * a0 * a2 - s * a1, t * a1 * a2 + s * a0, c + t * a2 * a2
-        # pivot p_k = r_{k-1} + R_{k-1} l_{k-1} and axis z_k = R_{k-1} a_k
-        l0, l1, l2 = offsets[k - 1, 0], offsets[k - 1, 1], offsets[k - 1, 2]
-        v0 = x0 + p00 * l0 + p01 * l1 + p02 * l2
-        v1 = x1 + p10 * l0 + p11 * l1 + p12 * l2
-        v2 = x2 + p20 * l0 + p21 * l1 + p22 * l2
-        z0 = p00 * a0 + p01 * a1 + p02 * a2
-        z1 = p10 * a0 + p11 * a1 + p12 * a2
-        z2 = p20 * a0 + p21 * a1 + p22 * a2
-        # R_k = R_{k-1} R^(k/k-1) (eq. 43)
-        r00 = p00 * e00 + p01 * e10 + p02 * e20
-        r01 = p00 * e01 + p01 * e11 + p02 * e21
-        r02 = p00 * e02 + p01 * e12 + p02 * e22
-        r10 = p10 * e00 + p11 * e10 + p12 * e20
-        r11 = p10 * e01 + p11 * e11 + p12 * e21
-        r12 = p10 * e02 + p11 * e12 + p12 * e22
-        r20 = p20 * e00 + p21 * e10 + p22 * e20
-        r21 = p20 * e01 + p21 * e11 + p22 * e21
-        r22 = p20 * e02 + p21 * e12 + p22 * e22
-        # CM r_k = p_k + R_k l_k
-        l0, l1, l2 = offsets[k, 0], offsets[k, 1], offsets[k, 2]
-        x0 = v0 + r00 * l0 + r01 * l1 + r02 * l2
-        x1 = v1 + r10 * l0 + r11 * l1 + r12 * l2
-        x2 = v2 + r20 * l0 + r21 * l1 + r22 * l2
-        rk = rot[k]
-        rk[0, 0], rk[0, 1], rk[0, 2] = r00, r01, r02
-        rk[1, 0], rk[1, 1], rk[1, 2] = r10, r11, r12
-        rk[2, 0], rk[2, 1], rk[2, 2] = r20, r21, r22
-        pos[k, 0], pos[k, 1], pos[k, 2] = x0, x1, x2
-        tw = twist[k - 1]
-        tw[0], tw[1], tw[2] = z0, z1, z2
-        tw[3], tw[4], tw[5] = v1 * z2 - v2 * z1, v2 * z0 - v0 * z2, v0 * z1 - v1 * z0
-        # M-block about the origin: [[R J Rᵀ + m hat(r) hat(r)ᵀ, m hat(r)], [m hat(r)ᵀ, m 1]]
-        j = inertias[k]
-        j00, j01, j02, j11, j12, j22 = j[0, 0], j[0, 1], j[0, 2], j[1, 1], j[1, 2], j[2, 2]
-        # rows of R J
-        b00 = r00 * j00 + r01 * j01 + r02 * j02
-        b01 = r00 * j01 + r01 * j11 + r02 * j12
-        b02 = r00 * j02 + r01 * j12 + r02 * j22
-        b10 = r10 * j00 + r11 * j01 + r12 * j02
-        b11 = r10 * j01 + r11 * j11 + r12 * j12
-        b12 = r10 * j02 + r11 * j12 + r12 * j22
-        b20 = r20 * j00 + r21 * j01 + r22 * j02
-        b21 = r20 * j01 + r21 * j11 + r22 * j12
-        b22 = r20 * j02 + r21 * j12 + r22 * j22
-        m = masses[k]
-        mx0, mx1, mx2 = m * x0, m * x1, m * x2
-        blk = inert[k - 1]
-        blk[0, 0] = b00 * r00 + b01 * r01 + b02 * r02 + mx1 * x1 + mx2 * x2
-        blk[1, 1] = b10 * r10 + b11 * r11 + b12 * r12 + mx0 * x0 + mx2 * x2
-        blk[2, 2] = b20 * r20 + b21 * r21 + b22 * r22 + mx0 * x0 + mx1 * x1
-        blk[0, 1] = blk[1, 0] = b00 * r10 + b01 * r11 + b02 * r12 - mx0 * x1
-        blk[0, 2] = blk[2, 0] = b00 * r20 + b01 * r21 + b02 * r22 - mx0 * x2
-        blk[1, 2] = blk[2, 1] = b10 * r20 + b11 * r21 + b12 * r22 - mx1 * x2
-        blk[3, 3] = blk[4, 4] = blk[5, 5] = m
-        blk[0, 4] = blk[4, 0] = -mx2
-        blk[0, 5] = blk[5, 0] = mx1
-        blk[1, 3] = blk[3, 1] = mx2
-        blk[1, 5] = blk[5, 1] = -mx0
-        blk[2, 3] = blk[3, 2] = -mx1
-        blk[2, 4] = blk[4, 2] = mx0
-        blk[0, 3] = blk[3, 0] = blk[1, 4] = blk[4, 1] = blk[2, 5] = blk[5, 2] = 0.0
-        blk[3, 4] = blk[4, 3] = blk[3, 5] = blk[5, 3] = blk[4, 5] = blk[5, 4] = 0.0
-        p00, p01, p02, p10, p11, p12, p20, p21, p22 = r00, r01, r02, r10, r11, r12, r20, r21, r22
 
 
 @compiled
 def _frames(
     axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """:func:`_body_frames` into new arrays: rot, pos, twists, M-blocks."""
+    """:func:`body_frames` into new arrays: rot, pos, twists, M-blocks."""
     n = q.shape[0]
     rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     twist, inert = np.empty((n, 6)), np.empty((n, 6, 6))
-    _body_frames(axes, offsets, masses, inertias, q, rot, pos, twist, inert)
+    body_frames(axes, offsets, masses, inertias, q, rot, pos, twist, inert)
     return rot, pos, twist, inert
-
-
-@compiled
-def _motion_cross(v: FloatArray, m: FloatArray, scale: float, out: FloatArray) -> None:
-    """out = v x (scale m) for spatial motion vectors (angular first)."""
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    a0, a1, a2 = scale * m[0], scale * m[1], scale * m[2]
-    b0, b1, b2 = scale * m[3], scale * m[4], scale * m[5]
-    out[0] = w1 * a2 - w2 * a1
-    out[1] = w2 * a0 - w0 * a2
-    out[2] = w0 * a1 - w1 * a0
-    out[3] = w1 * b2 - w2 * b1 + u1 * a2 - u2 * a1
-    out[4] = w2 * b0 - w0 * b2 + u2 * a0 - u0 * a2
-    out[5] = w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
-
-
-@compiled
-def _force_cross_inertia(v: FloatArray, inertia: FloatArray, out: FloatArray) -> None:
-    """out = v x* (I v): the gyroscopic spatial force of a body moving with twist v."""
-    h0 = h1 = h2 = h3 = h4 = h5 = 0.0
-    for j in range(6):
-        vj = v[j]
-        h0 += inertia[0, j] * vj
-        h1 += inertia[1, j] * vj
-        h2 += inertia[2, j] * vj
-        h3 += inertia[3, j] * vj
-        h4 += inertia[4, j] * vj
-        h5 += inertia[5, j] * vj
-    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] = w1 * h2 - w2 * h1 + u1 * h5 - u2 * h4
-    out[1] = w2 * h0 - w0 * h2 + u2 * h3 - u0 * h5
-    out[2] = w0 * h1 - w1 * h0 + u0 * h4 - u1 * h3
-    out[3] = w1 * h5 - w2 * h4
-    out[4] = w2 * h3 - w0 * h5
-    out[5] = w0 * h4 - w1 * h3
-
-
-@compiled
-def _external_forces(
-    masses: FloatArray,
-    gravity: FloatArray,
-    rot: FloatArray,
-    pos: FloatArray,
-    wrenches: FloatArray,
-    out: FloatArray,
-) -> None:
-    """out = Q of eq. (79) without joint torques, spatial forces about the inertial origin."""
-    n = wrenches.shape[0]
-    for b in range(1, n + 1):
-        for i in range(3):
-            out[b - 1, 3 + i] = masses[b] * gravity[i] + wrenches[b - 1, i]
-            moment = 0.0  # body-frame moment to the inertial frame
-            for j in range(3):
-                moment += rot[b, i, j] * wrenches[b - 1, 3 + j]
-            out[b - 1, i] = moment
-        r = pos[b]
-        f = out[b - 1, 3:6]
-        out[b - 1, 0] += r[1] * f[2] - r[2] * f[1]
-        out[b - 1, 1] += r[2] * f[0] - r[0] * f[2]
-        out[b - 1, 2] += r[0] * f[1] - r[1] * f[0]
-
-
-@compiled
-def _velocities(s: FloatArray, qd: FloatArray, v: FloatArray, c: FloatArray) -> None:
-    """v = body twists v_b = sum_{k<=b} S_k qd_k, c = velocity products v_b x S_b qd_b (n, 6)."""
-    for k in range(qd.shape[0]):
-        for i in range(6):
-            v[k, i] = (v[k - 1, i] if k > 0 else 0.0) + s[k, i] * qd[k]
-        _motion_cross(v[k], s[k], qd[k], c[k])
-
-
-@compiled
-def _dot6(a: FloatArray, b: FloatArray) -> float:
-    dot: float = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-    return dot
 
 
 @compiled
@@ -240,14 +67,14 @@ def _rnea(
     n = q.shape[0]
     rot, pos, s, inert = _frames(axes, offsets, masses, inertias, q)
     v, c, f = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    _velocities(s, qd, v, c)
-    _external_forces(masses, gravity, rot, pos, wrenches, f)
+    velocities(s, qd, v, c)
+    external_forces(masses, gravity, rot, pos, wrenches, f)
     acc = np.zeros(6)
     gyro = np.empty(6)
     for k in range(n):
         for i in range(6):
             acc[i] += c[k, i] + s[k, i] * qdd[k]
-        _force_cross_inertia(v[k], inert[k], gyro)
+        force_cross_inertia(v[k], inert[k], gyro)
         for i in range(6):
             ia = 0.0
             for j in range(6):
@@ -255,7 +82,7 @@ def _rnea(
             f[k, i] = ia + gyro[i] - f[k, i]
     tau = np.empty(n)
     for k in range(n - 1, -1, -1):
-        tau[k] = _dot6(s[k], f[k])
+        tau[k] = dot6(s[k], f[k])
         if k > 0:
             for i in range(6):
                 f[k - 1, i] += f[k, i]
@@ -280,7 +107,7 @@ def _crba(
                 acc += comp[j, i, m] * s[j, m]
             fj[i] = acc
         for i in range(j + 1):
-            mstar[i, j] = _dot6(s[i], fj)
+            mstar[i, j] = dot6(s[i], fj)
             mstar[j, i] = mstar[i, j]
     return mstar
 
@@ -288,7 +115,7 @@ def _crba(
 #: Scratch arrays of :func:`_aba` for n joints (see :func:`aba_workspace`).
 AbaWorkspace = tuple[
     FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
-    FloatArray, FloatArray, FloatArray, FloatArray,
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
 ]  # fmt: skip
 
 
@@ -307,6 +134,8 @@ def aba_workspace(n: int) -> AbaWorkspace:
         np.empty(n),  # d = Sᵀ U
         np.empty(n),  # u = tau - Sᵀ p
         np.empty(6),  # scratch spatial vector
+        np.empty((6, 6)),  # what the backward pass hands the (fixed) root: ignored
+        np.empty(6),
     )
 
 
@@ -326,53 +155,17 @@ def _aba(
 ) -> None:
     """qdd = q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
     n = q.shape[0]
-    rot, pos, s, art, v, c, bias, u_vec, d, u, gyro = work
-    _body_frames(axes, offsets, masses, inertias, q, rot, pos, s, art)
-    _velocities(s, qd, v, c)
-    _external_forces(masses, gravity, rot, pos, wrenches, bias)
+    rot, pos, s, art, v, c, bias, u_vec, d, u, gyro, root_art, root_bias = work
+    body_frames(axes, offsets, masses, inertias, q, rot, pos, s, art)
+    velocities(s, qd, v, c)
+    external_forces(masses, gravity, rot, pos, wrenches, bias)
     for k in range(n):
-        _force_cross_inertia(v[k], art[k], gyro)
+        force_cross_inertia(v[k], art[k], gyro)
         for i in range(6):
             bias[k, i] = gyro[i] - bias[k, i]
-    for k in range(n - 1, -1, -1):
-        ak, sk, uk, bk, ck = art[k], s[k], u_vec[k], bias[k], c[k]
-        for i in range(6):
-            uk[i] = (
-                ak[i, 0] * sk[0]
-                + ak[i, 1] * sk[1]
-                + ak[i, 2] * sk[2]
-                + ak[i, 3] * sk[3]
-                + ak[i, 4] * sk[4]
-                + ak[i, 5] * sk[5]
-            )
-        d[k] = _dot6(sk, uk)
-        u[k] = tau[k] - _dot6(sk, bk)
-        if k > 0:
-            ap, bp = art[k - 1], bias[k - 1]
-            scale = u[k] / d[k]
-            inv_d = 1.0 / d[k]
-            for i in range(6):
-                bp[i] += bk[i] + uk[i] * scale
-            for i in range(6):  # Ia = IA - U Uᵀ / d is symmetric: one triangle, mirrored
-                ui = uk[i] * inv_d
-                ci = ck[i]
-                art_ii = ak[i, i] - ui * uk[i]
-                ap[i, i] += art_ii
-                bp[i] += art_ii * ci
-                for j in range(i + 1, 6):
-                    art_ij = ak[i, j] - ui * uk[j]
-                    ap[i, j] += art_ij
-                    ap[j, i] += art_ij
-                    bp[i] += art_ij * ck[j]
-                    bp[j] += art_ij * ci
-    acc6 = gyro  # reused: the spatial acceleration, zero at the inertial base
-    acc6[:] = 0.0
-    for k in range(n):
-        for i in range(6):
-            acc6[i] += c[k, i]
-        qdd[k] = (u[k] - _dot6(u_vec[k], acc6)) / d[k]
-        for i in range(6):
-            acc6[i] += s[k, i] * qdd[k]
+    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root_art, root_bias)
+    gyro[:] = 0.0  # reused: the spatial acceleration, zero at the inertial base
+    articulated_forward_pass(s, c, u_vec, d, u, gyro, qdd)
 
 
 @compiled
@@ -391,8 +184,8 @@ def _energies(
     rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     s, inert, v, c = np.empty((n, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((n, 6))
     for row in range(qs.shape[0]):
-        _body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
-        _velocities(s, qds[row], v, c)
+        body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
+        velocities(s, qds[row], v, c)
         for k in range(qs.shape[1]):
             for i in range(6):
                 for j in range(6):
@@ -437,7 +230,7 @@ def _forward_dynamics(
 
 
 @compiled
-def _servo_torque_into(
+def servo_torque_into(
     servo: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray, out: FloatArray
 ) -> None:
     """out = the servo torques of eqs. 202-206; u = [tau_ff; q_ref; q_dot_ref] (references
@@ -467,7 +260,7 @@ def servo_torque(servo: FloatArray, u: FloatArray, q: FloatArray, qd: FloatArray
         qd: joint rates [rad/s], shape (n,).
     """
     out = np.empty(q.shape[0])
-    _servo_torque_into(servo, u, q, qd, out)
+    servo_torque_into(servo, u, q, qd, out)
     return out
 
 
@@ -476,7 +269,7 @@ def servo_torques(servo: FloatArray, us: FloatArray, qs: FloatArray, qds: FloatA
     """:func:`servo_torque` at every sample: inputs (N, 3n), states (N, n) -> torques (N, n)."""
     out = np.empty(qs.shape)
     for i in range(qs.shape[0]):
-        _servo_torque_into(servo, us[i], qs[i], qds[i], out[i])
+        servo_torque_into(servo, us[i], qs[i], qds[i], out[i])
     return out
 
 
@@ -496,7 +289,7 @@ def _servo_accel(
 ) -> None:
     """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u; ``tau``: scratch (n,)."""
     (axes, offsets, masses, inertias, gravity, no_wrench), servo = params
-    _servo_torque_into(servo, u, q, qd, tau)
+    servo_torque_into(servo, u, q, qd, tau)
     _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work, qdd)
 
 

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import ModelError
-from .model import SnakeModel, read_yaml
-from .servo import ServoModel, ServoParams
-from .simulator import InputSource, Simulator
+from snake_dynamics.errors import ModelError
+from snake_dynamics.model import SnakeModel, read_yaml
+from snake_dynamics.servo import ServoModel, ServoParams
+from snake_dynamics.sim.simulator import InputSource, Simulator
 
 FloatArray = NDArray[np.float64]
 
