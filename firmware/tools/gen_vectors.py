@@ -2,7 +2,7 @@
 """Write the shared protocol test vectors (firmware/test/vectors/*.txt).
 
 The vectors are generated once by the Python codec and checked in; the C unit tests
-(firmware/test) and the Python tests (test/test_protocol.py) both check every one of them,
+(firmware/test) and the Python tests (test/driver/test_protocol.py) both check every one of them,
 so the two implementations must agree byte for byte. Rerun only when the protocol changes:
     python3 firmware/tools/gen_vectors.py
 """

@@ -1,0 +1,499 @@
+"""driver_node (a real process, real rclpy) against the firmware core's POSIX build on a pty:
+commands in, time-stamped measurements out, diagnostics, a latched e-stop answered at once
+and confirmed in the diagnostics, bad and stale commands rejected, and authenticated mode
+set up from the hardware graph's arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fault_proxy import FakeDevice
+
+from snake_bringup import cli, runner
+from snake_bringup.graph import GraphError, hardware_graph
+from snake_driver.health import HINT_ECHO
+from snake_driver.protocol import Decoder, Direction, Estop, Ping
+
+rclpy = pytest.importorskip("rclpy")
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from rclpy.time import Time  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
+JOINTS = [f"joint_{k}" for k in range(1, 9)]
+KEY_HEX = "00112233445566778899aabbccddeeff"
+
+
+def ros_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
+        PYTHONPATH=str(ROOT),
+        AMENT_PREFIX_PATH=sys.prefix,
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def domain(ros_domain: int) -> Iterator[int]:
+    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
+    rclpy.init()
+    yield ros_domain
+    rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def firmware_build() -> Path:
+    subprocess.run(
+        ["make", "-C", str(ROOT / "firmware"), "posix"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return FIRMWARE
+
+
+def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """The firmware's host build (``args``: e.g. ``--key HEX32``) and the pty it serves."""
+    proc = subprocess.Popen(
+        [str(binary), "--seconds", "120", *args], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line.startswith("PTY ")
+    return proc, line.split(" ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def firmware_pty(firmware_build: Path) -> Iterator[str]:
+    proc, pty = start_firmware(firmware_build)
+    yield pty
+    proc.kill()
+    proc.wait(timeout=5)
+
+
+def start_driver(ros_args: list[str], log: Path | None = None) -> subprocess.Popen[str]:
+    """driver_node from this checkout, with these ``--ros-args`` (its output into ``log``
+    if given, readable while it runs; else a pipe)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from snake_driver.driver_node import main; main()",
+            "--ros-args",
+            *ros_args,
+        ],
+        env=ros_env(),
+        stdout=subprocess.PIPE if log is None else log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stop_driver(proc: subprocess.Popen[str], log: Path | None = None) -> str:
+    """Ctrl-C, then its output (which must hold no traceback)."""
+    proc.send_signal(2)
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    out = log.read_text() if log is not None else out
+    assert "Traceback" not in out, out
+    return out
+
+
+#: The module's driver_node writes its output here (tests read it while it runs).
+DRIVER_LOG = "driver_node.log"
+
+
+@pytest.fixture(scope="module")
+def driver(
+    domain: int, firmware_pty: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """driver_node on the emulated robot; yields its log file."""
+    args = ["-p", "transport:=serial", "-p", f"port:={firmware_pty}", "-p", "robot_config:=robot"]
+    log = tmp_path_factory.mktemp("driver") / DRIVER_LOG
+    proc = start_driver(args, log)
+    yield log
+    stop_driver(proc, log)
+
+
+def spin_until(node, condition: Callable[[], bool], timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+        if condition():
+            return True
+    return False
+
+
+def command(positions: list[float], names: list[str] = JOINTS) -> JointState:
+    msg = JointState()
+    msg.name = names
+    msg.position = positions
+    return msg
+
+
+def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
+    node = rclpy.create_node("driver_test")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    target = [0.2 if k % 2 else -0.3 for k in range(8)]
+    target[2] = 2.5  # beyond the +-90 deg limit: clamped
+    expected = [min(x, math.pi / 2) for x in target]
+
+    def reached() -> bool:
+        pub.publish(command(target))
+        return bool(measured) and all(
+            abs(a - b) < 1e-3 for a, b in zip(measured[-1].position, expected, strict=True)
+        )
+
+    assert spin_until(node, reached, 20.0), "measured state never reached the command"
+    last = measured[-1]
+    assert list(last.name) == JOINTS
+    assert last.position[2] == pytest.approx(math.pi / 2, abs=1e-3)
+    # stamped from the MCU clock mapped to ROS time: close to now, increasing
+    now = node.get_clock().now().nanoseconds * 1e-9
+    stamp = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
+    assert abs(now - stamp) < 0.2
+    stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in measured[-20:]]
+    assert all(b > a for a, b in itertools.pairwise(stamps))
+    assert spin_until(node, lambda: bool(diagnostics), 5.0)
+    values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
+    assert values["connected"] == "True" and values["bad_crc"] == "0"
+    assert int(values["commands_clamped"]) > 0
+
+    def ok() -> bool:
+        status = diagnostics[-1].status[0] if diagnostics else None
+        return status is not None and status.level == DiagnosticStatus.OK
+
+    assert spin_until(node, ok, 5.0)
+    assert diagnostics[-1].status[0].message.startswith("receiving telemetry at")
+    node.destroy_node()
+
+
+def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
+    node = rclpy.create_node("driver_bad_commands")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    good = [0.1] * 8
+
+    def settled() -> bool:
+        pub.publish(command(good))
+        return bool(measured) and all(abs(a - 0.1) < 1e-3 for a in measured[-1].position)
+
+    assert spin_until(node, settled, 20.0)
+    for bad in (command([math.nan] * 8), command([0.5] * 7), command([0.5], ["joint_99"])):
+        pub.publish(bad)
+    measured.clear()
+    assert spin_until(node, lambda: len(measured) > 10, 5.0)
+    assert all(abs(m.position[0] - 0.1) < 1e-3 for m in measured)  # bad ones never acted on
+
+    def rejections() -> int:
+        values = (
+            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+        )
+        return int(values.get("commands_rejected", 0))
+
+    assert spin_until(node, lambda: rejections() >= 3, 5.0)
+    node.destroy_node()
+
+
+def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
+    """~/estop answers success (sent and latched) at once; the diagnostics say when the
+    firmware's telemetry confirms it; from then on the driver sends no targets (the firmware
+    refuses none as NOT_ARMED) until ~/enable."""
+    node = rclpy.create_node("driver_estop")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    estop = node.create_client(Trigger, "/driver_node/estop")
+    enable = node.create_client(SetBool, "/driver_node/enable")
+    assert estop.wait_for_service(timeout_sec=10.0) and enable.wait_for_service(timeout_sec=10.0)
+
+    def values() -> dict[str, str]:
+        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+
+    def following(angle: float) -> Callable[[], bool]:
+        def check() -> bool:
+            pub.publish(command([angle] * 8))
+            return bool(measured) and all(abs(a - angle) < 1e-3 for a in measured[-1].position)
+
+        return check
+
+    assert spin_until(node, following(0.15), 20.0)
+    future = estop.call_async(Trigger.Request())
+    assert spin_until(node, future.done, 5.0)
+    assert future.result().success and "latched" in future.result().message
+
+    def latched() -> bool:
+        pub.publish(command([-0.15] * 8))
+        return (
+            values().get("estop") == "True"
+            and values().get("estop_latched") == "True"
+            and values().get("estop_confirmed") == "True"
+        )
+
+    assert spin_until(node, latched, 5.0)
+    refused, reports = int(values()["error_reports"]), len(diagnostics)
+    # two more diagnostics (about 2 s) of commands the firmware would refuse if they came
+    assert spin_until(node, lambda: latched() and len(diagnostics) >= reports + 2, 5.0)
+    assert int(values()["error_reports"]) == refused
+    assert all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)  # held, not moved
+
+    future = enable.call_async(SetBool.Request(data=True))
+    assert spin_until(node, future.done, 5.0) and future.result().success
+    assert spin_until(node, following(-0.15), 5.0)
+    assert spin_until(node, lambda: values().get("estop_latched") == "False", 5.0)
+    assert values()["estop"] == "False"
+    # the log tells what /diagnostics told: the e-stop, then the link OK again
+    assert spin_until(
+        node, lambda: "link OK" in driver.read_text().split("e-stop latched by")[-1], 10.0
+    )
+    assert "link WARN: e-stop latched by the driver" in driver.read_text()
+    node.destroy_node()
+
+
+def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
+    """Commands stamped in 1970, an hour ago, 1e6 s ahead or before 1970 are never acted on
+    and never stop the node; each is counted in the diagnostics (unstamped ones, as the
+    other tests send, count as now)."""
+    node = rclpy.create_node("driver_stale_commands")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+
+    def settled() -> bool:
+        pub.publish(command([0.05] * 8))
+        return bool(measured) and all(abs(a - 0.05) < 1e-3 for a in measured[-1].position)
+
+    def stale_count() -> int:
+        values = (
+            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+        )
+        return int(values.get("commands_stale", 0))
+
+    assert spin_until(node, settled, 20.0)
+    assert spin_until(node, lambda: bool(diagnostics), 5.0)
+    before = stale_count()
+    now = node.get_clock().now().nanoseconds * 1e-9
+    for stamp in (1.0, now - 3600.0, now + 1e6):
+        msg = command([-0.4] * 8)
+        msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
+        pub.publish(msg)
+    negative = command([-0.4] * 8)
+    negative.header.stamp.sec = -5  # int32 allows it; rclpy's Time refuses it
+    pub.publish(negative)
+    assert spin_until(node, lambda: stale_count() >= before + 4, 10.0)
+    measured.clear()
+    assert spin_until(node, lambda: len(measured) > 10, 5.0)
+    assert all(abs(a - 0.05) < 1e-3 for m in measured for a in m.position)
+    node.destroy_node()
+
+
+#: Builds driver_node against a device that answers PINGs only (never confirms an e-stop),
+#: waits for the session, calls the e-stop service's callback directly and reports how often
+#: it polled the link meanwhile.
+ESTOP_PROBE = """
+import json, sys, time, rclpy
+from std_srvs.srv import Trigger
+rclpy.init(args=["--ros-args", "-p", "transport:=tcp", "-p", "port:='" + sys.argv[1] + "'",
+                 "-p", "robot_config:=robot"])
+from snake_driver.driver_node import DriverNode
+node = DriverNode()
+deadline = time.monotonic() + 20.0
+while not node.link.connected and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.05)
+polls = []
+poll = node.link.poll
+node.link.poll = lambda timeout=0.0: (polls.append(timeout), poll(timeout))[1]
+response = node.on_estop(Trigger.Request(), Trigger.Response())
+print(json.dumps({"connected": node.link.connected, "polls": len(polls),
+                  "success": response.success, "message": response.message}))
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+def test_estop_answers_from_state_without_polling(domain) -> None:
+    """The e-stop callback never waits for the firmware (the old one polled the link for up
+    to 0.3 s inside the callback, stalling every timer): it latches, sends and answers."""
+    with FakeDevice("pong") as device:
+        out = subprocess.run(
+            [sys.executable, "-c", ESTOP_PROBE, str(device.port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ros_env(),
+        )
+        sent = sent_estops(bytes(device.received))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["connected"] and result["polls"] == 0
+    assert result["success"] and "until the firmware confirms" in result["message"]
+    assert sent >= 1
+
+
+def sent_estops(stream: bytes) -> int:
+    """ESTOP frames in what the host sent."""
+    return sum(
+        isinstance(m, Estop) for _, m in Decoder(None, Direction.TO_MCU).feed_messages(stream)
+    )
+
+
+def test_a_port_that_echoes_is_an_error_with_its_hint_and_gets_only_pings(domain) -> None:
+    """The driver pointed at a loopback (as at a wrong port that echoes): its own frames come
+    back; diagnostics say ERROR with the echo hint, never OK, and nothing but PINGs is sent."""
+    node = rclpy.create_node("driver_echo_test")
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    with FakeDevice("echo") as device:
+        proc = start_driver(
+            [
+                "-r",
+                "__node:=driver_echo",
+                "-p",
+                "transport:=tcp",
+                "-p",
+                f"port:='{device.port}'",
+                "-p",
+                "robot_config:=robot",
+            ]
+        )
+        try:
+
+            def echo_reported() -> bool:
+                return any(
+                    s.name == "mfm_snake driver: link" and HINT_ECHO in s.message
+                    for d in diagnostics
+                    for s in d.status
+                )
+
+            assert spin_until(node, echo_reported, 20.0), [
+                s.message for d in diagnostics for s in d.status
+            ]
+        finally:
+            stop_driver(proc)
+            node.destroy_node()
+        sent = Decoder(None, Direction.TO_MCU).feed_messages(bytes(device.received))
+    statuses = [s for d in diagnostics for s in d.status if s.hardware_id.startswith("tcp")]
+    assert statuses and all(s.level == DiagnosticStatus.ERROR for s in statuses)
+    assert sent and all(isinstance(m, Ping) for _, m in sent)
+
+
+def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
+    domain, firmware_build
+) -> None:
+    """command_rate 200 Hz of 26-byte targets (5 200 bytes/s) on a 9600 baud line (960
+    bytes/s; the driver uses 90 %): targets that do not fit are skipped, the diagnostics
+    count them and the log says what to change; telemetry keeps coming."""
+    firmware, pty = start_firmware(firmware_build)
+    proc = start_driver(
+        [
+            "-r",
+            "__node:=driver_slow_line",
+            "-r",
+            "measured/joint_states:=/slow/joint_states",
+            "-r",
+            "joint_commands:=/slow/joint_commands",
+            "-p",
+            "transport:=serial",
+            "-p",
+            f"port:={pty}",
+            "-p",
+            "robot_config:=robot",
+            "-p",
+            "baudrate:=9600",
+            "-p",
+            "command_rate:=200.0",
+        ]
+    )
+    node = rclpy.create_node("driver_slow_line_test")
+    diagnostics: list[DiagnosticArray] = []
+    measured: list[JointState] = []
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    node.create_subscription(JointState, "/slow/joint_states", measured.append, 50)
+    pub = node.create_publisher(JointState, "/slow/joint_commands", 10)
+
+    def skipped() -> int:
+        values = [
+            dict((kv.key, kv.value) for kv in s.values)
+            for d in diagnostics
+            for s in d.status
+            if s.hardware_id == f"serial {pty} @ 9600"
+        ]
+        return max((int(v.get("frames_skipped_line_busy", 0)) for v in values), default=0)
+
+    def busy() -> bool:
+        pub.publish(command([0.1] * 8))
+        return skipped() > 10 and len(measured) > 10
+
+    try:
+        assert spin_until(node, busy, 20.0), (skipped(), len(measured))
+    finally:
+        node.destroy_node()
+        out = stop_driver(proc)
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert "command_rate x frame size exceeds the line" in out
+    assert "lower command_rate (now 200 Hz) or raise baudrate" in out
+
+
+def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
+    """The driver as the launch file and ``snake hardware`` start it with auth_key talks to
+    the firmware built with that key (a plain driver would verify none of its telemetry)."""
+    firmware, pty = start_firmware(firmware_build, "--key", KEY_HEX)
+    graph = hardware_graph("robot", "serial", pty, auth_key=KEY_HEX, rviz=False)
+    spec = next(s for s in graph if s.executable == "driver_node")
+    # beside the module's driver: its own name and measured topic
+    spec = dataclasses.replace(
+        spec, name="driver_auth", remappings=(("/measured/joint_states", "/auth/joint_states"),)
+    )
+    cmd, files = runner.ros_command(spec, Path(sys.executable), tmp_path)
+    for path, text in files.items():
+        path.write_text(text)
+    proc = start_driver(cmd[cmd.index("--ros-args") + 1 :])
+    node = rclpy.create_node("driver_auth_test")
+    measured: list[JointState] = []
+    node.create_subscription(JointState, "/auth/joint_states", measured.append, 50)
+    try:
+        assert spin_until(node, lambda: len(measured) > 5, 20.0), "no authenticated telemetry"
+    finally:
+        node.destroy_node()
+        out = stop_driver(proc)
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert "(authenticated)" in out
+
+
+def test_a_bad_auth_key_is_one_line_from_the_graph_and_the_cli(capsys) -> None:
+    with pytest.raises(GraphError, match="auth_key: the key must be 32 hex digits"):
+        hardware_graph(auth_key="0123")
+    assert cli.main(["hardware", "--key", KEY_HEX[:-1] + "z", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "snake: error: --key: the key must be 32 hex digits (128 bits), got other characters"
+    ]

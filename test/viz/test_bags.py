@@ -1,0 +1,711 @@
+"""Record and replay on real rclpy: ``snake record`` (the recorder node in a subprocess)
+writes what this process publishes into a rosbag2 MCAP bag, ``snake replay`` (the replay
+graph, its player a child process) plays it back to this process; a recorder killed with
+SIGKILL leaves a bag readable to its last flush.
+
+References: the messages this process publishes (counts and contents), the type hashes and
+QoS that rclpy's graph reports for its own publishers, an independent MCAP reader (the
+``mcap`` and ``mcap-ros2-support`` packages), and the bag's own timestamps (replay timing).
+Every wait is bounded; DDS stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("rosbags")
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from rosbags.interfaces import QosReliability  # noqa: E402
+from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from snake_bringup.cli import main as snake_main  # noqa: E402
+from snake_bringup.cli_compare import compare_bag  # noqa: E402
+from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
+from snake_viz.bag import (  # noqa: E402
+    BagError,
+    open_reader,
+    playback_schedule,
+    recover,
+    typestore,
+)
+from snake_viz.defaults import REPLAY_RATES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+#: ``snake record`` / ``snake replay`` as the snake CLI runs them (its parser, our hook).
+CLI = (
+    "import argparse, sys; from snake_bringup.cli_bag import register; "
+    "p = argparse.ArgumentParser(); register(p.add_subparsers()); "
+    "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
+)
+JOINTS = [f"joint_{k}" for k in range(1, 9)]
+RATE = 2.0  # replay speed factor
+#: The replayer's --delay after its subscribers appeared [s] (discovery on their side).
+REPLAY_DELAY_S = 0.5
+#: The test's publishers keep every message they send for late-joining readers (the
+#: recorder mirrors it): what a publisher sends before discovery has finished on the
+#: recorder's side reaches the bag all the same, however slow the machine.
+LATCHED = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    ament = [sys.prefix, *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
+    return {
+        **os.environ,
+        "ROS_LOG_DIR": str(tmp / "ros_log"),
+        "AMENT_PREFIX_PATH": os.pathsep.join(ament),
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@dataclass
+class Ros:
+    """A private rclpy context with one node in this process."""
+
+    node: Node
+    executor: SingleThreadedExecutor
+    tmp: Path
+
+    def spin_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def start(self, args: list[str], log: str) -> subprocess.Popen[str]:
+        with (self.tmp / log).open("w") as sink:
+            return subprocess.Popen(
+                [sys.executable, *args],
+                cwd=ROOT,
+                env=_env(self.tmp),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+
+
+@pytest.fixture(scope="module")
+def ros(tmp_path_factory: pytest.TempPathFactory, ros_domain: int) -> Iterator[Ros]:
+    tmp = tmp_path_factory.mktemp("bags")
+    context = Context()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ROS_LOG_DIR", str(tmp / "ros_log"))
+        rclpy.init(
+            context=context, domain_id=ros_domain, signal_handler_options=SignalHandlerOptions.NO
+        )
+        node = Node("test_bags", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        yield Ros(node, executor, tmp)
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def _stop(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 15.0) -> int:
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return process.wait(timeout=10)
+
+
+def _delivered(publishers: Any) -> None:
+    """Wait until every reliable subscriber has acknowledged all the publishers sent."""
+    for pub in publishers:
+        assert pub.wait_for_all_acked(Duration(seconds=30)), f"{pub.topic_name} not delivered"
+
+
+@dataclass
+class Recording:
+    """What this process published while ``snake record`` ran, and the bag."""
+
+    bag: Path
+    status: int
+    published: dict[str, list[Any]] = field(default_factory=dict)
+    hashes: dict[str, str] = field(default_factory=dict)
+    sent_ns: tuple[int, int] = (0, 0)  # wall clock before the first and after the last ack
+
+
+def _joint_state(i: int) -> JointState:
+    msg = JointState(name=JOINTS, position=[i + 0.01 * k for k in range(8)])
+    msg.velocity = [0.5 * i] * 8
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 5_000_000, 10**9)
+    return msg
+
+
+@pytest.fixture(scope="module")
+def recording(ros: Ros) -> Recording:
+    """``snake record`` (default topics plus /chatter, typed from the graph) while this
+    process publishes /joint_commands at 200 Hz, /sim/joint_states at 100 Hz, /diagnostics
+    and /chatter; then Ctrl-C."""
+    bag = ros.tmp / "run_bag"
+    topics = ["/joint_commands", "/sim/joint_states", "/diagnostics", "/chatter"]
+    rec = ros.start(["-c", CLI, "record", *topics, "-o", str(bag)], "record.log")
+    node = ros.node
+    pubs = {
+        "/joint_commands": node.create_publisher(JointState, "/joint_commands", LATCHED),
+        "/sim/joint_states": node.create_publisher(JointState, "/sim/joint_states", LATCHED),
+        "/diagnostics": node.create_publisher(DiagnosticArray, "/diagnostics", LATCHED),
+        "/chatter": node.create_publisher(String, "/chatter", LATCHED),
+    }
+    try:
+        ros.spin_until(
+            lambda: all(p.get_subscription_count() > 0 for p in pubs.values()),
+            30.0,
+            "the recorder to subscribe to every topic (/chatter through discovery)",
+        )
+        published: dict[str, list[Any]] = {t: [] for t in pubs}
+
+        def send(topic: str, msg: Any) -> None:
+            pubs[topic].publish(msg)
+            published[topic].append(msg)
+
+        first_ns = time.time_ns()
+        start = time.monotonic()
+        for i in range(300):  # 1.5 s at 200 Hz
+            send("/joint_commands", _joint_state(i))
+            if i % 2 == 0:
+                send("/sim/joint_states", _joint_state(i))
+            if i % 10 == 0:
+                send("/chatter", String(data=f"message {i}"))
+            if i % 100 == 0:
+                status = DiagnosticStatus(name="test", message=f"at {i}")
+                send("/diagnostics", DiagnosticArray(status=[status]))
+            # pace by the schedule, not by sleep(5 ms): no drift
+            time.sleep(max(0.0, start + (i + 1) * 0.005 - time.monotonic()))
+        hashes = {t: str(node.get_publishers_info_by_topic(t)[0].topic_type_hash) for t in pubs}
+        _delivered(pubs.values())
+        sent_ns = (first_ns, time.time_ns())
+    finally:
+        status = _stop(rec)
+        for pub in pubs.values():
+            node.destroy_publisher(pub)
+    assert (bag / "metadata.yaml").is_file(), (ros.tmp / "record.log").read_text()
+    return Recording(bag, status, published, hashes, sent_ns)
+
+
+def _bag_messages(bag: Path) -> dict[str, list[tuple[int, Any]]]:
+    out: dict[str, list[tuple[int, Any]]] = {}
+    with open_reader(bag) as reader:
+        for conn, stamp, data in reader.messages():
+            out.setdefault(conn.topic, []).append(
+                (stamp, typestore().deserialize_cdr(data, conn.msgtype))
+            )
+    return out
+
+
+def test_record_counts_equal_published(recording: Recording, ros: Ros) -> None:
+    """Nothing lost, nothing changed: per topic, the bag holds exactly what was published."""
+    log = (ros.tmp / "record.log").read_text()
+    assert recording.status == 130, log  # stopped by Ctrl-C, bag closed
+    stored = _bag_messages(recording.bag)
+    assert {t: len(m) for t, m in stored.items()} == {
+        t: len(m) for t, m in recording.published.items()
+    }
+    sent = [list(m.position) for m in recording.published["/joint_commands"]]
+    got = [list(m.position) for _, m in stored["/joint_commands"]]
+    assert got == sent
+    assert [m.data for _, m in stored["/chatter"]] == [
+        m.data for m in recording.published["/chatter"]
+    ]
+    stamps = [s for s, _ in stored["/joint_commands"]]
+    assert stamps == sorted(stamps)
+    # the recorder's receive times (not the header stamps, which start at 0)
+    assert recording.sent_ns[0] <= stamps[0] and stamps[-1] <= recording.sent_ns[1]
+
+
+def test_bag_metadata_hashes_and_qos(recording: Recording) -> None:
+    """metadata.yaml is rosbag2 v9 (MCAP) with the RIHS01 hashes rclpy reports for the
+    publishers' types, and the QoS they offered."""
+    meta = yaml.safe_load((recording.bag / "metadata.yaml").read_text())
+    info = meta["rosbag2_bagfile_information"]
+    assert info["version"] == 9
+    assert info["storage_identifier"] == "mcap"
+    assert info["message_count"] == sum(len(m) for m in recording.published.values())
+    topics = {t["topic_metadata"]["name"]: t for t in info["topics_with_message_count"]}
+    for topic, rihs01 in recording.hashes.items():
+        assert rihs01.startswith("RIHS01_")
+        assert topics[topic]["topic_metadata"]["type_description_hash"] == rihs01
+        assert topics[topic]["message_count"] == len(recording.published[topic])
+        offered = topics[topic]["topic_metadata"]["offered_qos_profiles"]
+        assert [q["reliability"] for q in offered] == ["reliable"]
+    assert topics["/chatter"]["topic_metadata"]["type"] == "std_msgs/msg/String"
+    with open_reader(recording.bag) as reader:
+        for conn in reader.connections:
+            assert conn.digest == recording.hashes[conn.topic]
+            qos = conn.ext.offered_qos_profiles  # type: ignore[union-attr]
+            assert [q.reliability for q in qos] == [QosReliability.RELIABLE]
+
+
+def test_bag_readable_by_mcap_library(recording: Recording) -> None:
+    """The independent ``mcap`` reader decodes every message with the stored schemas, and
+    finds rosbag2's metadata record with the type hashes."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    (path,) = recording.bag.glob("*.mcap")
+    counts: dict[str, int] = {}
+    with path.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        summary = reader.get_summary()
+        assert summary is not None
+        schemas = {s.name: s.encoding for s in summary.schemas.values()}
+        assert schemas["sensor_msgs/msg/JointState"] == "ros2msg"
+        assert schemas["std_msgs/msg/String"] == "ros2msg"
+        for channel in summary.channels.values():
+            assert channel.message_encoding == "cdr"
+            assert "offered_qos_profiles" in channel.metadata
+        positions = []
+        for _, channel, _, msg in reader.iter_decoded_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            if channel.topic == "/joint_commands":
+                positions.append(list(msg.position))
+        (record,) = [m for m in reader.iter_metadata() if m.name == "rosbag2"]
+    assert counts == {t: len(m) for t, m in recording.published.items()}
+    assert positions == [list(m.position) for m in recording.published["/joint_commands"]]
+    stored = yaml.safe_load(record.metadata["serialized_metadata"])
+    hashes = {
+        t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"]
+        for t in stored["topics_with_message_count"]
+    }
+    assert hashes == recording.hashes
+
+
+@dataclass
+class Replay:
+    """What ``snake replay`` published, as this process received it: (arrival time,
+    message) per topic and /clock, in order; and how long the player says it played [s]."""
+
+    got: dict[str, list[tuple[float, Any]]]
+    played_s: float
+
+
+def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> Replay:
+    """Run ``snake replay`` and collect what it publishes."""
+    got: dict[str, list[tuple[float, Any]]] = {t: [] for t in [*topics, "/clock"]}
+    subs = [
+        ros.node.create_subscription(
+            cls, topic, lambda m, t=topic: got[t].append((time.monotonic(), m)), 1000
+        )
+        for topic, cls in [*topics.items(), ("/clock", Clock)]
+    ]
+    try:
+        wait = ["--delay", str(REPLAY_DELAY_S), "--wait-for-subscribers", "1"]
+        logs = ros.tmp / f"replay_logs_{bag.name}"
+        cmd = ["-c", CLI, "replay", str(bag), *wait, "-o", str(logs)]
+        player = ros.start([*cmd, *extra], "replay.log")
+        try:
+            ros.spin_until(lambda: player.poll() is not None, 40.0, "the replay to finish")
+        finally:
+            _stop(player)
+        end = time.monotonic() + 0.3
+        ros.spin_until(lambda: time.monotonic() > end, 2.0, "the last messages")
+        assert player.returncode == 0, (ros.tmp / "replay.log").read_text()
+    finally:
+        for sub in subs:
+            ros.node.destroy_subscription(sub)
+    log = (logs / "replay_node.log").read_text()
+    played = re.search(r"published .* in ([\d.]+) s", log)
+    assert played, log
+    return Replay(got, float(played.group(1)))
+
+
+def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) -> None:
+    """Published == recorded == replayed per topic; the player is never early (it plays at
+    least the bag's span divided by the rate; the schedule itself: test_playback_schedule);
+    /clock carries the bag's time. How close to the schedule messages arrive is a
+    benchmark: bench/replay.py."""
+    stored = _bag_messages(recording.bag)
+    types = {
+        "/joint_commands": JointState,
+        "/sim/joint_states": JointState,
+        "/diagnostics": DiagnosticArray,
+        "/chatter": String,
+    }
+    replay = _replay(ros, recording.bag, types, ["--rate", str(RATE)])
+    got = replay.got
+    counts = {t: len(got[t]) for t in types}
+    assert counts == {t: len(m) for t, m in recording.published.items()}
+    assert [list(m.position) for _, m in got["/joint_commands"]] == [
+        list(m.position) for m in recording.published["/joint_commands"]
+    ]
+    all_stamps = [s for msgs in stored.values() for s, _ in msgs]
+    t0, t1 = min(all_stamps) * 1e-9, max(all_stamps) * 1e-9
+    assert replay.played_s >= (t1 - t0) / RATE
+    # /clock: the bag's time, never backwards, from its first to its last message
+    clock = np.array([m.clock.sec + m.clock.nanosec * 1e-9 for _, m in got["/clock"]])
+    assert len(clock) > 100  # 100 Hz of wall time plus one per message
+    assert np.all(np.diff(clock) >= 0)
+    assert clock[0] == pytest.approx(t0, abs=1e-6)
+    assert clock[-1] == pytest.approx(t1, abs=1e-6)
+
+
+def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros) -> None:
+    """A bag of both robots (known lag and offset) replayed at rate 2 to compare_node on sim
+    time: its report on shutdown equals ``snake compare``'s of the same bag (every message
+    arrived: the same sample counts; the same RMS, max and lag)."""
+    from viz.test_compare import bag_events, write_bag
+
+    bag = ros.tmp / "both_robots"
+    write_bag(bag, bag_events(np.random.default_rng(3), lag=0.03, offset=0.05))
+    offline = compare_bag(bag, ros.tmp / "offline_report", plots=False)
+    node_args = ["use_sim_time:=true", f"report_dir:={ros.tmp}", "report_name:=live_report"]
+    compare = ros.start(
+        [
+            "-c",
+            "from snake_viz.compare_node import main; main()",
+            "--ros-args",
+            *(arg for value in node_args for arg in ("-p", value)),
+        ],
+        "compare_node.log",
+    )
+    try:
+        topics = ["/sim/joint_states", "/measured/joint_states"]
+        wait = ["--delay", str(REPLAY_DELAY_S), "--wait-for-subscribers", "1", "--rate", str(RATE)]
+        cmd = ["-c", CLI, "replay", str(bag), "--topics", *topics, *wait, "--no-rviz"]
+        player = ros.start([*cmd, "-o", str(ros.tmp / "compare_replay_logs")], "replay2.log")
+        ros.spin_until(lambda: player.poll() is not None, 60.0, "the replay to finish")
+        assert player.returncode == 0, (ros.tmp / "replay2.log").read_text()
+    finally:
+        assert _stop(compare) == 0, (ros.tmp / "compare_node.log").read_text()
+    live = json.loads((ros.tmp / "live_report" / "summary.json").read_text())
+    assert live["samples"] == list(offline.samples)
+    np.testing.assert_allclose(live["rms_rad"], offline.rms, atol=1e-9)
+    np.testing.assert_allclose(live["max_rad"], offline.max, atol=1e-9)
+    lags = [np.nan if x is None else x for x in live["lag_s"]]
+    np.testing.assert_allclose(lags, offline.lag, atol=1e-9)
+    assert np.nanmedian(lags) == pytest.approx(0.03, abs=0.005)  # the injected lag
+
+
+def _flushed_count(bag: Path) -> int:
+    """The message count of the recorder's last flush (its metadata.yaml; 0 before one)."""
+    try:
+        meta = yaml.safe_load((bag / "metadata.yaml").read_text())
+        return int(meta["rosbag2_bagfile_information"]["message_count"])
+    except (OSError, yaml.YAMLError, TypeError, KeyError):  # none yet, or being rewritten
+        return 0
+
+
+def test_recorder_killed_leaves_bag_readable_to_last_flush(
+    ros: Ros, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL mid-run: rosbags' own reader and the mcap library open the bag as it is (no
+    repair), and it holds a gap-free prefix of what was published: exactly what the last
+    flush before the kill stored. A bag cut inside a record (a kill during a write) does
+    not open until ``snake bag repair``, which loses nothing of the complete records."""
+    from mcap.reader import make_reader
+    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2.errors import ReaderError
+
+    bag = ros.tmp / "killed_bag"
+    args = ["-c", "from snake_viz.recorder import main; main()", "--ros-args"]
+    params = ["-p", f"output:={bag}", "-p", "flush_period:=0.3", "-p", "topics:=[/joint_commands]"]
+    rec = ros.start([*args, *params], "killed.log")
+    pub = ros.node.create_publisher(JointState, "/joint_commands", LATCHED)
+    try:
+        ros.spin_until(lambda: pub.get_subscription_count() > 0, 30.0, "the recorder")
+        # 200 Hz until a flush has stored at least 100 messages, then the kill, then 50 more
+        start = time.monotonic()
+        sent = before_kill = 0
+        while before_kill < 100:
+            assert time.monotonic() < start + 60.0, f"flushed {before_kill} of {sent}"
+            pub.publish(_joint_state(sent))
+            sent += 1
+            time.sleep(max(0.0, start + sent * 0.005 - time.monotonic()))
+            if sent % 10 == 0:
+                before_kill = _flushed_count(bag)
+        _stop(rec, signal.SIGKILL)
+        for i in range(sent, sent + 50):
+            pub.publish(_joint_state(i))
+    finally:
+        _stop(rec, signal.SIGKILL)
+        ros.node.destroy_publisher(pub)
+    assert rec.returncode == -signal.SIGKILL
+    (path,) = bag.glob("*.mcap")
+    flushed = yaml.safe_load((bag / "metadata.yaml").read_text())
+    flushed_count = flushed["rosbag2_bagfile_information"]["message_count"]
+    assert flushed_count >= before_kill
+
+    def raw_count(folder: Path) -> list[float]:
+        """The first position of each message, read by rosbags alone (no recovery)."""
+        with Reader(folder) as reader:
+            return [
+                typestore().deserialize_cdr(data, conn.msgtype).position[0]
+                for conn, _, data in reader.messages()
+            ]
+
+    firsts = raw_count(bag)
+    assert firsts == [float(i) for i in range(flushed_count)]  # gap-free, up to the flush
+    with path.open("rb") as f:
+        assert sum(1 for _ in make_reader(f).iter_messages()) == flushed_count
+    assert recover(bag) == []  # nothing to repair
+    assert snake_main(["bag", "repair", str(bag)]) == 0
+    assert "complete, nothing to repair" in capsys.readouterr().out
+
+    # a kill in the middle of a write: the footer and the end of the last record missing
+    cut = ros.tmp / "cut_bag"
+    cut.mkdir()
+    (cut / "metadata.yaml").write_bytes((bag / "metadata.yaml").read_bytes())
+    data = path.read_bytes()
+    (cut / "cut_bag.mcap").write_bytes(data[: len(data) - 37 - 5])
+    meta = (cut / "metadata.yaml").read_text().replace("killed_bag.mcap", "cut_bag.mcap")
+    (cut / "metadata.yaml").write_text(meta)
+    with pytest.raises(ReaderError):
+        raw_count(cut)
+    assert snake_main(["bag", "repair", str(cut)]) == 0
+    assert "closed after its last complete record" in capsys.readouterr().out
+    assert raw_count(cut) == firsts  # the cut record was an index: no message lost
+    assert recover(cut) == []  # idempotent
+
+
+def test_playback_schedule() -> None:
+    """Messages are due at their bag offset divided by the rate; /clock ticks every
+    1 / clock_rate of play, carrying the bag's time then, before the messages due after
+    them; none without a clock rate."""
+    s = 7 * 10**9
+    bag = [(s, "a"), (s + 300_000_000, "b"), (s + 300_000_000, "c"), (s + 1_100_000_000, "d")]
+    events = list(playback_schedule(bag, s, rate=2.0, clock_rate=4.0))
+    assert [(clock, item) for _, clock, item in events] == [
+        (s, "a"),
+        (s, None),  # a tick due at once (replay_node skips an unchanged /clock)
+        (s + 300_000_000, "b"),
+        (s + 300_000_000, "c"),
+        (s + 500_000_000, None),  # 0.25 s of play: 0.5 s of the bag at rate 2
+        (s + 1_000_000_000, None),
+        (s + 1_100_000_000, "d"),
+    ]
+    assert [due for due, _, _ in events] == pytest.approx([0, 0, 0.15, 0.15, 0.25, 0.5, 0.55])
+    dues = [0, 0.6, 0.6, 2.2]
+    assert list(playback_schedule(bag, s, rate=0.5, clock_rate=0.0)) == [
+        (pytest.approx(due), clock, item) for due, (clock, item) in zip(dues, bag, strict=True)
+    ]
+
+
+def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
+    """A bag in the other layout ``ros2 bag record`` writes (sqlite3 storage, metadata v8,
+    written here with rosbags' own serialiser) replays with its timing; ``--topics`` plays
+    only the topics it names."""
+    bag = ros.tmp / "sqlite_bag"
+    store = typestore()
+    joint_state = store.types["sensor_msgs/msg/JointState"]
+    header = store.types["std_msgs/msg/Header"]
+    stamp = store.types["builtin_interfaces/msg/Time"]
+    t0 = 1_700_000_000_000_000_000
+    with Writer(bag, version=8, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        msgtype = joint_state.__msgtype__
+        conns = [
+            writer.add_connection(topic, msgtype, typestore=store)
+            for topic in ("/measured/joint_states", "/sim/joint_states")
+        ]
+        for i in range(40):  # 20 Hz for 2 s
+            msg = joint_state(
+                header(stamp(0, 0), ""), ["a"], np.array([float(i)]), np.array([]), np.array([])
+            )
+            for conn in conns:
+                writer.write(conn, t0 + i * 50_000_000, store.serialize_cdr(msg, msgtype))
+    topics = {"/measured/joint_states": JointState, "/sim/joint_states": JointState}
+    replay = _replay(ros, bag, topics, ["--rate", "4", "--topics", "/measured/joint_states"])
+    assert replay.got["/sim/joint_states"] == []
+    msgs = replay.got["/measured/joint_states"]
+    assert [m.position[0] for _, m in msgs] == [float(i) for i in range(40)]
+    assert replay.played_s >= 39 * 0.05 / 4  # the bag's timing, at rate 4: never early
+    # /clock: the bag's time from its first to its last message, forwards; between the
+    # messages (every 50 ms of the bag), ticks every rate / clock_rate = 4 / 100 s of it
+    clock = [m.clock.sec * 10**9 + m.clock.nanosec for _, m in replay.got["/clock"]]
+    assert clock[0] == t0 and clock[-1] == t0 + 39 * 50_000_000
+    assert np.all(np.diff(clock) > 0)
+    assert all((c - t0) % 50_000_000 == 0 or (c - t0) % 40_000_000 == 0 for c in clock)
+
+
+def test_a_full_chunk_between_flushes_leaves_the_bag_readable(tmp_path: Path) -> None:
+    """rosbags writes a chunk of its own once 1 MiB is pending: the bag ends after it at once
+    (metadata.yaml too), so a kill before the next flush loses only the later messages."""
+    from rosbags.rosbag2 import Reader
+
+    from snake_viz.bag import BagRecorder
+
+    store = typestore()
+    string = store.types["std_msgs/msg/String"]
+    big = [
+        bytes(store.serialize_cdr(string(data=f"{i}" * 400_000), string.__msgtype__))
+        for i in range(1, 4)
+    ]
+    recorder = BagRecorder(tmp_path / "bag")
+    recorder.open()
+    recorder.add_topic("/chatter", "std_msgs/msg/String")
+    for i, data in enumerate(big):
+        recorder.write("/chatter", i + 1, data)  # the third passes 1 MiB: a chunk of three
+    recorder.write("/chatter", 10, big[0])  # pending in memory, lost in a kill now
+    with Reader(tmp_path / "bag") as reader:  # no close, no flush: as after a SIGKILL
+        got = [store.deserialize_cdr(d, c.msgtype).data[0] for c, _, d in reader.messages()]
+    assert got == ["1", "2", "3"]
+    recorder.close()
+    with Reader(tmp_path / "bag") as reader:
+        assert reader.message_count == 4
+
+
+def test_bad_bags_and_arguments(tmp_path: Path) -> None:
+    """One-line errors naming the fix; the replay graph wires the bag into the player."""
+    with pytest.raises(BagError, match="no such bag"), open_reader(tmp_path / "missing"):
+        pass
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BagError, match=r"no metadata\.yaml"), open_reader(tmp_path / "empty"):
+        pass
+    with pytest.raises(BagError, match=r"no \.mcap file"):
+        recover(tmp_path / "empty")
+    with pytest.raises(GraphError, match="bag is required"):
+        replay_graph("")
+    with pytest.raises(GraphError, match="rate"):
+        replay_graph("x", "fast")
+    player, *others = replay_graph(str(tmp_path / "b"), "2", loop=True, rviz=False)
+    assert player.executable == "replay_node"
+    assert player.parameters == ({"bag": str(tmp_path / "b"), "rate": 2.0, "loop": True},)
+    assert all(dict(spec.parameters[0]).get("use_sim_time") is True for spec in others)
+
+
+def test_replay_rate_limits_are_one_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The graph (hence replay.launch.py and ``snake replay``) takes the rates replay_node
+    declares, REPLAY_RATES, and refuses the others in one line."""
+    low, high = REPLAY_RATES
+    for rate in (low, high, str(high)):
+        params = replay_graph(str(tmp_path), rate, rviz=False)[0].parameters[0]
+        assert isinstance(params, dict) and params["rate"] == float(rate)
+    for bad in (low / 2, high * 1.01, "inf", "nan", "fast"):
+        with pytest.raises(GraphError, match=f"rate must be a number from {low:g} to {high:g}"):
+            replay_graph(str(tmp_path), bad)
+    assert snake_main(["replay", str(tmp_path), "--rate", f"{high * 2:g}", "--dry-run"]) == 2
+    assert "rate must be a number from" in capsys.readouterr().err
+
+
+def test_snake_replay_runs_the_replay_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``snake replay --dry-run`` prints the commands of replay_graph's nodes, with the
+    options in the player's parameters (what replay.launch.py starts, too)."""
+    bag, out = tmp_path / "bag", tmp_path / "logs"
+    args = ["--rate", "2", "--loop", "--topics", "/chatter", "--no-rviz", "--dry-run", "-o"]
+    assert snake_main(["replay", str(bag), *args, str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    graph = replay_graph(
+        str(bag),
+        2.0,
+        loop=True,
+        rviz=False,
+        topics=["/chatter"],
+        delay=1.0,
+        wait_for_subscribers=0,
+    )
+    assert graph[0].parameters[0] == {
+        "bag": str(bag),
+        "rate": 2.0,
+        "loop": True,
+        "topics": ["/chatter"],
+        "delay": 1.0,
+        "wait_for_subscribers": 0,
+    }
+    assert len(lines) == len(graph)
+    for spec, line in zip(graph, lines, strict=True):
+        if line.startswith("#"):
+            assert spec.optional and spec.full_name in line and "skipped" in line
+        else:
+            assert f"__node:={spec.name}" in line and f"--params-file {out}/params" in line
+    assert "__node:=replay_node" in lines[0]
+    assert not out.exists()  # a dry run writes nothing
+
+
+class _Recorder:
+    """Stands in for a launch class: keeps its arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Recorder):
+    def perform(self, context: dict[str, str]) -> str:
+        return context[self.args[0]]
+
+
+def test_replay_launch_file_starts_exactly_the_replay_graph(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """replay.launch.py declares REPLAY_ARGUMENTS and starts replay_graph's nodes, no more
+    (launch and launch_ros replaced by recorders: they are not on PyPI)."""
+    import types
+
+    from snake_bringup.graph import REPLAY_ARGUMENTS
+
+    stand_ins = {
+        "launch": {"LaunchDescription": _Recorder, "LaunchContext": dict},
+        "launch.actions": {"DeclareLaunchArgument": _Recorder, "OpaqueFunction": _Recorder},
+        "launch.substitutions": {"LaunchConfiguration": _LaunchConfiguration},
+        "launch_ros": {},
+        "launch_ros.actions": {"Node": _Recorder},
+    }
+    for name, attrs in stand_ins.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, module)
+    path = ROOT / "launch" / "replay.launch.py"
+    namespace: dict[str, Any] = {"__name__": "replay_launch"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    *declared, opaque = namespace["generate_launch_description"]().args[0]
+    assert [d.args[0] for d in declared] == [a.name for a in REPLAY_ARGUMENTS]
+    defaults = {d.args[0]: d.kwargs["default_value"] for d in declared}
+    nodes = opaque.kwargs["function"]({**defaults, "bag": str(tmp_path), "rate": "0.5"})
+    expected = replay_graph(str(tmp_path), 0.5, rviz=True)
+    assert [(n.kwargs["executable"], n.kwargs["name"]) for n in nodes] == [
+        (s.executable, s.name) for s in expected
+    ]
+    assert nodes[0].kwargs["parameters"] == [{"bag": str(tmp_path), "rate": 0.5, "loop": False}]
+
+
+def test_types_missing_from_the_store_come_from_installed_msg_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With an empty rosbags type store, definitions and RIHS01 hashes come from the .msg
+    files under AMENT_PREFIX_PATH (nested types too) and equal the store's."""
+    from rosbags.typesys import Stores, get_typestore
+
+    import snake_viz.bag as bag_module
+
+    expected = bag_module.message_definition("sensor_msgs/msg/JointState")
+    empty = get_typestore(Stores.EMPTY)
+    monkeypatch.setattr(bag_module, "typestore", lambda: empty)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", sys.prefix)
+    assert bag_module.message_definition("sensor_msgs/msg/JointState")[1] == expected[1]
+    with pytest.raises(BagError, match=r"foo_msgs/msg/Bar\.msg"):
+        bag_module.message_definition("foo_msgs/msg/Bar")

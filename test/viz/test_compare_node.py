@@ -1,0 +1,241 @@
+"""compare_node (a real process, real rclpy) fed by a test publisher.
+
+Reference: injected per-joint offsets on a ramp (linear interpolation is exact on a ramp, so
+the node's error must equal the offsets to rounding), the markers' frames and point counts,
+the report folder's files, and a clean exit with the report written on SIGINT.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+from conftest import wait_for  # noqa: E402
+from rclpy.time import Time  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+
+from snake_viz.compare_report import PLOTS_DONE  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+JOINTS = [f"joint_{k}" for k in range(1, 9)]
+OFFSETS = np.array([0.01, -0.02, 0.03, 0.0, 0.05, -0.01, 0.002, 0.1])  # measured - sim [rad]
+SLOPE = np.linspace(-0.05, 0.05, 8)  # [rad/s]
+
+
+def ros_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
+        PYTHONPATH=str(ROOT),
+        AMENT_PREFIX_PATH=sys.prefix,
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def domain(ros_domain: int) -> Iterator[int]:
+    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
+    rclpy.init()
+    yield ros_domain
+    rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("compare_reports")
+
+
+@pytest.fixture(scope="module")
+def node_proc(domain: int, report_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from snake_viz.compare_node import main; main()",
+            "--ros-args",
+            "-p",
+            f"report_dir:={report_dir}",
+            "-p",
+            "window:=1.0",
+            "-p",
+            "marker_rate:=10.0",
+        ],
+        env=ros_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+def spin_until(node, condition: Callable[[], bool], timeout: float, step=None) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.01)
+        if step is not None:
+            step()
+        if condition():
+            return True
+    return False
+
+
+class Feeder:
+    """Publishes the prediction at 100 Hz and the measurement (sim + OFFSETS) at 50 Hz,
+    both stamped with the publisher's clock; a ramp so interpolation is exact."""
+
+    def __init__(self, node) -> None:  # type: ignore[no-untyped-def]
+        self.node = node
+        self.sim = node.create_publisher(JointState, "/sim/joint_states", 10)
+        self.measured = node.create_publisher(JointState, "/measured/joint_states", 10)
+        self.t0 = node.get_clock().now().nanoseconds
+        self.next_sim = self.next_measured = time.monotonic()
+        self.spike = 0.0  # added to joint_8 of the next measurement only [rad]
+
+    def message(self, stamp_ns: int, q: np.ndarray) -> JointState:
+        msg = JointState()
+        msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
+        msg.name = JOINTS
+        msg.position = [float(x) for x in q]
+        return msg
+
+    def step(self) -> None:
+        now = time.monotonic()
+        stamp = self.node.get_clock().now().nanoseconds
+        q = SLOPE * (stamp - self.t0) * 1e-9
+        if now >= self.next_sim:
+            self.sim.publish(self.message(stamp, q))
+            self.next_sim = now + 0.01
+        if now >= self.next_measured:
+            spike = np.zeros(8)
+            spike[7], self.spike = self.spike, 0.0
+            self.measured.publish(self.message(stamp, q + OFFSETS + spike))
+            self.next_measured = now + 0.02
+
+
+def test_error_markers_report_and_shutdown(
+    node_proc: subprocess.Popen[str], report_dir: Path
+) -> None:
+    node = rclpy.create_node("compare_test")
+    feeder = Feeder(node)
+    errors: list[JointState] = []
+    markers: list[MarkerArray] = []
+    node.create_subscription(JointState, "/compare/error", errors.append, 10)
+    node.create_subscription(MarkerArray, "/compare/markers", markers.append, 10)
+
+    def settled() -> bool:
+        # the window (1 s) holds only samples fed after the node started
+        return len(errors) > 25 and len(markers) > 3
+
+    assert spin_until(node, settled, 25.0, feeder.step), (
+        f"{len(errors)} /compare/error, {len(markers)} /compare/markers"
+    )
+    last = errors[-1]
+    assert list(last.name) == JOINTS
+    np.testing.assert_allclose(last.position, OFFSETS, atol=1e-6)
+    np.testing.assert_allclose(last.velocity, np.abs(OFFSETS), atol=1e-6)  # window RMS
+    np.testing.assert_allclose(last.effort, np.abs(OFFSETS), atol=1e-6)  # window max
+
+    # one measured sample of joint_8 off by 0.5 rad: inside the window, max > RMS > offset,
+    # while the error now is back to the offset (tells the three fields apart)
+    feeder.spike = 0.5
+    count = len(errors)
+    assert spin_until(node, lambda: len(errors) > count + 8, 5.0, feeder.step)
+    last = errors[-1]
+    assert last.effort[7] > last.velocity[7] + 0.05 and last.velocity[7] > OFFSETS[7] + 0.005
+    assert last.effort[7] < OFFSETS[7] + 0.5 + 1e-6
+    np.testing.assert_allclose(last.position, OFFSETS, atol=1e-6)
+    np.testing.assert_allclose(last.effort[:7], np.abs(OFFSETS[:7]), atol=1e-6)
+
+    array = markers[-1]
+    by_ns = {m.ns: m for m in array.markers}
+    assert set(by_ns) == {"sim/head", "sim/com", "measured/head", "measured/com"}
+    assert by_ns["sim/head"].header.frame_id == "sim/base_link"
+    assert by_ns["measured/com"].header.frame_id == "measured/base_link"
+    for m in array.markers:
+        assert m.type == Marker.LINE_STRIP and len(m.points) >= 2
+        assert len(m.colors) == len(m.points)
+    head = by_ns["sim/head"].points[-1]
+    assert 0.3 < float(np.hypot(head.x, head.y)) < 1.0  # the 8-joint snake's head, ~0.63 m
+
+    client = node.create_client(Trigger, "/compare_node/report")
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Trigger.Request())
+    assert spin_until(node, future.done, 20.0, feeder.step)
+    response = future.result()
+    assert response is not None and response.success, response
+    folders = list(report_dir.glob("compare-*"))
+    assert len(folders) == 1, folders
+    folder = folders[0]
+    assert str(folder) in response.message
+    for name in ("aligned.csv", "summary.md", "summary.json", "config.yaml"):
+        assert (folder / name).is_file(), name
+    # the plots come from a process of their own, plots.log last
+    wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plotter's plots.log")
+    assert PLOTS_DONE in (folder / "plots.log").read_text()
+    for name in ("joint_angles.png", "joint_errors.png", "traces.png"):
+        assert (folder / name).read_bytes()[:4] == b"\x89PNG", name
+    node.destroy_node()
+
+    for name in ("summary.md", "plots.log", "joint_angles.png"):
+        (folder / name).unlink()
+    node_proc.send_signal(signal.SIGINT)
+    out, _ = node_proc.communicate(timeout=20)
+    assert node_proc.returncode == 0, out
+    assert "Traceback" not in out, out
+    assert "report on shutdown: wrote" in out, out
+    assert (folder / "summary.md").is_file()
+    # the node has exited; its plotter goes on and finishes
+    wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plots after shutdown")
+    assert (folder / "joint_angles.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [("report_name:=a/b", "report_name must be a plain folder name"), ("window:=0.0", "window")],
+)
+def test_bad_parameters_stop_with_one_line(domain: int, argument: str, expected: str) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from snake_viz.compare_node import main; main()",
+            "--ros-args",
+            "-p",
+            argument,
+        ],
+        env=ros_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "cannot start" in out and expected in out and "Traceback" not in out, out
+
+
+def test_reports_go_to_ros_home_not_the_working_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without report_dir, reports go where ROS 2 keeps its logs, not under the folder
+    ``ros2 launch`` ran in."""
+    from snake_viz.compare_node import default_report_dir
+
+    monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros_home"))
+    assert default_report_dir() == tmp_path / "ros_home" / "mfm_snake"
+    monkeypatch.delenv("ROS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_report_dir() == tmp_path / ".ros" / "mfm_snake"
