@@ -140,9 +140,9 @@ def forward_dynamics(
     Returns:
         q_ddot [rad/s^2], shape (n,).
     """
-    rhs = generalized_forces(model, q, tau, wrenches) - bias_forces(model, q, qd)
     import scipy.linalg  # here, not at the top: the package's names stay light for launch files
 
+    rhs = generalized_forces(model, q, tau, wrenches) - bias_forces(model, q, qd)
     return np.asarray(scipy.linalg.cho_solve(scipy.linalg.cho_factor(mass_matrix(model, q)), rhs))
 
 
