@@ -66,4 +66,4 @@ def cmd_view(args: argparse.Namespace) -> int:
         print(f"web view: {node.url}  (Ctrl-C to stop)", flush=True)
         return node
 
-    return 0 if run(factory, "web_viewer_node", errors=(WebAssetsError,)) == 0 else 2
+    return 0 if run(factory, "web_viewer_node") == 0 else 2

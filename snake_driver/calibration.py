@@ -20,6 +20,7 @@ from typing import Any
 from snake_dynamics import SnakeModel
 from snake_dynamics.model import read_robot_yaml
 
+from .errors import DriverError
 from .protocol import (
     ADC_MAX,
     MAX_CHANNELS,
@@ -43,7 +44,7 @@ _FEEDBACK_KEYS = {"adc_lo", "angle_lo_deg", "adc_hi", "angle_hi_deg"}
 _DRIVER_KEYS = {"watchdog_ms", "watchdog_action", "telemetry_period_ms", "servo_speed_deg_s"}
 
 
-class CalibrationError(ValueError):
+class CalibrationError(DriverError, ValueError):
     """A servo section that cannot drive the robot; the message names the field."""
 
 

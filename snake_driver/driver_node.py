@@ -55,7 +55,7 @@ from snake_ros.common import (
 )
 from snake_ros.paths import robot_config
 
-from .calibration import CalibrationError, load_servo_map
+from .calibration import load_servo_map
 from .health import Counts, Level, LinkMonitor, judge
 from .link import DriverLink, LinkEvent, Measurement
 from .protocol import AuthKeyError, Flag, parse_key
@@ -389,4 +389,4 @@ class DriverNode(Node):
 
 def main() -> None:
     """Entry point of the ``driver_node`` executable."""
-    sys.exit(run(DriverNode, "driver_node", errors=(CalibrationError, AuthKeyError)))
+    sys.exit(run(DriverNode, "driver_node"))

@@ -24,6 +24,8 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from .errors import DriverError
+
 if TYPE_CHECKING:
     import serial
 
@@ -37,7 +39,7 @@ REFUSED_HINT = "nothing listens there: wrong host or port, or the bridge is off"
 WRITE_TIMEOUT_S = 0.25
 
 
-class TransportError(OSError):
+class TransportError(DriverError, OSError):
     """The link to the microcontroller cannot be opened, or was lost."""
 
 

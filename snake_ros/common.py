@@ -22,7 +22,7 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.signals import SignalHandlerOptions
 
-from snake_dynamics.errors import SnakeDynamicsError
+from snake_dynamics.errors import SnakeError
 
 from . import READY_TEXT
 
@@ -223,7 +223,7 @@ def stamp_problem(stamp_ns: int, now_ns: int | None, ahead_s: float, behind_s: f
     return None
 
 
-class ParameterValueError(ValueError):
+class ParameterValueError(SnakeError, ValueError):
     """A node parameter whose value the node cannot work with."""
 
 
@@ -274,7 +274,13 @@ def spin(node: Node, stop: threading.Event, until: Callable[[], bool] | None = N
         executor.shutdown()
 
 
-def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], ...] = ()) -> int:
+#: What a node's boundary reports in one line: the project's errors (:class:`SnakeError`,
+#: the one base), a parameter override rclpy refuses, and the operating system's refusals (a
+#: file or device that cannot be opened).
+NODE_ERRORS: tuple[type[Exception], ...] = (SnakeError, ParameterException, OSError)
+
+
+def run(factory: Callable[[], Node], name: str) -> int:
     """Create the node and spin it until Ctrl-C (or SIGTERM), then shut down cleanly: its
     last messages flushed (:func:`flush_publishers`), the node destroyed, rclpy shut down.
     A signal during start-up takes effect once the node is built.
@@ -282,30 +288,22 @@ def run(factory: Callable[[], Node], name: str, errors: tuple[type[Exception], .
     Args:
         factory: builds the node.
         name: logger name for a start-up failure.
-        errors: further exception types that mean "bad configuration" (logged in one line).
 
     Returns:
         The process exit status: 0, or 1 when the node could not start or one of its
-        callbacks raised one of these errors (logged in one line; a node is meant to
+        callbacks raised one of :data:`NODE_ERRORS` (logged in one line; a node is meant to
         handle every input itself, so the second is a defect to report).
     """
-    startup_errors: tuple[type[Exception], ...] = (
-        SnakeDynamicsError,
-        ParameterException,
-        ParameterValueError,
-        OSError,
-        *errors,
-    )
     with session() as stop:
         try:
             node = factory()
-        except startup_errors as exc:
+        except NODE_ERRORS as exc:
             rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
             return 1
         try:
             node.get_logger().info(READY_TEXT)
             spin(node, stop)
-        except startup_errors as exc:
+        except NODE_ERRORS as exc:
             node.get_logger().fatal(f"stopped by an error while running: {exc}")
             return 1
         finally:

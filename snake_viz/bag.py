@@ -48,6 +48,8 @@ from rosbags.rosbag2.metadata import dump_qos_v9
 from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from .errors import VizError
+
 #: The topics recorded by default, with their types where the design fixes them; the
 #: others are typed from the ROS graph when they appear.
 DEFAULT_TOPICS: Mapping[str, str | None] = {
@@ -72,7 +74,7 @@ _FOOTER = struct.pack("<BQQQI", _OP_FOOTER, 20, 0, 0, 0) + _MAGIC
 _DATA_END = struct.pack("<BQI", _OP_DATA_END, 4, 0)
 
 
-class BagError(Exception):
+class BagError(VizError):
     """A bag that cannot be written or read, with the path and the fix."""
 
 

@@ -28,6 +28,8 @@ from numpy.typing import ArrayLike, NDArray
 from snake_dynamics.mfm.kinematics import link_poses
 from snake_dynamics.model import SnakeModel
 
+from .errors import VizError
+
 FloatArray = NDArray[np.float64]
 
 #: Default sliding window of the "now" statistics [s].
@@ -46,7 +48,7 @@ SIM_TOPIC = "/sim/joint_states"
 MEASURED_TOPIC = "/measured/joint_states"
 
 
-class CompareError(ValueError):
+class CompareError(VizError, ValueError):
     """Input that cannot be compared (no bag, no overlap, unknown joints); one-line message."""
 
 

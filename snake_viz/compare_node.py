@@ -345,4 +345,4 @@ def _describe(summary: ReportSummary) -> str:
 
 def main() -> None:
     """Entry point of the ``compare_node`` executable."""
-    sys.exit(run(CompareNode, "compare_node", errors=(CompareError,)))
+    sys.exit(run(CompareNode, "compare_node"))

@@ -225,7 +225,7 @@ def record(duration: float | None = None, **overrides: Any) -> int:
 
 def main() -> None:
     """Entry point of the ``recorder_node`` console script."""
-    sys.exit(run(RecorderNode, "recorder_node", errors=(BagError,)))
+    sys.exit(run(RecorderNode, "recorder_node"))
 
 
 if __name__ == "__main__":

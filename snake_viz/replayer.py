@@ -38,7 +38,6 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -47,6 +46,7 @@ from rosgraph_msgs.msg import Clock
 
 from snake_ros import READY_TEXT
 from snake_ros.common import (
+    NODE_ERRORS,
     ParameterValueError,
     declare_bool,
     declare_float,
@@ -203,7 +203,7 @@ def replay() -> int:
             node = ReplayNode()
             node.get_logger().info(READY_TEXT)
             node.run(stop)
-        except (BagError, ParameterException, ParameterValueError, OSError) as exc:
+        except NODE_ERRORS as exc:
             rclpy.logging.get_logger("replay_node").fatal(f"cannot start: {exc}")
             return 1
         finally:

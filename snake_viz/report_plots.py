@@ -19,10 +19,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from snake_dynamics.errors import SnakeDynamicsError
+from snake_dynamics.errors import SnakeError
 from snake_dynamics.model import SnakeModel
 
-from .compare import CompareError
 from .compare_report import read_aligned, write_plots
 
 
@@ -57,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         aligned = read_aligned(args.folder / "aligned.csv")
         model = SnakeModel.from_yaml(args.robot) if args.robot is not None else None
         written = write_plots(args.folder, aligned, model)
-    except (CompareError, SnakeDynamicsError, OSError) as exc:
+    except (SnakeError, OSError) as exc:
         print(f"report_plots: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {', '.join(p.name for p in written)}")

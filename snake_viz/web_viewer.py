@@ -53,6 +53,7 @@ from snake_ros.common import (
 from snake_ros.paths import robot_config
 
 from .defaults import DEFAULT_PORT
+from .errors import VizError
 
 #: The page and its module; the vendored packages live in ``node_modules`` below it.
 WEB_DIR = Path(__file__).resolve().with_name("web")
@@ -123,7 +124,7 @@ else:
         return hook
 
 
-class WebAssetsError(RuntimeError):
+class WebAssetsError(VizError, RuntimeError):
     """The page's files or its vendored JavaScript packages are missing."""
 
 
@@ -380,7 +381,7 @@ class WebViewerNode(Node):
 
 def main() -> None:
     """Entry point of the ``web_viewer_node`` executable."""
-    sys.exit(run(WebViewerNode, "web_viewer_node", errors=(WebAssetsError,)))
+    sys.exit(run(WebViewerNode, "web_viewer_node"))
 
 
 if __name__ == "__main__":

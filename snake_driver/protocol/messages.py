@@ -9,6 +9,8 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+from ..errors import DriverError
+
 PROTOCOL_VERSION = 3
 SYNC = 0xA5
 TYPE_AUTH = 0x80
@@ -33,7 +35,7 @@ U32_RANGE = (0, 0xFFFF_FFFF)
 U64_RANGE = (0, 0xFFFF_FFFF_FFFF_FFFF)
 
 
-class ProtocolError(ValueError):
+class ProtocolError(DriverError, ValueError):
     """A message or frame that cannot be put on the wire, or a payload that does not parse."""
 
 
