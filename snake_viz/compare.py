@@ -297,11 +297,12 @@ def uniform_grid(sim: JointSeries, measured: JointSeries) -> FloatArray:
     """A uniform grid [s] over the overlap of the series, at the simulated median step."""
     if len(sim) < 2 or len(measured) < 2:
         return np.empty(0)
-    t0, t1 = max(sim.t[0], measured.t[0]), min(sim.t[-1], measured.t[-1])
+    t0 = max(float(sim.t[0]), float(measured.t[0]))
+    t1 = min(float(sim.t[-1]), float(measured.t[-1]))
     dt = float(np.median(np.diff(sim.t)))
     if not (t1 > t0 and dt > 0):
         return np.empty(0)
-    return t0 + dt * np.arange(math.floor((t1 - t0) / dt) + 1)
+    return t0 + dt * np.arange(math.floor((t1 - t0) / dt) + 1, dtype=np.float64)
 
 
 def estimate_lag(

@@ -207,7 +207,7 @@ class CompareNode(Node):
 
     @staticmethod
     def _stamp(msg: JointState) -> float:
-        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        return float(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
 
     def _problem(self, msg: JointState) -> str | None:
         """Why a joint-state message cannot be compared (None: it can)."""
