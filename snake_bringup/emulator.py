@@ -30,13 +30,14 @@ from typing import IO
 
 from snake_ros.paths import robot_config, share_dir, state_dir
 
+from .errors import BringupError
 from .process import die_with_parent
 
 #: The firmware's default USART0 speed [baud].
 DEFAULT_BAUD = 115200
 
 
-class EmulatorError(RuntimeError):
+class EmulatorError(BringupError, RuntimeError):
     """The emulator cannot be built or started; the message says what to install or fix."""
 
 
@@ -342,6 +343,14 @@ class Emulator:
     def running(self) -> bool:
         """True while simavr runs."""
         return self.runner is not None and self.runner.poll() is None
+
+    def exit_reason(self) -> str | None:
+        """Why the emulated robot has ended, or None while it runs (for
+        :func:`snake_bringup.runner.run_graph`'s ``outside``)."""
+        if self.running():
+            return None
+        last = self.output[-1] if self.output else "no output"
+        return f"the emulated robot (simavr) exited ({last})"
 
     def stop(self) -> None:
         """Stop socat, simavr and the plant (SIGTERM, then SIGKILL after 3 s)."""

@@ -23,6 +23,7 @@ from snake_ros.paths import PACKAGE, robot_config, share_dir
 from snake_viz.defaults import REPLAY_RATES
 
 from .emulator import Endpoint
+from .errors import BringupError
 
 #: A parameter source: a YAML parameter file, or a dict of name -> value.
 Parameters = Path | Mapping[str, Any]
@@ -93,7 +94,7 @@ COMMANDS = (("joint_commands", "/joint_commands"),)
 BOOLEAN = ("true", "false", "True", "False", "1", "0")
 
 
-class GraphError(ValueError):
+class GraphError(BringupError, ValueError):
     """Launch arguments that do not describe a graph."""
 
 
@@ -156,10 +157,12 @@ def _dynamics_node(robot_params: Mapping[str, Any]) -> NodeSpec:
     )
 
 
-def _compare_node(robot_params: Mapping[str, Any]) -> NodeSpec:
+def _compare_node(robot_params: Mapping[str, Any], report_dir: Path | None) -> NodeSpec:
     """compare_node: /sim/joint_states against /measured/joint_states (/compare/error,
-    /compare/markers for RViz, a report when it stops)."""
-    return NodeSpec(PACKAGE, "compare_node", "compare_node", parameters=(robot_params,))
+    /compare/markers for RViz, a report when it stops: ``report_dir/compare``, or without
+    ``report_dir`` the node's default, ``$ROS_HOME/mfm_snake/compare-<time>``)."""
+    report = ({"report_dir": str(report_dir), "report_name": "compare"},) if report_dir else ()
+    return NodeSpec(PACKAGE, "compare_node", "compare_node", parameters=(robot_params, *report))
 
 
 def _robot_description(
@@ -251,6 +254,7 @@ def hardware_graph(
     rviz: bool = True,
     use_sim_time: bool = False,
     auth_key: str = "",
+    report_dir: Path | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
@@ -268,6 +272,9 @@ def hardware_graph(
         use_sim_time: every node follows /clock.
         auth_key: 32 hex digits for authenticated mode (the firmware's key); empty: the
             driver's ``auth_key`` from config/driver_node.yaml.
+        report_dir: with ``dynamics``, compare_node's report goes to ``report_dir/compare``
+            (a run's folder; None: compare_node's default under ``$ROS_HOME``, for
+            ``ros2 launch``).
 
     Raises:
         GraphError: unknown transport, or an auth_key that is not 32 hex digits.
@@ -303,7 +310,7 @@ def hardware_graph(
         nodes += [
             _dynamics_node(robot_params),
             *_robot_description(SIM_NAMESPACE, urdf, common, floating),
-            _compare_node(robot_params),
+            _compare_node(robot_params, report_dir),
         ]
     return (*nodes, _rviz(common)) if rviz else tuple(nodes)
 
@@ -411,7 +418,6 @@ def demo_graph(
         starts_first=True,
         on_failure="report",  # its bag folder exists: a restart could not record into it
     )
-    report = {"report_dir": str(out), "report_name": "compare"}
     nodes = hardware_graph(
         str(config),
         endpoint.transport,
@@ -420,13 +426,12 @@ def demo_graph(
         gait,
         dynamics=True,
         rviz=False,
+        report_dir=out,
     )
     return (
         recorder,
         *(
-            replace(spec, parameters=(*spec.parameters, report))
-            if spec.executable == "compare_node"
-            else replace(spec, parameters=(*spec.parameters, {"wait_for_subscribers": 3}))
+            replace(spec, parameters=(*spec.parameters, {"wait_for_subscribers": 3}))
             if spec.executable == "gait_node"  # the recorder listens too
             else spec
             for spec in nodes

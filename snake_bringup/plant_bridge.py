@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from snake_driver.calibration import CalibrationError, ChannelCalibration, load_servo_map
-from snake_dynamics.errors import ModelError
+from snake_driver.calibration import ChannelCalibration, load_servo_map
+from snake_dynamics.errors import SnakeError
 from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
+
+from .errors import BringupError
 
 #: runner -> plant: tick, period [us], clock [Hz], width[16] and age[16] [cycles].
 REQUEST = struct.Struct("=QII16I16I")
@@ -37,7 +39,7 @@ REPLY = struct.Struct("=16H")
 NO_PULSE = 0xFFFFFFFF
 
 
-class PlantFileError(ValueError):
+class PlantFileError(BringupError, ValueError):
     """A robot config or plant file the plant cannot use; the message is one line."""
 
 
@@ -62,7 +64,7 @@ def build_plant(robot: Path, plant_file: Path) -> Plant:
     try:
         model, servos = load_servo_map(robot)
         params = load_plant(plant_file, model.joint_names)
-    except (ModelError, CalibrationError, OSError) as exc:
+    except (SnakeError, OSError) as exc:
         raise PlantFileError(str(exc)) from None
     pulses = servos.by_joint()
     return Plant(model, [pulse_map(pulses[name]) for name in model.joint_names], params)
@@ -144,9 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         plant = build_plant(args.robot, args.plant)
-    except PlantFileError as exc:
+    except SnakeError as exc:
         print(exc, file=sys.stderr)
-        return 2
+        return 1
     plant.sim.warm_up()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
     sock = socket.socket(fileno=args.fd)

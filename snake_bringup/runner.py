@@ -23,11 +23,15 @@ A required node that exits with an error once every node is ready is handled as 
   an operator; the firmware's watchdog holds or goes limp without commands; replay_node, the
   graph's source): the graph stops.
 
-Nodes given up on make the run end with an error (exit status 2) when it stops. A node
+Nodes given up on make the run end with an error (:class:`RunError`) when it stops. A node
 exiting with status 0 has finished (a replay at the end of its bag): the graph stops
 normally. A failure during start-up (before every node is ready) stops the graph: a node
 that cannot start would not start on a retry either. ``snake hardware --emulate`` also
 stops the graph when the emulated robot (simavr) exits.
+
+Everything a run writes goes to its folder (:func:`run_folder`): each node's output in
+``<name>.log``, the parameter files in ``params/``, the command lines in ``commands.txt``,
+and the nodes' own ROS log files in ``ros_log/`` (their ``ROS_LOG_DIR``).
 
 Stopping (Ctrl-C, ``--duration``, or as above): one SIGINT to every node
 but the ``starts_first`` ones, all at once; when they have exited, one SIGINT to those (the
@@ -37,7 +41,6 @@ outlives its wait.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt_module
 import os
@@ -58,6 +61,7 @@ import yaml
 from snake_ros import READY_TEXT
 from snake_ros.paths import PACKAGE
 
+from .errors import BringupError
 from .graph import NodeSpec
 from .process import die_with_parent
 
@@ -74,7 +78,7 @@ RESTART_DELAYS_S = (1.0, 2.0, 4.0)
 RECOVERED_AFTER_S = 60.0
 
 
-class RunError(RuntimeError):
+class RunError(BringupError, RuntimeError):
     """A graph that cannot run: a node missing, failing at start-up or never ready."""
 
 
@@ -158,9 +162,23 @@ def _copy_output(stream: IO[str], log: IO[str], prefix: str | None, ready: threa
                 print(f"{prefix}{line}", end="", flush=True)
 
 
+def run_folder(label: str, output: Path | None) -> Path:
+    """The folder of a run: ``output``, or ``runs/<label>-<date>-<time>`` without one.
+    Everything the run writes goes below it."""
+    return output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+
+
+def node_environment(folder: Path) -> dict[str, str]:
+    """The environment of a node whose log goes to ``folder``: this process's, with
+    unbuffered Python output and ROS 2's log files in ``folder/ros_log`` (else rcl writes
+    them to ``~/.ros/log``, outside the run's folder)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "ROS_LOG_DIR": str(folder / "ros_log")}
+
+
 def start_child(spec: NodeSpec, cmd: list[str], log: Path, quiet: bool) -> Child:
     """Start one node in its own session (so Ctrl-C reaches it only through the runner) and
-    the thread that copies its output."""
+    the thread that copies its output; its ROS log files go beside ``log``
+    (:func:`node_environment`)."""
     process = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
@@ -170,7 +188,7 @@ def start_child(spec: NodeSpec, cmd: list[str], log: Path, quiet: bool) -> Child
         bufsize=1,
         start_new_session=True,
         preexec_fn=die_with_parent,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=node_environment(log.parent),
     )
     assert process.stdout is not None
     ready = threading.Event()
@@ -344,23 +362,24 @@ def _plan(
 
 def run_graph(
     graph: Sequence[NodeSpec],
-    label: str,
-    args: argparse.Namespace,
+    *,
+    output: Path,
+    duration: float | None = None,
+    quiet: bool = False,
+    dry_run: bool = False,
     outside: Callable[[], str | None] | None = None,
 ) -> int:
-    """Start the graph's nodes, run them for ``args.duration`` seconds after every node is
-    ready (or until Ctrl-C, or until the graph must stop), then stop them all. Failed nodes
-    are restarted, reported or stop the graph (module docstring).
-
-    ``args`` carries ``output`` (the log folder, None: ``runs/<label>-<time>``), ``duration``
-    [s] (None: until Ctrl-C), ``quiet`` and ``dry_run`` (print the commands only). A required
-    node that exits with status 0 has finished (a replay at the end of its bag): the run ends
-    normally.
+    """Start the graph's nodes, run them for ``duration`` seconds after every node is ready
+    (or until Ctrl-C, or until the graph must stop), then stop them all. Failed nodes are
+    restarted, reported or stop the graph (module docstring). A required node that exits
+    with status 0 has finished (a replay at the end of its bag): the run ends normally.
 
     Args:
         graph: the nodes.
-        label: names the default log folder.
-        args: as above.
+        output: the run's folder (:func:`run_folder`): logs, parameter files, ROS logs.
+        duration: run time after every node is ready [s] (None: until Ctrl-C).
+        quiet: only the logs, not the terminal.
+        dry_run: print the commands only; start and write nothing.
         outside: polled while the graph runs: why something the graph needs outside it
             (the emulated robot) has ended, or None while it runs; the graph then stops.
 
@@ -371,20 +390,19 @@ def run_graph(
         RunError: a node is missing, never gets ready, stops the graph with an error, or
             was given up on; or ``outside`` ended.
     """
-    out = args.output or Path("runs") / f"{label}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
-    plan, files = _plan(graph, out)
-    if args.dry_run:
+    plan, files = _plan(graph, output)
+    if dry_run:
         for spec, cmd, reason in plan:
             print(shlex.join(cmd) if cmd else f"# {spec.full_name} skipped: {reason}")
         return 0
 
-    out.mkdir(parents=True, exist_ok=True)
+    output.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
         path.chmod(0o600)  # owner only: a parameter file may hold the auth_key
         path.write_text(text)
-    (out / "commands.txt").write_text("".join(f"{shlex.join(c)}\n" for _, c, _ in plan if c))
+    (output / "commands.txt").write_text("".join(f"{shlex.join(c)}\n" for _, c, _ in plan if c))
     children: list[Child] = []
     watch = _Watch(children)
     previous = {s: signal.signal(s, watch.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -399,20 +417,20 @@ def run_graph(
                 if not watch.wait_ready(children, start):
                     break
                 first_ready = True
-            child = start_child(spec, cmd, out / f"{spec.name}.log", args.quiet)
+            child = start_child(spec, cmd, output / f"{spec.name}.log", quiet)
             children.append(child)
             print(f"started {spec.full_name} (pid {child.process.pid})", flush=True)
         if watch.wait_ready(children, start):
             print(f"all nodes ready after {time.monotonic() - start:.1f} s", flush=True)
-            until = "Ctrl-C" if args.duration is None else f"{args.duration:g} s or Ctrl-C"
-            print(f"running until {until}; logs in {out}/", flush=True)
+            until = "Ctrl-C" if duration is None else f"{duration:g} s or Ctrl-C"
+            print(f"running until {until}; logs in {output}/", flush=True)
             ready = time.monotonic()
             commands = {spec.full_name: cmd for spec, cmd, _ in plan if cmd is not None}
             while not watch.supervise():
-                if args.duration is not None and time.monotonic() - ready >= args.duration:
+                if duration is not None and time.monotonic() - ready >= duration:
                     break
                 watch.outside = outside() if outside is not None else None
-                watch.restart_due(commands, out, args.quiet)
+                watch.restart_due(commands, output, quiet)
                 time.sleep(POLL_S)
     finally:
         stopping = time.monotonic()
@@ -423,7 +441,7 @@ def run_graph(
         print(f"{child.spec.full_name}: exit status {child.process.returncode}")
     print(
         f"ran {stopping - start:.1f} s, stopped in {time.monotonic() - stopping:.1f} s; "
-        f"logs in {out}/"
+        f"logs in {output}/"
     )
     if watch.ended is not None and watch.ended.process.returncode != 0:
         raise _failed(watch.ended)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -249,7 +250,8 @@ def test_bad_arguments_give_one_line_errors_not_tracebacks(tmp_path, args, messa
         if args[0] in ("simulate", "sweep")
         else snake(*args)
     )
-    assert proc.returncode == 2
+    refused_by_argparse = proc.stderr.startswith("usage: snake ")  # then status 2, else 1
+    assert proc.returncode == (2 if refused_by_argparse else 1)
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     error_lines = [line for line in proc.stderr.splitlines() if "error" in line]
@@ -362,9 +364,44 @@ def test_simulate_on_wheels_runs_kanes_model_under_the_servos(tmp_path) -> None:
     assert np.all(rows["base_z"] == 0.035)  # the thickest body's radius: on its wheels
     for extra in (("--method", "literal"), ("--ground",)):
         proc = snake("simulate", "--robot", robot, *extra, "-o", str(tmp_path / "x"))
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
         assert "rolls on wheels" in proc.stderr and "drop --ground and --method" in proc.stderr
     proc = snake("sweep", "--robot", robot, "--duration", "0.1", "-o", str(tmp_path / "s"))
     assert (
         proc.returncode != 0 and "rolls on wheels" in proc.stderr and "Traceback" not in proc.stderr
     )
+
+
+def test_a_hardware_run_writes_only_under_its_output_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``snake hardware --dynamics -o DIR``: every path the run's nodes write to is under DIR:
+    the runner's folder (logs, parameter files), compare_node's report (``report_dir``, once
+    ``~/.ros/mfm_snake``) and the nodes' own ROS log files (``ROS_LOG_DIR``). The graph is
+    taken where the command hands it to the runner; nothing is started."""
+    from snake_bringup import runner
+    from snake_bringup.cli import hardware, main
+
+    runs: list[tuple[Any, dict[str, Any]]] = []
+    monkeypatch.setattr(hardware, "run_graph", lambda graph, **kw: runs.append((graph, kw)) or 0)
+    out = tmp_path / "run"
+    for extra in ([], ["--emulate", "--dry-run"], ["--emulate", "--transport", "udp", "--dry-run"]):
+        assert main(["hardware", "--dynamics", "--no-rviz", "-o", str(out), *extra]) == 0
+    assert len(runs) == 3
+    for graph, kw in runs:
+        assert kw["output"] == out
+        (compare,) = [s for s in graph if s.executable == "compare_node"]
+        assert {"report_dir": str(out), "report_name": "compare"} in compare.parameters
+        # a parameter naming a path that does not exist yet is one a node writes to (but
+        # the driver's port, the robot's serial device)
+        targets = [
+            value
+            for spec in graph
+            for params in spec.parameters
+            if isinstance(params, dict)
+            for key, value in params.items()
+            if isinstance(value, str) and value.startswith("/") and "\n" not in value
+            if key != "port" and not Path(value).exists()
+        ]
+        assert targets and all(Path(t).is_relative_to(out) for t in targets), targets
+    assert Path(runner.node_environment(out)["ROS_LOG_DIR"]).is_relative_to(out)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from snake_bringup import cli
+from snake_bringup.cli import hardware, main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The stand-in node: each run appends its pid to <state>/<name>.runs and logs the ready
@@ -50,7 +50,7 @@ while not stop:
 """
 #: The runner on the stand-ins: /link (the robot link, on_failure "stop") and /crasher.
 RUNNER = """\
-import argparse, sys
+import sys
 from pathlib import Path
 from snake_bringup import runner
 from snake_bringup.graph import NodeSpec
@@ -59,9 +59,8 @@ graph = (
     NodeSpec("mfm_snake", "fake_node", "link", on_failure="stop"),
     NodeSpec("mfm_snake", "fake_node", "crasher"),
 )
-args = argparse.Namespace(output=Path(sys.argv[1]), duration=None, quiet=False, dry_run=False)
 try:
-    sys.exit(runner.run_graph(graph, "fake", args))
+    sys.exit(runner.run_graph(graph, output=Path(sys.argv[1])))
 except runner.RunError as exc:
     print(f"RunError: {exc}", file=sys.stderr)
     sys.exit(2)
@@ -170,11 +169,11 @@ def test_dry_run_with_emulate_starts_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     started: list[Any] = []
-    monkeypatch.setattr(cli, "Emulator", lambda *a, **k: started.append(a) or pytest.fail())
+    monkeypatch.setattr(hardware, "Emulator", lambda *a, **k: started.append(a) or pytest.fail())
     out = tmp_path / "run"
     for transport in ("serial", "udp"):
         args = ["hardware", "--emulate", "--dynamics", "--dry-run", "--transport", transport]
-        assert cli.main([*args, "--no-rviz", "-o", str(out)]) == 0
+        assert main([*args, "--no-rviz", "-o", str(out)]) == 0
         printed = capsys.readouterr().out
         assert "driver_node --ros-args" in printed and "dynamics_node --ros-args" in printed
         assert "emulated robot is not started" in printed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib.metadata
 import os
 import runpy
@@ -323,3 +324,62 @@ def test_data_files_skip_stray_folders(tmp_path: Path, monkeypatch: pytest.Monke
     files = [f for _, group in seen["data_files"] for f in group]
     assert "launch/simulation.launch.py" in files and "firmware/core/app.c" in files
     assert [f for f in files if not (tmp_path / f).is_file()] == []
+
+
+def _class_bases() -> dict[str, set[str]]:
+    """Every class defined in the package -> the names of its bases (``a.B`` as ``B``)."""
+    bases: dict[str, set[str]] = {}
+    for package in OWN:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef):
+                    names = {
+                        b.id if isinstance(b, ast.Name) else b.attr
+                        for b in node.bases
+                        if isinstance(b, ast.Name | ast.Attribute)
+                    }
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    assert node.name not in bases or not node.name.endswith("Error"), (
+                        f"{where}: a second class {node.name}"
+                    )
+                    bases.setdefault(node.name, set()).update(names)
+    return bases
+
+
+def test_every_error_derives_from_the_one_base() -> None:
+    """Every exception class of the package (named ``...Error``, or deriving from a built-in
+    exception) is a SnakeError, directly or through its package's base, so that the ``snake``
+    command and the nodes catch that one type at their boundary."""
+    bases = _class_bases()
+    builtin = {
+        n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception)
+    }
+    exceptions = {
+        name for name, names in bases.items() if name.endswith("Error") or names & builtin
+    }
+
+    def is_snake_error(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        if name == "SnakeError":
+            return True
+        return any(
+            is_snake_error(base, seen | {name})
+            for base in bases.get(name, ())
+            if base in bases and base not in seen
+        )
+
+    assert {"SnakeError", "CalibrationError", "BagError", "RunError", "UsageError"} <= exceptions
+    assert sorted(e for e in exceptions if not is_snake_error(e)) == []
+
+
+def test_the_snake_command_catches_the_one_base_and_no_list() -> None:
+    """``snake``'s entry point catches SnakeError (and the operating system's OSError, and
+    Ctrl-C), each by itself: no tuple of error classes to keep up to date by hand."""
+    tree = ast.parse((ROOT / "snake_bringup" / "cli" / "__init__.py").read_text())
+    (main,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+    caught = [h.type for t in ast.walk(main) if isinstance(t, ast.Try) for h in t.handlers]
+    assert all(isinstance(c, ast.Name) for c in caught), "a tuple of classes in an except"
+    assert [c.id for c in caught if isinstance(c, ast.Name)] == [
+        "SnakeError",
+        "OSError",
+        "KeyboardInterrupt",
+    ]

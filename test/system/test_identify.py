@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import yaml
 
-from snake_bringup.cli_identify import IdentifyError, Take, read_recording, write_bag
+from snake_bringup.identification.experiment import IdentifyError, Take
+from snake_bringup.identification.recording import read_recording, write_bag
 from snake_driver.calibration import load_servo_map
 from snake_driver.link import Measurement
 from snake_driver.protocol import Counters, Flag
@@ -141,11 +142,11 @@ def _snake(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_robot_without_feedback_is_refused_in_one_line(tmp_path: Path) -> None:
     done = _snake("--robot", "robot", "-o", str(tmp_path / "out"))
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.count("\n") == 1
     assert "joint_1, joint_2" in done.stderr and "no feedback" in done.stderr
     done = _snake("--gait-param", "amplitude", "--emulate", "-o", str(tmp_path / "out"))
-    assert done.returncode == 2 and "NAME=VALUE" in done.stderr
+    assert done.returncode == 1 and "NAME=VALUE" in done.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -43,7 +43,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from snake_bringup.cli import main as snake_main  # noqa: E402
-from snake_bringup.cli_compare import compare_bag  # noqa: E402
+from snake_bringup.comparison import compare_bag  # noqa: E402
 from snake_bringup.graph import GraphError, replay_graph  # noqa: E402
 from snake_viz.bag import (  # noqa: E402
     BagError,
@@ -57,9 +57,9 @@ from snake_viz.defaults import REPLAY_RATES  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 #: ``snake record`` / ``snake replay`` as the snake CLI runs them (its parser, our hook).
 CLI = (
-    "import argparse, sys; from snake_bringup.cli_bag import register; "
-    "p = argparse.ArgumentParser(); register(p.add_subparsers()); "
-    "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
+    "import argparse, sys; from snake_bringup.cli import record, replay; "
+    "p = argparse.ArgumentParser(); s = p.add_subparsers(); record.register(s); "
+    "replay.register(s); a = p.parse_args(sys.argv[1:]); sys.exit(a.run(a))"
 )
 JOINTS = [f"joint_{k}" for k in range(1, 9)]
 RATE = 2.0  # replay speed factor
@@ -607,7 +607,7 @@ def test_replay_rate_limits_are_one_check(
     for bad in (low / 2, high * 1.01, "inf", "nan", "fast"):
         with pytest.raises(GraphError, match=f"rate must be a number from {low:g} to {high:g}"):
             replay_graph(str(tmp_path), bad)
-    assert snake_main(["replay", str(tmp_path), "--rate", f"{high * 2:g}", "--dry-run"]) == 2
+    assert snake_main(["replay", str(tmp_path), "--rate", f"{high * 2:g}", "--dry-run"]) == 1
     assert "rate must be a number from" in capsys.readouterr().err
 
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from snake_bringup.cli_compare import compare_bag, register
+from snake_bringup.cli.compare import register
+from snake_bringup.comparison import compare_bag
 from snake_dynamics import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_ros.paths import robot_config
@@ -340,7 +341,7 @@ def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     parser = argparse.ArgumentParser(prog="snake")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "r"), "--no-plots"])
-    assert args.func(args) == 0
+    assert args.run(args) == 0
     out = capsys.readouterr().out
     assert f"report: {tmp_path / 'r'}/" in out
     row = next(line for line in out.splitlines() if line.startswith("joint_8"))
@@ -420,7 +421,7 @@ def test_snake_compare_reports_the_predicted_travel(
     parser = argparse.ArgumentParser(prog="snake")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "r"), "--no-plots"])
-    assert args.func(args) == 0
+    assert args.run(args) == 0
     out = capsys.readouterr().out
     assert (
         "predicted travel (/sim/odom, the tail): 0.3000 m in 3.00 s, mean speed 10.000 cm/s, "

@@ -197,7 +197,7 @@ def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         f"snake: error: {path}: potentiometer.noise_mv must be a number >= 0 mV, got -1"
     ]

@@ -6,9 +6,14 @@ ROS (rclpy) is imported only when the command runs, so ``snake`` itself starts w
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import TYPE_CHECKING
 
 from snake_viz.defaults import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from snake_viz.web_viewer import WebViewerNode
+
+    from .options import Subparsers
 
 
 def _port(text: str) -> int:
@@ -21,9 +26,9 @@ def _port(text: str) -> int:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subparsers) -> None:
     """Add ``snake view [--port P] [--robot R]`` to the ``snake`` command."""
-    p = subparsers.add_parser(
+    p = sub.add_parser(
         "view",
         help="WebGL view of /sim and /measured joint states on http://127.0.0.1 (Ctrl-C to stop)",
     )
@@ -36,34 +41,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--robot", default="robot", help="robot YAML file or config name (default: robot)"
     )
-    p.set_defaults(func=cmd_view)
+    p.set_defaults(run=lambda a: run(port=a.port, robot=a.robot))
 
 
-def cmd_view(args: argparse.Namespace) -> int:
+def run(*, port: int, robot: str) -> int:
     """Run the viewer until Ctrl-C; print its URL once it serves.
 
     Returns:
-        0 after a clean stop; 2 when the web files are missing or the node cannot start.
+        0 after a clean stop; 1 when the node cannot start (logged in one line).
+
+    Raises:
+        snake_viz.web_viewer.WebAssetsError: the page's files are missing.
     """
     from rclpy.parameter import Parameter
 
-    from snake_ros.common import run
-    from snake_viz.web_viewer import WebAssetsError, WebViewerNode, check_assets
+    from snake_ros.common import run as run_node
+    from snake_viz.web_viewer import WebViewerNode, check_assets
 
-    try:
-        check_assets()
-    except WebAssetsError as exc:
-        print(f"snake: error: {exc}", file=sys.stderr)
-        return 2
+    check_assets()
 
     def factory() -> WebViewerNode:
         node = WebViewerNode(
             parameter_overrides=[
-                Parameter("port", Parameter.Type.INTEGER, args.port),
-                Parameter("robot_config", Parameter.Type.STRING, args.robot),
+                Parameter("port", Parameter.Type.INTEGER, port),
+                Parameter("robot_config", Parameter.Type.STRING, robot),
             ]
         )
         print(f"web view: {node.url}  (Ctrl-C to stop)", flush=True)
         return node
 
-    return 0 if run(factory, "web_viewer_node") == 0 else 2
+    return run_node(factory, "web_viewer_node")

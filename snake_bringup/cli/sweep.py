@@ -4,15 +4,16 @@ map (PNG heatmaps and CSV) with the best points marked."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt_module
 import math
 import os
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +30,11 @@ from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
-from .arguments import UsageError, name_values, positive
+from ..errors import UsageError
+from .options import name_values, positive
+
+if TYPE_CHECKING:
+    from .options import Subparsers
 
 #: The default grid: amplitude [rad] x frequency [Hz], five values each.
 DEFAULT_X, DEFAULT_Y = "amplitude=0.2:1.0:5", "frequency=0.25:1.25:5"
@@ -84,48 +89,73 @@ def run_point(
     return SweepPoint(params, locomotion(model, run))
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    """Run the grid and write its maps; progress on stderr, the best points on stdout."""
-    robot = str(robot_config(args.robot))
-    model = on_the_ground(SnakeModel.from_yaml(robot))
-    x, y = parse_axis(args.x, "--x"), parse_axis(args.y, "--y")
+def run(
+    *,
+    robot: str,
+    gait: str,
+    x: Axis,
+    y: Axis,
+    fixed: Mapping[str, float],
+    duration: float,
+    dt: float,
+    jobs: int,
+    output: Path | None,
+    plots: bool,
+    quiet: bool,
+) -> int:
+    """Run the grid ``x`` by ``y`` (the other gait parameters ``fixed``) and write its
+    maps; progress on stderr (unless ``quiet``), the best points on stdout.
+
+    Args:
+        robot: robot YAML file or config name (on its ground).
+        gait: gait name.
+        duration: simulated time per point [s], a whole number (>= 10) of ``dt`` steps.
+        dt: step [s].
+        jobs: parallel runs (0: one per core).
+        output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``).
+        plots: write the PNG heatmaps beside the CSV and JSON.
+
+    Raises:
+        UsageError: options that do not make a grid (one line naming the option).
+    """
+    config_path = str(robot_config(robot))
+    model = on_the_ground(SnakeModel.from_yaml(config_path))
     if x.name == y.name:
         raise UsageError(f"--x and --y both sweep {x.name}: give two different parameters")
-    fixed = name_values(args.set, "--set")
     swept = {x.name, y.name} & set(fixed)
     if swept:
         raise UsageError(f"--set {sorted(swept)[0]} is swept by --x/--y: drop it from --set")
-    units = {name: spec[3] for name, spec in gait_parameters(args.gait).items()}
+    units = {name: spec[3] for name, spec in gait_parameters(gait).items()}
     points = [{**fixed, x.name: a, y.name: b} for b in y.values for a in x.values]
     if len(points) > MAX_POINTS:
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
     for params in points:  # every point's parameters valid before any run starts
-        make_gait(args.gait, model, **params)
+        make_gait(gait, model, **params)
     try:
-        check_step(model, args.dt)
+        check_step(model, dt)
     except SimulationError as exc:
         raise UsageError(f"--dt: {exc}") from None
-    steps = round(args.duration / args.dt)
-    if steps < 10 or abs(steps * args.dt - args.duration) > 1e-9 * max(1.0, args.duration):
+    steps = round(duration / dt)
+    if steps < 10 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
         raise UsageError(
-            f"--duration {args.duration} s must be a whole number (>= 10) of --dt {args.dt} s steps"
+            f"--duration {duration} s must be a whole number (>= 10) of --dt {dt} s steps"
         )
-    out = args.output or Path("runs") / (
-        f"sweep-{model.name}-{args.gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    out = output or Path("runs") / (
+        f"sweep-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
-    if args.jobs < 0:
-        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {args.jobs}")
-    jobs = args.jobs or os.cpu_count() or 1
+    if jobs < 0:
+        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
+    workers = jobs or os.cpu_count() or 1
     start = time.monotonic()
     results: list[SweepPoint | None] = [None] * len(points)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(points))) as pool:
         futures = {
-            pool.submit(run_point, robot, args.gait, p, args.duration, args.dt): i
+            pool.submit(run_point, config_path, gait, p, duration, dt): i
             for i, p in enumerate(points)
         }
         for done, future in enumerate(as_completed(futures), 1):
             results[futures[future]] = future.result()
-            if not args.quiet:
+            if not quiet:
                 print(
                     f"sweep: {done}/{len(points)} runs ({time.monotonic() - start:.1f} s)",
                     file=sys.stderr,
@@ -133,18 +163,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 )
     grid = [r for r in results if r is not None]
     config = {
-        "robot": robot,
-        "gait": args.gait,
+        "robot": config_path,
+        "gait": gait,
         "x": x.name,
         "y": y.name,
-        "fixed": fixed,
-        "duration_s": args.duration,
-        "dt_s": args.dt,
-        "jobs": jobs,
+        "fixed": dict(fixed),
+        "duration_s": duration,
+        "dt_s": dt,
+        "jobs": workers,
         "wall_time_s": time.monotonic() - start,
     }
     files, best = write_sweep(
-        Path(out), grid, x.name, x.values, y.name, y.values, config, not args.no_plots, units
+        Path(out), grid, x.name, x.values, y.name, y.values, config, plots, units
     )
     for line in best:
         print(line)
@@ -152,9 +182,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subparsers) -> None:
     """Add ``snake sweep`` to the ``snake`` command."""
-    p = subparsers.add_parser(
+    p = sub.add_parser(
         "sweep", help="speed and cost-of-transport map of a gait on the ground over two parameters"
     )
     p.add_argument(
@@ -190,4 +220,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/sweep-...)")
     p.add_argument("--no-plots", action="store_true", help="only the CSV and JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    p.set_defaults(func=cmd_sweep)
+    p.set_defaults(
+        run=lambda a: run(
+            robot=a.robot,
+            gait=a.gait,
+            x=parse_axis(a.x, "--x"),
+            y=parse_axis(a.y, "--y"),
+            fixed=name_values(a.set, "--set"),
+            duration=a.duration,
+            dt=a.dt,
+            jobs=a.jobs,
+            output=a.output,
+            plots=not a.no_plots,
+            quiet=a.quiet,
+        )
+    )

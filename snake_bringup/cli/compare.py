@@ -1,0 +1,79 @@
+"""``snake compare BAG``: the comparison report of a recorded bag, offline and without ROS
+(:func:`snake_bringup.comparison.compare_bag`)."""
+
+from __future__ import annotations
+
+import datetime as dt_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from snake_viz.compare import DEFAULT_MAX_LAG_S, DEFAULT_WINDOW_S, MEASURED_TOPIC, SIM_TOPIC
+
+from ..comparison import compare_bag
+from .options import positive
+
+if TYPE_CHECKING:
+    from .options import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``compare BAG [-o DIR] [--robot R] [--window S] [--max-lag S] [--no-plots]``."""
+    p = sub.add_parser(
+        "compare",
+        help="compare prediction and measurement in a recorded bag (report folder, no ROS)",
+        description=(
+            f"Align {SIM_TOPIC} and {MEASURED_TOPIC} of a rosbag2 bag by stamp and write a "
+            "report: aligned CSV, per-joint plots, error table, lag, configuration."
+        ),
+    )
+    p.add_argument("bag", type=Path, metavar="BAG", help="rosbag2 folder, or an .mcap or .db3 file")
+    p.add_argument("--output", "-o", type=Path, help="report folder (default: runs/compare-...)")
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument(
+        "--window",
+        type=positive,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help=f"window of the 'window' columns: the last S seconds (default: {DEFAULT_WINDOW_S:g})",
+    )
+    p.add_argument(
+        "--max-lag",
+        type=positive,
+        default=DEFAULT_MAX_LAG_S,
+        metavar="S",
+        help=f"largest lag searched [s] (default: {DEFAULT_MAX_LAG_S:g})",
+    )
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.set_defaults(
+        run=lambda a: run(
+            bag=a.bag,
+            output=a.output,
+            robot=a.robot,
+            window=a.window,
+            max_lag=a.max_lag,
+            plots=not a.no_plots,
+        )
+    )
+
+
+def run(
+    *, bag: Path, output: Path | None, robot: str, window: float, max_lag: float, plots: bool
+) -> int:
+    """Write the report and print its folder and the per-joint error table.
+
+    Raises:
+        snake_viz.compare.CompareError: no such bag, missing topics, no overlap, unknown
+            robot config.
+    """
+    out = output or Path("runs") / (
+        f"compare-{bag.resolve().name.removesuffix('.mcap')}-"
+        f"{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    )
+    summary = compare_bag(bag, out, robot, window=window, max_lag=max_lag, plots=plots)
+    print(
+        f"report: {summary.folder}/ ({len(summary.files)} files, {summary.duration:.2f} s aligned)"
+    )
+    print(summary.table())
+    return 0

@@ -1,0 +1,133 @@
+"""``snake hardware``: the hardware graph (the one ``hardware.launch.py`` starts) without
+``ros2 launch``; with ``--emulate``, against the real firmware in simavr (its authenticated
+build with ``--key``).
+
+Everything the run writes goes to its folder (``-o``, default ``runs/hardware-...``): the
+nodes' logs, and with ``--dynamics`` compare_node's report in ``compare/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..emulator import Emulator, Endpoint
+from ..graph import NodeSpec, hardware_graph
+from ..runner import run_folder, run_graph
+from .options import auth_key, graph_options, plant_option, robot_link_options
+
+if TYPE_CHECKING:
+    from .options import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``snake hardware`` to the ``snake`` command."""
+    p = sub.add_parser(
+        "hardware", help="run the hardware graph (gait -> driver -> robot) without ros2 launch"
+    )
+    robot_link_options(
+        p, "authenticated mode with this key (with --emulate: the firmware built with it)"
+    )
+    p.add_argument("--dynamics", action="store_true", help="run the MFM prediction beside it")
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
+    )
+    plant_option(p)
+    graph_options(p, "hardware")
+    p.set_defaults(
+        run=lambda a: run(
+            robot=a.robot,
+            transport=a.transport,
+            port=a.port,
+            host=a.host,
+            key=auth_key(a.key),
+            gait=a.gait or "",
+            dynamics=a.dynamics,
+            emulate=a.emulate,
+            plant=a.plant,
+            rviz=not a.no_rviz,
+            use_sim_time=a.use_sim_time,
+            duration=a.duration,
+            output=a.output,
+            quiet=a.quiet,
+            dry_run=a.dry_run,
+        )
+    )
+
+
+def run(
+    *,
+    robot: str,
+    transport: str,
+    port: str,
+    host: str,
+    key: str,
+    gait: str,
+    dynamics: bool,
+    emulate: bool,
+    plant: Path | None,
+    rviz: bool,
+    use_sim_time: bool,
+    duration: float | None,
+    output: Path | None,
+    quiet: bool,
+    dry_run: bool,
+) -> int:
+    """Run the hardware graph until ``duration`` [s] (None: Ctrl-C).
+
+    Args:
+        robot: robot YAML file or config name.
+        transport: serial, udp or tcp: the link to the robot (with ``emulate``: the
+            emulated robot's bridge; serial: its pty).
+        port: serial device or the bridge's port (ignored with ``emulate``).
+        host: the bridge's address (ignored with ``emulate``).
+        key: 32 hex digits for authenticated mode, or "".
+        gait: gait name; empty for the one in config/gaits.yaml.
+        dynamics: the MFM prediction and compare_node beside the robot.
+        emulate: start the real firmware in simavr and drive it.
+        plant: with ``emulate``, the emulated robot's plant file (None: no plant).
+        rviz: include RViz.
+        use_sim_time: every node follows /clock.
+        output: the run's folder (None: ``runs/hardware-<robot>-<gait>-<time>``).
+        quiet: only the logs, not the terminal.
+        dry_run: print the commands, start nothing (the emulator neither).
+    """
+    out = run_folder(f"hardware-{Path(robot).stem}-{gait or 'default'}", output)
+
+    def graph_on(endpoint: Endpoint) -> tuple[NodeSpec, ...]:
+        return hardware_graph(
+            robot,
+            endpoint.transport,
+            endpoint.port,
+            endpoint.host,
+            gait,
+            dynamics=dynamics,
+            rviz=rviz,
+            use_sim_time=use_sim_time,
+            auth_key=key,
+            report_dir=out,
+        )
+
+    if not emulate:
+        graph = graph_on(Endpoint(transport, port, host))
+        return run_graph(graph, output=out, duration=duration, quiet=quiet, dry_run=dry_run)
+    bridge = None if transport == "serial" else transport
+    if dry_run:  # start nothing, the emulator included: its port is not known yet
+        where = "PTY" if bridge is None else "PORT"
+        print(f"# the emulated robot is not started (--dry-run); {where} is chosen at its start")
+        graph = graph_on(Endpoint(transport, where))
+        return run_graph(graph, output=out, duration=duration, quiet=quiet, dry_run=True)
+    with Emulator(bridge=bridge, key_hex=key or None, plant=plant, robot=robot) as emulator:
+        print(f"emulated robot (the firmware ELF in simavr) on {emulator.endpoint}")
+        code = run_graph(
+            graph_on(emulator.endpoint),
+            output=out,
+            duration=duration,
+            quiet=quiet,
+            outside=emulator.exit_reason,
+        )
+    if plant:
+        print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
+    return code

@@ -1,0 +1,126 @@
+"""``snake identify``: identify the servo model on the robot (emulated or real); the work
+is :func:`snake_bringup.identification.commands.identify`, this module parses and calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..emulator import Endpoint
+from ..identification.commands import identify
+from .options import auth_key, name_values, positive, robot_link_options
+
+if TYPE_CHECKING:
+    from .options import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``snake identify`` to the ``snake`` command."""
+    p = sub.add_parser(
+        "identify",
+        help="identify the servo model on the robot (emulated or real): overlay and report",
+        description=(
+            "Play steps and a chirp on every joint through the driver, then a validation "
+            "gait; record both (bags), fit the servo parameters by least squares, write "
+            "them as a robot config overlay and a report (fitted values with standard "
+            "errors, validation error before and after, plots)."
+        ),
+    )
+    p.add_argument(
+        "--robot",
+        default="robot_feedback",
+        help="robot config with feedback on every joint (default: robot_feedback)",
+    )
+    p.add_argument("--emulate", action="store_true", help="identify the emulated robot")
+    p.add_argument(
+        "--plant",
+        type=Path,
+        help="with --emulate: the emulated robot's plant file (default: config/plant.yaml)",
+    )
+    robot_link_options(p, "the firmware's key (authenticated mode)")
+    p.add_argument(
+        "--validation-gait",
+        default="serpenoid",
+        help="gait of the validation run, never used by the fit (default: serpenoid)",
+    )
+    p.add_argument(
+        "--gait-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter of the validation gait (default: amplitude=0.6 frequency=0.8)",
+    )
+    p.add_argument(
+        "--validation-time",
+        type=positive,
+        default=8.0,
+        help="length of the validation run [s] (default: 8)",
+    )
+    p.add_argument(
+        "--from-bags",
+        type=Path,
+        metavar="DIR",
+        help="fit the bags of an earlier run's folder again (no robot)",
+    )
+    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/identify-...)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.set_defaults(
+        run=lambda a: run(
+            robot=a.robot,
+            emulate=a.emulate,
+            plant=a.plant,
+            transport=a.transport,
+            port=a.port,
+            host=a.host,
+            key=auth_key(a.key),
+            validation_gait=a.validation_gait,
+            gait_params=name_values(a.gait_param, "--gait-param"),
+            validation_time=a.validation_time,
+            from_bags=a.from_bags,
+            output=a.output,
+            plots=not a.no_plots,
+            quiet=a.quiet,
+        )
+    )
+
+
+def run(
+    *,
+    robot: str,
+    emulate: bool,
+    plant: Path | None,
+    transport: str,
+    port: str,
+    host: str,
+    key: str,
+    validation_gait: str,
+    gait_params: dict[str, float],
+    validation_time: float,
+    from_bags: Path | None,
+    output: Path | None,
+    plots: bool,
+    quiet: bool,
+) -> int:
+    """Identify, with progress on stderr (unless ``quiet``); print the report."""
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"[identify] {text}", file=sys.stderr, flush=True)
+
+    report = identify(
+        robot=robot,
+        endpoint=None if emulate else Endpoint(transport, port, host),
+        key_hex=key,
+        plant=plant,
+        validation_gait=validation_gait,
+        gait_params=gait_params,
+        validation_time=validation_time,
+        from_bags=from_bags,
+        output=output,
+        plots=plots,
+        say=say,
+    )
+    print(report)
+    return 0

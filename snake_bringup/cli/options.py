@@ -1,0 +1,120 @@
+"""What the ``snake`` subcommands share: argparse value types, the option groups several
+commands take, and the one-line error report."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from snake_driver.protocol import AuthKeyError, parse_key
+from snake_driver.transport import TRANSPORTS
+from snake_dynamics.gaits import GAITS
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    #: What ``ArgumentParser.add_subparsers`` returns: each subcommand's ``register`` takes it.
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def report_error(message: str) -> None:
+    """Print ``snake: error: <message>`` on stderr: how every ``snake`` error ends."""
+    print(f"snake: error: {message}", file=sys.stderr)
+
+
+def name_values(pairs: Sequence[str], option: str) -> dict[str, float]:
+    """``NAME=VALUE`` pairs of a repeated option (e.g. ``--set``) as numbers by name.
+
+    Raises:
+        UsageError: a pair without ``=`` or a value that is not a number.
+    """
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{option} expects NAME=VALUE, got {pair!r}")
+        try:
+            params[key.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"{option} {key}: expected a number, got {value!r}") from None
+    return params
+
+
+def auth_key(key_hex: str | None) -> str:
+    """``--key``'s value if it is 32 hex digits ("" without it).
+
+    Raises:
+        UsageError: anything else, naming the option.
+    """
+    try:
+        parse_key(key_hex or "")
+    except AuthKeyError as exc:
+        raise UsageError(f"--key: {exc}") from None
+    return key_hex or ""
+
+
+def robot_link_options(p: argparse.ArgumentParser, key_help: str) -> None:
+    """``--transport``, ``--port``, ``--host`` and ``--key``: how to reach the robot."""
+    p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
+    p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
+    p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
+    p.add_argument("--key", metavar="HEX32", help=key_help)
+
+
+def graph_options(p: argparse.ArgumentParser, label: str) -> None:
+    """The options every graph command (``snake sim``, ``snake hardware``) shares."""
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument(
+        "--gait", choices=sorted(GAITS), help="gait (default: the one in config/gaits.yaml)"
+    )
+    p.add_argument(
+        "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
+    )
+    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+    p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
+    p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
+    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
+    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
+def plant_option(p: argparse.ArgumentParser) -> None:
+    """``--plant FILE``: the emulated robot's servos and body (snake_dynamics.sim.plant)."""
+    p.add_argument(
+        "--plant",
+        type=Path,
+        metavar="FILE",
+        help="emulate the servos, body and feedback pots with this plant file "
+        "(e.g. config/plant.yaml; default: no plant, pulses drive nothing)",
+    )
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive(text: str) -> float:
+    """A finite number > 0 (argparse ``type=``)."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """A finite number >= 0 (argparse ``type=``)."""
+    value = _number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value

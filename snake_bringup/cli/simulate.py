@@ -1,0 +1,267 @@
+"""``snake simulate``: prescribed gait -> inverse dynamics -> RK4 forward simulation, written
+to a folder; ``--ground`` (and a robot on wheels) runs :mod:`snake_bringup.locomotion`.
+
+A run that leaves the commanded gait (tracking error over ``--tolerance``, or a state that
+stops being finite) writes its files and prints its summary, then ends with one line
+``snake: error: ...`` and exit status :data:`OFF_GAIT_STATUS`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt_module
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.gaits import GAITS, gait_parameters
+from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
+from snake_ros.paths import robot_config
+
+from ..errors import UsageError
+from ..locomotion import run_on_the_ground, run_on_wheels
+from ..progress import ProgressBar
+from .options import name_values, non_negative, positive, report_error
+
+if TYPE_CHECKING:
+    from snake_viz.offline import RunSummary
+
+    from .options import Subparsers
+
+#: Exit status of a ``snake simulate`` run that left the gait (its files are written).
+OFF_GAIT_STATUS = 3
+#: Servo gains that keep every gait on the 20-body model within 5e-9 rad for 10 s.
+SERVO_HINT = "--servo-stiffness 2 --servo-damping 0.05"
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``snake simulate`` to the ``snake`` command."""
+    p = sub.add_parser(
+        "simulate", help="offline MFM simulation of a gait (the paper's validation loop)"
+    )
+    p.add_argument(
+        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
+    )
+    p.add_argument(
+        "--gait", default="serpenoid", choices=sorted(GAITS), help="gait (default: serpenoid)"
+    )
+    p.add_argument(
+        "--duration", type=positive, default=10.0, help="simulated time [s] (default: 10)"
+    )
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="gait parameter, repeatable (see `snake gaits`)",
+    )
+    p.add_argument(
+        "--servo-stiffness",
+        type=non_negative,
+        default=0.0,
+        metavar="KP",
+        help="servo feedback k_p [N m/rad] around the gait (default 0: pure feed-forward)",
+    )
+    p.add_argument(
+        "--servo-damping",
+        type=non_negative,
+        default=0.0,
+        metavar="KD",
+        help="servo feedback k_d [N m s/rad] (default 0)",
+    )
+    p.add_argument(
+        "--method", choices=["fast", "literal"], default="fast", help="dynamics implementation"
+    )
+    p.add_argument(
+        "--tolerance",
+        type=positive,
+        default=0.05,
+        metavar="RAD",
+        help="largest acceptable |commanded - simulated| joint angle [rad]; beyond it the "
+        f"files are written and the command exits with status {OFF_GAIT_STATUS} (default: 0.05)",
+    )
+    p.add_argument(
+        "--ground",
+        action="store_true",
+        help="the snake free on the ground under gravity (its robot file's ground:, else the "
+        "defaults), the joints exactly on the gait: reports travel, speed, heading drift and "
+        "cost of transport",
+    )
+    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/simulate-...)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(
+        run=lambda a: run(
+            robot=a.robot,
+            gait=a.gait,
+            duration=a.duration,
+            dt=a.dt,
+            params=name_values(a.set, "--set"),
+            servo_stiffness=a.servo_stiffness,
+            servo_damping=a.servo_damping,
+            method=a.method,
+            tolerance=a.tolerance,
+            ground=a.ground,
+            output=a.output,
+            plots=not a.no_plots,
+            quiet=a.quiet,
+        )
+    )
+
+
+def run(
+    *,
+    robot: str,
+    gait: str,
+    duration: float,
+    dt: float,
+    params: Mapping[str, float],
+    servo_stiffness: float,
+    servo_damping: float,
+    method: Literal["fast", "literal"],
+    tolerance: float,
+    ground: bool,
+    output: Path | None,
+    plots: bool,
+    quiet: bool,
+) -> int:
+    """Simulate ``gait`` on ``robot`` for ``duration`` seconds and write the run's folder.
+
+    Returns:
+        0, or :data:`OFF_GAIT_STATUS` after the files are written if the run left the gait
+        (its one-line report on stderr, see :func:`off_gait`).
+
+    Raises:
+        UsageError: a duration that is not a whole number of steps, or options that do not
+            apply to the robot or to ``--ground``.
+        snake_dynamics.errors.SnakeDynamicsError: the robot or gait cannot be used.
+    """
+    from snake_viz.offline import summarise, write_run
+
+    model = SnakeModel.from_yaml(robot_config(robot))
+    trajectory = make_gait(gait, model, **params)
+    steps = round(duration / dt)
+    if steps < 1 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
+        raise UsageError(f"--duration {duration} s must be a whole number of --dt {dt} s steps")
+    out = output or Path("runs") / (
+        f"simulate-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    )
+    config: dict[str, Any] = {
+        "robot": str(robot_config(robot)),
+        "gait": gait,
+        "gait_parameters": {k: params.get(k, v[0]) for k, v in gait_parameters(gait).items()},
+        "duration_s": duration,
+        "dt_s": dt,
+    }
+    if model.wheels:
+        if ground or method != "fast":
+            raise UsageError(
+                f"{model.name} rolls on wheels (ground: wheels) and runs Kane's wheeled model: "
+                "drop --ground and --method"
+            )
+        run_on_wheels(
+            model,
+            trajectory,
+            config,
+            out,
+            duration=duration,
+            dt=dt,
+            servo_stiffness=servo_stiffness,
+            servo_damping=servo_damping,
+            plots=plots,
+            quiet=quiet,
+        )
+        return 0
+    if ground:
+        if servo_stiffness or servo_damping or method != "fast":
+            raise UsageError(
+                "--ground runs the joints exactly on the gait (the compiled floating MFM): drop "
+                "--servo-stiffness, --servo-damping and --method"
+            )
+        run_on_the_ground(
+            model, trajectory, config, out, duration=duration, dt=dt, plots=plots, quiet=quiet
+        )
+        return 0
+    bar = ProgressBar(f"simulating {duration:g} s", stream=sys.stderr) if not quiet else None
+    wall = time.perf_counter()
+    diverged_at = None
+    try:
+        result = simulate_gait(
+            model,
+            trajectory,
+            duration,
+            dt,
+            stiffness=servo_stiffness,
+            damping=servo_damping,
+            method=method,
+            progress=bar,
+        )
+    except DivergenceError as exc:
+        result, diverged_at = exc.result, exc.t
+        if bar is not None and bar.tty:
+            bar.stream.write("\n")  # end the unfinished bar's line
+    wall = time.perf_counter() - wall
+    commanded = np.array([trajectory(float(t)).q for t in result.t])
+    summary = summarise(
+        result,
+        commanded,
+        model.name,
+        gait,
+        wall,
+        dt=dt,
+        tolerance=tolerance,
+        diverged_at=diverged_at,
+    )
+    config |= {
+        "servo_stiffness_nm_per_rad": servo_stiffness,
+        "servo_damping_nms_per_rad": servo_damping,
+        "method": method,
+        "tolerance_rad": tolerance,
+    }
+    files = write_run(Path(out), result, commanded, summary, config, plots=plots)
+    for line in summary.lines():
+        print(line)
+    print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
+    if not summary.within_tolerance:
+        sys.stdout.flush()
+        report_error(off_gait(summary, servo_stiffness, servo_damping))
+        return OFF_GAIT_STATUS
+    return 0
+
+
+def off_gait(summary: RunSummary, stiffness: float, damping: float) -> str:
+    """The one-line report of a run that left the gait: how far, when, where, what to do.
+
+    Args:
+        summary: the run's summary (not within its tolerance).
+        stiffness: the run's servo k_p [N m/rad].
+        damping: the run's servo k_d [N m s/rad].
+    """
+    error = f"max tracking error {summary.max_tracking_error_rad:.3g} rad"
+    tolerance = f"--tolerance {summary.tolerance_rad:g} rad"
+    if summary.first_exceeded_s is None:
+        where = f"{error}, within {tolerance}"
+    else:
+        where = (
+            f"{error}; over {tolerance} from t = {summary.first_exceeded_s:.4g} s, "
+            f"{summary.first_exceeded_joint} first"
+        )
+    if stiffness == 0.0 and damping == 0.0:
+        run, fix = "open-loop replay", f"add servo feedback ({SERVO_HINT})"
+    else:
+        run = "run"
+        fix = (
+            f"raise the servo gains (now --servo-stiffness {stiffness:g} "
+            f"--servo-damping {damping:g})"
+        )
+    if summary.diverged_at_s is not None:
+        return (
+            f"the state left the finite numbers at t = {summary.diverged_at_s:.6g} s ({where}): "
+            f"the {run} left the gait; {fix} or use a smaller --dt"
+        )
+    return f"{where}: the {run} left the gait; {fix}, use a smaller --dt, or raise --tolerance"

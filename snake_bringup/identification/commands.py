@@ -1,0 +1,134 @@
+"""The identification workflow, :func:`identify`: the experiment and a validation gait the
+fit never sees, played on the robot and recorded as bags (or an earlier run's bags read
+again), the servo parameters fitted by least squares
+(:func:`snake_dynamics.sim.identification.fit_servo`), written as a robot config overlay,
+and the report (fitted values with standard errors, the validation gait's prediction error
+with the config's servo model and with the fitted one) and plots."""
+
+from __future__ import annotations
+
+import datetime as dt_module
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from snake_driver.calibration import load_servo_map
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
+from snake_dynamics.sim.identification import FITTED, Excitation, fit_servo, predict, rms_error
+from snake_ros.paths import robot_config
+
+from ..emulator import Endpoint
+from .experiment import IdentifyError, Say, play, robot_link
+from .plots import plot
+from .recording import read_recording, write_bag
+from .report import report_text, write_fit, write_overlay
+
+#: The validation gait's parameters where none is given.
+VALIDATION_DEFAULTS = {"amplitude": 0.6, "frequency": 0.8}
+
+
+def _start_params(servo: ServoModel) -> ServoParams:
+    """The fit's starting guess: the config's first servo, with a finite torque-speed line."""
+    first = servo.joints[0]
+    if math.isfinite(first.stall_torque) and math.isfinite(first.no_load_speed):
+        return first
+    return NOMINAL
+
+
+def identify(
+    *,
+    robot: str,
+    endpoint: Endpoint | None,
+    key_hex: str,
+    plant: Path | None,
+    validation_gait: str,
+    gait_params: Mapping[str, float],
+    validation_time: float,
+    from_bags: Path | None,
+    output: Path | None,
+    plots: bool,
+    say: Say,
+) -> str:
+    """Run the experiment and the validation on the robot (or read their bags), fit, and
+    write the overlay, the report and the plots to the output folder.
+
+    Args:
+        robot: robot YAML file or config name, with feedback on every joint.
+        endpoint: where the real robot listens; None: the emulated robot, started here.
+        key_hex: 32 hex digits for authenticated mode, or "".
+        plant: the emulated robot's plant file (None: config/plant.yaml).
+        validation_gait: gait name of the validation run.
+        gait_params: its parameters, over :data:`VALIDATION_DEFAULTS`.
+        validation_time: length of the validation run [s].
+        from_bags: fit the bags of this earlier run's folder again (no robot).
+        output: the output folder (None: ``runs/identify-<time>``); new or empty unless
+            ``from_bags``.
+        plots: write ``steps.png`` and ``validation.png``.
+        say: progress lines.
+
+    Returns:
+        The report (Markdown), as written to ``report.md``.
+
+    Raises:
+        IdentifyError: a robot without feedback, an output folder in use, no session with
+            the robot or a lost one, bags that are not identification bags.
+        snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
+    """
+    config = robot_config(robot).resolve()
+    model, servos = load_servo_map(config)
+    names = model.joint_names
+    missing = [c.joint for c in servos.channels if c.feedback is None]
+    if missing and from_bags is None:
+        raise IdentifyError(
+            f"{config}: {', '.join(missing)} ha{'s' if len(missing) == 1 else 've'} no feedback "
+            "(servos.joints.<joint>.feedback): identification needs measured angles "
+            "(config/robot_feedback.yaml shows the calibration)"
+        )
+    config_servo = ServoModel.from_yaml(config, names)
+    validation = make_gait(validation_gait, model, **{**VALIDATION_DEFAULTS, **gait_params})
+    out = output or Path("runs") / f"identify-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    bags = from_bags or out
+    if from_bags is None:
+        if out.exists() and any(out.iterdir()):
+            raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
+        out.mkdir(parents=True, exist_ok=True)
+        excitation = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
+        with robot_link(
+            servos,
+            endpoint=endpoint,
+            key_hex=key_hex,
+            robot=config,
+            plant=plant or robot_config("plant"),
+            say=say,
+        ) as link:
+            for label, trajectory, seconds in (
+                ("experiment", excitation, excitation.duration),
+                ("validation", validation, validation_time),
+            ):
+                take = play(link, trajectory, seconds, say, label)
+                reports = write_bag(out / f"{label}_bag", take, servos)
+                say(f"{label}: {len(take.commands)} commands, {reports} reports -> {label}_bag")
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+    experiment = read_recording(bags / "experiment_bag", names)
+    check = read_recording(bags / "validation_bag", names)
+    say(f"fitting {len(FITTED)} parameters to {experiment.t.size} reports x {len(names)} joints")
+    fit = fit_servo(
+        model,
+        experiment,
+        _start_params(config_servo),
+        progress=lambda k, rms: (
+            say(f"fit: prediction {k}, RMS {math.degrees(rms):.3f} deg") if k % 10 == 0 else None
+        ),
+    )
+    before = rms_error(predict(model, config_servo, check), check.measured)
+    fitted_model = ServoModel.uniform(fit.params, len(names), "identified")
+    after = rms_error(predict(model, fitted_model, check), check.measured)
+    overlay = write_overlay(out / "robot_identified.yaml", config, fit, before, after)
+    summary = report_text(fit, config_servo, names, before, after, overlay)
+    (out / "report.md").write_text(summary)
+    write_fit(out / "fit.json", config, fit, config_servo, before, after)
+    if plots:
+        plot(out, model, experiment, check, config_servo, fitted_model)
+    return summary

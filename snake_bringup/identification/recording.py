@@ -1,0 +1,101 @@
+"""The identification bags: each phase played on the robot (:class:`.experiment.Take`)
+written as a bag (the commands, and per stamped report the servos' commanded angles from the
+pulses the firmware reports and the measured angles), and read back as the
+:class:`snake_dynamics.sim.identification.Recording` the fit takes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from snake_driver.calibration import ServoMap
+from snake_dynamics.sim.identification import Recording
+from snake_viz.bag import BagError, BagRecorder, open_reader, typestore
+
+from ..plant_bridge import pulse_map
+from .experiment import IdentifyError, Take
+
+#: Topics of the identification bags.
+COMMANDS = "/joint_commands"
+MEASURED = "/measured/joint_states"
+SERVO_TARGETS = "/measured/servo_targets"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+
+
+def _joint_state(names: Sequence[str], stamp: float, positions: Sequence[float]) -> bytes:
+    store = typestore()
+    types = store.types
+    sec = math.floor(stamp)
+    header = types["std_msgs/msg/Header"](
+        stamp=types["builtin_interfaces/msg/Time"](sec=sec, nanosec=int((stamp - sec) * 1e9)),
+        frame_id="",
+    )
+    msg = types[JOINT_STATE](
+        header=header,
+        name=list(names),
+        position=np.asarray(positions, dtype=np.float64),
+        velocity=np.empty(0),
+        effort=np.empty(0),
+    )
+    return bytes(store.serialize_cdr(msg, JOINT_STATE))
+
+
+def write_bag(path: Path, take: Take, servos: ServoMap) -> int:
+    """The take as a bag: the commands, and per stamped report the servos' commanded angles
+    (their pulses through the calibration's inverse) and the measured angles. Returns the
+    reports written."""
+    names = servos.joint_names
+    maps = {c.joint: pulse_map(c) for c in servos.channels}
+    bag = BagRecorder(path)
+    bag.open()
+    for topic in (COMMANDS, SERVO_TARGETS, MEASURED):
+        bag.add_topic(topic, JOINT_STATE)
+    for stamp, targets in take.commands:
+        bag.write(COMMANDS, int(stamp * 1e9), _joint_state(names, stamp, list(targets.values())))
+    reports = 0
+    for m in take.measurements:
+        if m.stamp is None or any(m.pulses_us[n] == 0 for n in names):
+            continue  # no clock mapping yet, or a servo not driven yet
+        ns = int(m.stamp * 1e9)
+        reference = [maps[n].target(m.pulses_us[n]) for n in names]
+        bag.write(SERVO_TARGETS, ns, _joint_state(names, m.stamp, reference))
+        bag.write(MEASURED, ns, _joint_state(names, m.stamp, [m.positions[n] for n in names]))
+        reports += 1
+    bag.close()
+    return reports
+
+
+def read_recording(path: Path, names: Sequence[str]) -> Recording:
+    """The recording of an identification bag: servo targets and measurements, matched by
+    stamp.
+
+    Raises:
+        IdentifyError: an unreadable bag, or one without both topics.
+    """
+    store = typestore()
+    series: dict[str, dict[int, list[float]]] = {SERVO_TARGETS: {}, MEASURED: {}}
+    try:
+        with open_reader(path) as reader:
+            connections = [c for c in reader.connections if c.topic in series]
+            for connection, _, raw in reader.messages(connections=connections):
+                msg: Any = store.deserialize_cdr(raw, connection.msgtype)
+                order = [list(msg.name).index(n) for n in names]
+                stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+                series[connection.topic][stamp] = [float(msg.position[i]) for i in order]
+    except (BagError, ValueError) as exc:
+        raise IdentifyError(f"{path}: not an identification bag ({exc})") from None
+    stamps = sorted(set(series[SERVO_TARGETS]) & set(series[MEASURED]))
+    if len(stamps) < 3:
+        raise IdentifyError(
+            f"{path}: fewer than 3 reports with both {SERVO_TARGETS} and {MEASURED}"
+        )
+    return Recording(
+        np.array(stamps, dtype=np.float64) * 1e-9,
+        np.array([series[SERVO_TARGETS][s] for s in stamps]),
+        np.array([series[MEASURED][s] for s in stamps]),
+        tuple(names),
+    )

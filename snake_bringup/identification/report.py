@@ -1,0 +1,140 @@
+"""What an identification leaves: the fitted servo as a robot config overlay
+(``robot_identified.yaml``), the Markdown report (fitted values with standard errors, the
+validation gait's prediction error with the config's servo model and with the fitted one)
+and ``fit.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.identification import FITTED, ServoFit
+
+#: Units of the fitted parameters.
+UNITS = {
+    "dead_time": "s",
+    "deadband": "rad",
+    "stiffness": "N m/rad",
+    "damping": "N m s/rad",
+    "stall_torque": "N m",
+    "no_load_speed": "rad/s",
+}
+
+
+def overall(rms: NDArray[np.float64]) -> float:
+    """One RMS over every joint from the per-joint RMS errors [rad]."""
+    return float(np.sqrt(np.mean(np.square(rms))))
+
+
+def write_overlay(
+    path: Path,
+    robot: Path,
+    fit: ServoFit,
+    before: NDArray[np.float64],
+    after: NDArray[np.float64],
+) -> Path:
+    """The fitted servo as a robot config overlay on ``robot`` (``base:``).
+
+    Args:
+        path: the overlay to write.
+        robot: the robot config identified.
+        fit: the fit.
+        before: the validation gait's per-joint RMS error with the config's servo [rad].
+        after: the same with the fitted servo [rad].
+    """
+    servo = {k: float(f"{v:.6g}") for k, v in asdict(fit.params).items()}
+    header = (
+        "# Servo model identified by `snake identify` (docs/mfm.md, eqs. 207-210): the fitted\n"
+        f"# servo at every joint, over {robot.name}. Validation gait RMS error, all joints:\n"
+        f"# {math.degrees(overall(before)):.3f} deg with the config's servo model, "
+        f"{math.degrees(overall(after)):.3f} deg with this one.\n"
+        "# Use it as any robot config: --robot <this file>, robot_config:=<this file>.\n"
+    )
+    doc = {"base": str(robot), "servo": {"defaults": servo, "joints": {}}}
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def report_text(
+    fit: ServoFit,
+    config_servo: ServoModel,
+    names: Sequence[str],
+    before: NDArray[np.float64],
+    after: NDArray[np.float64],
+    overlay: Path,
+) -> str:
+    """The report (Markdown): fitted values, validation errors, where the overlay is."""
+    start = config_servo.joints[0]
+    lines = [
+        "# Servo identification",
+        "",
+        f"Before: {config_servo.describe()}",
+        "",
+        "| parameter | fitted | std. error | config | unit |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name in FITTED:
+        value, err = getattr(fit.params, name), fit.stderr[name]
+        lines.append(
+            f"| {name} | {value:.4g} | {err:.2g} | {getattr(start, name):.4g} | {UNITS[name]} |"
+        )
+    lines += [
+        "",
+        f"Fit: {fit.evaluations} predictions, {fit.samples} residuals, RMS "
+        f"{math.degrees(overall(fit.rms)):.3f} deg (each joint's constant pot offset removed).",
+        "Torques are relative to the robot config's body inertia (no torque sensor).",
+        "",
+        "Validation gait (not used by the fit), RMS prediction error [deg]:",
+        "",
+        "| joint | config servo | identified | ratio |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for k, name in enumerate(names):
+        ratio = before[k] / after[k] if after[k] > 0 else math.inf
+        lines.append(
+            f"| {name} | {math.degrees(before[k]):.3f} | {math.degrees(after[k]):.3f} "
+            f"| {ratio:.1f} |"
+        )
+    total_b, total_a = overall(before), overall(after)
+    lines.append(
+        f"| all | {math.degrees(total_b):.3f} | {math.degrees(total_a):.3f} "
+        f"| {total_b / total_a if total_a > 0 else math.inf:.1f} |"
+    )
+    lines += ["", f"Overlay: {overlay} (use it with --robot)", ""]
+    return "\n".join(lines)
+
+
+def write_fit(
+    path: Path,
+    robot: Path,
+    fit: ServoFit,
+    config_servo: ServoModel,
+    before: NDArray[np.float64],
+    after: NDArray[np.float64],
+) -> None:
+    """``fit.json``: the fitted parameters, their standard errors, the fit's and the
+    validation's RMS errors [rad], the config's servo model."""
+    path.write_text(
+        json.dumps(
+            {
+                "robot": str(robot),
+                "params": asdict(fit.params),
+                "stderr": fit.stderr,
+                "dead_time_after_pulse": fit.dead_time_after_pulse,
+                "fit_rms_rad": fit.rms.tolist(),
+                "validation_rms_before_rad": before.tolist(),
+                "validation_rms_after_rad": after.tolist(),
+                "config_servo": config_servo.describe(),
+                "evaluations": fit.evaluations,
+            },
+            indent=2,
+        )
+    )

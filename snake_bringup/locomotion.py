@@ -1,0 +1,132 @@
+"""A gait on the ground (``snake simulate --ground``): the joints following it exactly, the
+tail free (snake_dynamics.floating.literal, docs/mfm.md eqs. 221-238); and a robot on wheels
+(``ground: wheels``: the servos and Kane's wheeled model, eqs. 415-417). Travel, speed,
+heading drift and cost of transport on stdout and in the run folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from snake_dynamics.floating.literal import FloatingRun, locomotion, lying_state, on_the_ground
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.gaits import Gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.wheeled import simulate_wheeled
+from snake_viz.offline import write_ground_run
+
+from .progress import ProgressBar
+
+#: Samples kept per second of simulated time [Hz].
+SAMPLE_RATE_HZ = 100.0
+
+
+def run_on_the_ground(
+    model: SnakeModel,
+    gait: Gait,
+    config: Mapping[str, Any],
+    out: Path,
+    *,
+    duration: float,
+    dt: float,
+    plots: bool,
+    quiet: bool,
+) -> None:
+    """Run ``gait`` on ``model`` lying on its ground for ``duration`` seconds (step ``dt``
+    [s]), write the run to ``out`` and print its travel.
+
+    Args:
+        config: what the run's summary.json records of its settings (``gait`` and ``robot``
+            among them); the ground's parameters and the wall time are added.
+
+    Raises:
+        snake_dynamics.errors.SimulationError: a step the ground refuses.
+    """
+    grounded = on_the_ground(model)
+    ground = grounded.ground
+    assert ground is not None  # on_the_ground always gives one
+    every = max(1, round(1.0 / (SAMPLE_RATE_HZ * dt)))
+    bar = ProgressBar(f"simulating {duration:g} s on the ground") if not quiet else None
+    wall = time.perf_counter()
+    run = simulate_prescribed_fast(grounded, gait, duration, dt, lying_state(grounded), every, bar)
+    wall = time.perf_counter() - wall
+    written = {
+        **config,
+        "ground": dataclasses.asdict(ground),
+        "gravity_mps2": grounded.gravity.tolist(),
+        "wall_time_s": wall,
+    }
+    _report(model, run, written, "on the ground", wall, out, duration=duration, dt=dt, plots=plots)
+
+
+def run_on_wheels(
+    model: SnakeModel,
+    gait: Gait,
+    config: Mapping[str, Any],
+    out: Path,
+    *,
+    duration: float,
+    dt: float,
+    servo_stiffness: float,
+    servo_damping: float,
+    plots: bool,
+    quiet: bool,
+) -> None:
+    """Run ``gait`` as the servos' reference of ``model`` on its wheels (``ground: wheels``,
+    snake_dynamics.sim.wheeled), write the run to ``out`` and print its travel.
+
+    Args:
+        servo_stiffness: the servos' k_p [N m/rad]; with ``servo_damping`` [N m s/rad] both
+            0, the servo model of the robot config (``config["robot"]``).
+
+    Raises:
+        snake_dynamics.errors.SimulationError: a step the model refuses.
+    """
+    n = model.n_joints
+    if servo_stiffness or servo_damping:
+        servo = ServoModel.pd(servo_stiffness, servo_damping, n)
+    else:
+        servo = ServoModel.from_yaml(Path(config["robot"]), model.joint_names)
+    every = max(1, round(1.0 / (SAMPLE_RATE_HZ * dt)))
+    bar = ProgressBar(f"simulating {duration:g} s on wheels") if not quiet else None
+    wall = time.perf_counter()
+    run = simulate_wheeled(model, gait, duration, dt, servo, every, bar)
+    wall = time.perf_counter() - wall
+    written = {**config, "ground": "wheels", "servo": servo.describe(), "wall_time_s": wall}
+    _report(model, run, written, "on wheels", wall, out, duration=duration, dt=dt, plots=plots)
+
+
+def _report(
+    model: SnakeModel,
+    run: FloatingRun,
+    config: dict[str, Any],
+    where: str,
+    wall: float,
+    out: Path,
+    *,
+    duration: float,
+    dt: float,
+    plots: bool,
+) -> None:
+    """Write the run's files and print its travel (eq. 238)."""
+    travel = locomotion(model, run)
+    files = write_ground_run(out, run, model.joint_names, travel, config, plots=plots)
+    cot = f"{travel.cost_of_transport:.3g}" if math.isfinite(travel.cost_of_transport) else "inf"
+    print(f"robot {model.name} ({model.n_joints} joints) {where}, gait {config['gait']}")
+    print(f"simulated {duration:g} s at dt = {dt * 1e3:g} ms in {wall:.1f} s wall time")
+    print(
+        f"travelled {travel.distance:.4f} m (centre of mass): mean speed "
+        f"{travel.mean_speed * 100:.3f} cm/s, forward {travel.forward_speed * 100:.3f} cm/s"
+    )
+    print(
+        f"heading drift {math.degrees(travel.heading_drift):.2f} deg; cost of transport {cot} "
+        f"({travel.positive_work:.4g} J of positive joint work)"
+    )
+    print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
+    sys.stdout.flush()
