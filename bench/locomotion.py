@@ -3,8 +3,8 @@
 Ours: ``on_the_ground(config/snake20.yaml)`` (joint axes alternate e1 pitch / e3 yaw; the
 serpenoid of ``make_gait("serpenoid", model)`` drives the yaw joints, the pitch joints are
 held at zero), the gait prescribed exactly (eq. 228), RK4 at dt from ``lying_state``, with
-``snake_dynamics.floating.recursive.simulate_prescribed_fast`` when it imports and the literal
-``floating.simulate_prescribed`` otherwise (``--implementation``). Compilation is paid in a
+``snake_dynamics.floating.recursive.simulate_prescribed_fast``, or the literal
+``floating.simulate_prescribed`` (``--implementation literal``). Compilation is paid in a
 short warm-up run that is not timed. The literal path is slow: ``--duration`` shortens our
 run and its wall time is scaled to ``--seconds`` (the JSON says so).
 
@@ -29,7 +29,7 @@ tracking error; machine and versions. The two contact laws differ (our spring-da
 tanh-regularised Coulomb friction against MuJoCo's soft constraints), so the speeds are
 shown side by side, not claimed to agree.
 
-    python bench/locomotion.py [--implementation auto|fast|literal] [--seconds 10]
+    python bench/locomotion.py [--implementation fast|literal] [--seconds 10]
         [--duration S] [--dt 0.001] [--repeat 3] [--every 10] [--cone pyramidal|elliptic]
         [--servo-omega-dt 1.5] [--output FILE]
 """
@@ -62,6 +62,7 @@ from snake_dynamics.floating.literal import (
     momentum_free_base_velocity,
     on_the_ground,
 )
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
 from snake_dynamics.model import SnakeModel
 
@@ -71,23 +72,9 @@ Simulator = Callable[..., FloatingRun]
 
 
 # ------------------------------------------------------------------------------ ours
-def pick_simulator(choice: str) -> tuple[str, Simulator, str | None]:
-    """("fast" | "literal", the function, why the fast one is not used or None)."""
-    why: str | None = None
-    fast: Simulator | None = None
-    try:
-        from snake_dynamics import fast_floating  # being written alongside: may be missing
-
-        fast = getattr(fast_floating, "simulate_prescribed_fast", None)
-        if fast is None:
-            why = "snake_dynamics.floating.recursive has no simulate_prescribed_fast"
-    except Exception as exc:  # any failure to import it: fall back
-        why = f"snake_dynamics.floating.recursive does not import: {type(exc).__name__}: {exc}"
-    if choice == "fast" and fast is None:
-        raise SystemExit(f"--implementation fast: {why}")
-    if choice != "literal" and fast is not None:
-        return "fast", fast, None
-    return "literal", floating.simulate_prescribed, why if choice == "auto" else "forced"
+def pick_simulator(choice: str) -> Simulator:
+    """The compiled recursive form (``fast``) or the literal one (``literal``)."""
+    return simulate_prescribed_fast if choice == "fast" else floating.simulate_prescribed
 
 
 def run_ours(
@@ -445,7 +432,7 @@ def rate(wall: float, simulated: float, steps: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--implementation", choices=["auto", "fast", "literal"], default="auto")
+    parser.add_argument("--implementation", choices=["fast", "literal"], default="fast")
     parser.add_argument("--seconds", type=float, default=10.0, help="simulated time (10 s)")
     parser.add_argument(
         "--duration", type=float, help="ours only: simulate this long, scale to --seconds"
@@ -469,8 +456,9 @@ def main() -> None:
     duration = seconds if args.duration is None else min(args.duration, seconds)
     steps = round(seconds / dt)
 
-    kind, simulate, why = pick_simulator(args.implementation)
-    print(f"ours: {kind} ({why or 'available'})", file=sys.stderr, flush=True)
+    kind = args.implementation
+    simulate = pick_simulator(kind)
+    print(f"ours: {kind}", file=sys.stderr, flush=True)
     ours_time, run = run_ours(model, gait, simulate, duration, dt, args.every, args.repeat)
     ours_wall = min(ours_time["walls_s"])
     scale = seconds / duration
@@ -478,7 +466,6 @@ def main() -> None:
     ours: dict[str, Any] = {
         "implementation": kind,
         "function": f"{simulate.__module__}.{simulate.__qualname__}",
-        "fast_unavailable_because": why,
         "simulated_s": duration,
         "scaled_to_s": seconds if scale != 1.0 else None,
         **rate(ours_wall * scale, seconds, steps),

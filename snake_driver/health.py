@@ -12,7 +12,7 @@ import enum
 from collections import deque
 from dataclasses import dataclass, fields
 
-#: Hints, one per symptom (the README's diagnostics table quotes them).
+#: Hints, one per symptom (docs/hardware.md's diagnostics table quotes them).
 HINT_ECHO = "the port echoes what we send: wrong port or a loopback"
 HINT_SILENT = "no answer to PING: wrong port, robot off, or firmware not flashed"
 HINT_GARBAGE = "bytes but no valid frame: wrong baud rate?"
