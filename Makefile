@@ -18,6 +18,7 @@ REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-avail
 help:
 	@echo "make demo   run the demo (sets up .venv on first use)"
 	@echo "make test   run the whole test suite: ruff, mypy, pytest"
+	@echo "make unit   the quick loop: pytest without the ros, simavr, browser and slow tests"
 	@echo "make bench  run the benchmarks (JSON to stdout and bench/results/)"
 
 # A venv made for the other ROS source (PyPI wheels, or a sourced system ROS 2) is set up anew.
@@ -53,13 +54,18 @@ lint: $(VENV)/.dev-ok
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.dev-ok
-	$(BIN)/mypy --strict snake_dynamics snake_ros
-	$(BIN)/mypy snake_driver snake_viz snake_bringup
+	$(BIN)/mypy --strict snake_dynamics snake_ros snake_driver snake_viz
+	$(BIN)/mypy snake_bringup
 
+# The markers (pyproject.toml) say what a test needs. The quick loop leaves out the tests that
+# need ROS, the firmware, a browser or long runs, and blocks rclpy, make, avr-gcc, simavr and
+# chromium meanwhile (test/conftest.py): a test that lacks its marker fails there. It runs on
+# every core (pytest-xdist).
 unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist worksteal -m "not ros and not simavr and not browser and not slow"
 
-test: lint typecheck unit
+test: lint typecheck $(VENV)/.pkg-ok
+	$(BIN)/python -m pytest
 
 bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py

@@ -1,20 +1,28 @@
 """Shared fixtures: a private ROS domain for every test module; random snakes that do not hide
 index mix-ups (mixed masses, lengths, radii, a tail length different from the first link, full
-inertia tensors)."""
+inertia tensors); markers kept honest (a run that leaves out the tests that need ROS, the
+firmware or a browser takes those away)."""
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import importlib.abc
+import itertools
 import os
 import random
+import shutil
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from _pytest.mark.expression import Expression  # -m's own parser (pytest is pinned)
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics import SnakeModel
@@ -178,3 +186,105 @@ def private_ros_domain(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
         yield domain
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------------------------ markers kept honest
+#: The markers of what a test needs (registered in pyproject.toml).
+NEEDS = ("ros", "simavr", "browser", "slow")
+#: The programs a run without a marker's tests replaces by stand-ins that fail: every
+#: firmware build and run (host or AVR, the emulator's too) starts with make.
+BLOCKED_PROGRAMS = {
+    "simavr": ("make", "avr-gcc", "simavr"),
+    "browser": ("chromium", "chromium-browser", "google-chrome"),
+}
+#: RMW_IMPLEMENTATION of a run without the ros tests: rcl refuses it, so a node or any
+#: process that imports rclpy exits at once (status 102, naming this value).
+BLOCKED_RMW = "rmw_none_this_run_leaves_out_the_tests_marked_ros"
+
+
+def _carries(marks: frozenset[str], name: str, /, **kwargs: object) -> bool:
+    return not kwargs and name in marks
+
+
+def leaves_out(markexpr: str, marker: str) -> bool:
+    """Whether ``-m markexpr`` selects no test marked ``marker``, whatever other markers of
+    NEEDS it carries too."""
+    if not markexpr:
+        return False
+    expression = Expression.compile(markexpr)
+    others = [m for m in NEEDS if m != marker]
+    return not any(
+        expression.evaluate(functools.partial(_carries, frozenset({marker, *extra})))
+        for k in range(len(others) + 1)
+        for extra in itertools.combinations(others, k)
+    )
+
+
+class NoRclpy(importlib.abc.MetaPathFinder):
+    """Imports of rclpy fail, as on a machine without ROS 2: a test module that imports it
+    with ``pytest.importorskip`` is skipped, any other use is an error naming the marker."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> None:
+        if fullname.partition(".")[0] == "rclpy":
+            raise ModuleNotFoundError(
+                "rclpy is blocked: this run leaves out the tests marked ros (as if ROS 2 were "
+                "not installed)",
+                name=fullname,
+            )
+
+
+def stand_ins(folder: Path, marker: str) -> list[str]:
+    """Failing stand-ins in ``folder`` for the programs of ``marker``'s tests; their names."""
+    for program in BLOCKED_PROGRAMS[marker]:
+        script = folder / program
+        script.write_text(
+            f"#!/bin/sh\necho '{program} is blocked: this run leaves out the tests marked "
+            f"{marker}; mark a test that runs it @pytest.mark.{marker}' >&2\nexit 127\n"
+        )
+        script.chmod(0o755)
+    return list(BLOCKED_PROGRAMS[marker])
+
+
+#: What pytest_configure blocked, the environment it changed, its stand-ins' folder.
+_BLOCKED = pytest.StashKey[tuple[list[str], dict[str, str | None], Path | None]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run that leaves out the ros tests blocks rclpy here (if nothing imported it yet)
+    and in every child process; one that leaves out simavr or browser tests puts failing
+    stand-ins for their programs first on PATH. So a test that needs them but lacks the
+    marker fails loudly in the quick run (`make unit`), not later on a machine without
+    them. The environment is restored at the end."""
+    markexpr = config.option.markexpr
+    saved = {name: os.environ.get(name) for name in ("RMW_IMPLEMENTATION", "PATH")}
+    blocked: list[str] = []
+    if leaves_out(markexpr, "ros"):
+        if "rclpy" not in sys.modules:
+            sys.meta_path.insert(0, NoRclpy())
+        os.environ["RMW_IMPLEMENTATION"] = BLOCKED_RMW
+        blocked.append("rclpy")
+    markers = [m for m in BLOCKED_PROGRAMS if leaves_out(markexpr, m)]
+    folder = Path(tempfile.mkdtemp(prefix="mfm_snake-blocked-")) if markers else None
+    if folder is not None:
+        blocked += [p for marker in markers for p in stand_ins(folder, marker)]
+        os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    config.stash[_BLOCKED] = (blocked, saved, folder)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    blocked, _, _ = config.stash.get(_BLOCKED, ([], {}, None))
+    return f"blocked (their tests are left out): {', '.join(blocked)}" if blocked else None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _, saved, folder = config.stash.get(_BLOCKED, ([], {}, None))
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, NoRclpy)]
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -147,6 +147,8 @@ def command(positions: list[float], names: list[str] = JOINTS) -> JointState:
     return msg
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     node = rclpy.create_node("driver_test")
     measured: list[JointState] = []
@@ -188,6 +190,8 @@ def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     node.destroy_node()
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
     node = rclpy.create_node("driver_bad_commands")
     measured: list[JointState] = []
@@ -218,6 +222,8 @@ def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
     node.destroy_node()
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     """~/estop answers success (sent and latched) at once; the diagnostics say when the
     firmware's telemetry confirms it; from then on the driver sends no targets (the firmware
@@ -275,6 +281,8 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     node.destroy_node()
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
     """Commands stamped in 1970, an hour ago, 1e6 s ahead or before 1970 are never acted on
     and never stop the node; each is counted in the diagnostics (unstamped ones, as the
@@ -338,6 +346,7 @@ rclpy.shutdown()
 """
 
 
+@pytest.mark.ros
 def test_estop_answers_from_state_without_polling(domain) -> None:
     """The e-stop callback never waits for the firmware (the old one polled the link for up
     to 0.3 s inside the callback, stalling every timer): it latches, sends and answers."""
@@ -364,6 +373,7 @@ def sent_estops(stream: bytes) -> int:
     )
 
 
+@pytest.mark.ros
 def test_a_port_that_echoes_is_an_error_with_its_hint_and_gets_only_pings(domain) -> None:
     """The driver pointed at a loopback (as at a wrong port that echoes): its own frames come
     back; diagnostics say ERROR with the echo hint, never OK, and nothing but PINGs is sent."""
@@ -404,6 +414,8 @@ def test_a_port_that_echoes_is_an_error_with_its_hint_and_gets_only_pings(domain
     assert sent and all(isinstance(m, Ping) for _, m in sent)
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
     domain, firmware_build
 ) -> None:
@@ -462,6 +474,8 @@ def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
     assert "lower command_rate (now 200 Hz) or raise baudrate" in out
 
 
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
     """The driver as the launch file and ``snake hardware`` start it with auth_key talks to
     the firmware built with that key (a plain driver would verify none of its telemetry)."""

@@ -148,6 +148,7 @@ def assert_stamped_on_the_host_clock(
         assert arrived - stamp < STAMP_TOLERANCE_S
 
 
+@pytest.mark.simavr
 def test_commands_reach_the_servos_and_telemetry_comes_back(firmware) -> None:
     _, pty = firmware
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
@@ -169,6 +170,7 @@ def test_commands_reach_the_servos_and_telemetry_comes_back(firmware) -> None:
     assert link.decoder.stats.bad_crc == 0 and link.decoder.stats.frames_ok > 10
 
 
+@pytest.mark.simavr
 def test_estop_stops_pulses_until_enabled(firmware) -> None:
     _, pty = firmware
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
@@ -183,6 +185,7 @@ def test_estop_stops_pulses_until_enabled(firmware) -> None:
     assert not last.flags & Flag.ESTOP and all(p == 1500 for p in last.pulses_us.values())
 
 
+@pytest.mark.simavr
 def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
     """Connected and armed, then no targets for longer than the watchdog timeout (a gait
     started after the driver, or paused): the firmware holds and refuses targets until an
@@ -212,6 +215,7 @@ def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
     assert link.stats.rearms == 1 and run_for(link, 0.1)[-1].flags & Flag.ESTOP
 
 
+@pytest.mark.simavr
 def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
@@ -233,6 +237,7 @@ def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
         proc.wait(timeout=5)
 
 
+@pytest.mark.simavr
 def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary)
@@ -264,6 +269,7 @@ def test_reconnects_after_the_firmware_restarts(firmware_binary) -> None:
     assert_stamped_on_the_host_clock(measurements, arrivals, since=started)
 
 
+@pytest.mark.simavr
 def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None:
     _, pty = firmware
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
@@ -288,6 +294,7 @@ def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None
     assert last is not None and last.pulses_us["joint_4"] == expected
 
 
+@pytest.mark.simavr
 def test_replay_counter_exhausted_is_reported_and_the_link_keeps_serving(firmware_binary) -> None:
     """Encoding fails once the replay counter would wrap: an event saying what to do, never
     an exception, and the telemetry (which needs no sending) still comes in."""
@@ -413,6 +420,7 @@ def bridge() -> Iterator[PtyBridge]:
     b.close()
 
 
+@pytest.mark.simavr
 def test_estop_stays_latched_across_a_dropped_connection(firmware, bridge) -> None:
     """A Wi-Fi drop after an e-stop: the MCU stays e-stopped (no ENABLE on reconnect) and
     the link sends no targets until enable(True)."""
@@ -461,6 +469,7 @@ def test_an_unconfirmed_estop_is_repeated_for_a_bounded_time() -> None:
     assert not link.estop_confirmed and link.estopped
 
 
+@pytest.mark.simavr
 @pytest.mark.parametrize("key_hex", [None, KEY_HEX], ids=["plain", "authenticated"])
 def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
     firmware_binary, bridge, key_hex: str | None
@@ -534,6 +543,7 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
         assert link.decoder.stats.replayed > 0
 
 
+@pytest.mark.simavr
 def test_a_silent_mcu_behind_an_open_bridge_times_out_and_reconnects(
     firmware_binary, bridge
 ) -> None:
@@ -635,6 +645,8 @@ def test_a_pong_with_another_boot_id_starts_a_new_session() -> None:
 
         wait_for(restarted, 5.0, "the new boot id")
         wait_for(lambda: not link.poll(0.05)[1] and link.transport.pending == 0, 5.0, "quiet")
+        # the device reads in a thread of its own: until it has every byte the link wrote
+        wait_for(lambda: len(device.received) == link.stats.bytes_sent, 5.0, "the device")
         received = sent_messages(bytes(device.received))
     assert [e.kind for e in events] == ["mcu_reset"] and "boot id changed" in events[0].message
     assert link.encoder.boot_id == link.decoder.boot_id == 8
@@ -696,6 +708,7 @@ def test_a_bridge_that_accepts_no_connection_never_blocks_the_poll_loop() -> Non
     assert polls_while_pending >= 10  # ~200 polls of 10 ms fit in the 2 s connect timeout
 
 
+@pytest.mark.simavr
 def test_measured_stamps_stay_monotonic_through_a_bridge_freeze(firmware, bridge) -> None:
     """The bridge forwards nothing for 3 s (Wi-Fi gone), then everything it held: the link is
     lost, reconnects, pings that waited in the bridge come back with round trips of seconds.
@@ -731,6 +744,7 @@ def test_measured_stamps_stay_monotonic_through_a_bridge_freeze(firmware, bridge
     assert all(a[0] < b[0] for a, b in itertools.pairwise(stamped))
 
 
+@pytest.mark.simavr
 def test_after_a_reconnect_the_targets_ramp_from_where_the_robot_is(firmware, bridge) -> None:
     """Connected and holding pose a; the connection drops while the commands jump to pose b.
     After the reconnect the targets start at a (the armed firmware's telemetry) and move at
@@ -776,6 +790,7 @@ def test_after_a_reconnect_the_targets_ramp_from_where_the_robot_is(firmware, br
     assert link.stats.ramped_targets >= 5  # 160 deg at 600 deg/s and 20 Hz: 6 frames
 
 
+@pytest.mark.simavr
 def test_heavy_corruption_is_diagnosed(firmware, bridge) -> None:
     """About 90 % of the telemetry corrupted (a bit flip in most forwarded chunks, and
     garbage): the monitor says so, never OK."""
@@ -939,6 +954,7 @@ def test_on_a_busy_line_only_frames_that_a_newer_one_supersedes_are_skipped() ->
     assert refresh[-1] == config[1]  # the rotation's next frame
 
 
+@pytest.mark.simavr
 @pytest.mark.skipif(
     not all(shutil.which(t) for t in ("avr-gcc", "socat")), reason="needs gcc-avr and socat"
 )

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.ros
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The nodes that ship a parameter file, and their classes.
 NODES = {

@@ -51,6 +51,8 @@ from snake_dynamics.servo import ServoModel  # noqa: E402
 from snake_dynamics.sim.simulator import stable_substeps  # noqa: E402
 from snake_dynamics.sim.wheeled import MotionInput, WheeledSimulator  # noqa: E402
 
+pytestmark = pytest.mark.ros
+
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
 SERVOS = ServoModel.from_yaml(ROOT / "config" / "robot.yaml", MODEL.joint_names)

@@ -18,9 +18,13 @@ from snake_dynamics.servo import ServoModel
 from snake_ros.paths import robot_config
 from snake_viz.bag import open_reader, typestore
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("avr-gcc", "simavr")), reason="needs gcc-avr and simavr"
-)
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.simavr,
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("avr-gcc", "simavr")), reason="needs gcc-avr and simavr"
+    ),
+]
 
 
 def test_demo_records_compares_and_reports(tmp_path: Path) -> None:

@@ -19,10 +19,13 @@ from snake_driver.protocol import Flag
 from snake_driver.transport import make_transport
 from snake_ros.paths import robot_config
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("avr-gcc", "socat")),
-    reason="needs gcc-avr and socat (make test installs them)",
-)
+pytestmark = [
+    pytest.mark.simavr,
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("avr-gcc", "socat")),
+        reason="needs gcc-avr and socat (make test installs them)",
+    ),
+]
 
 
 @pytest.mark.parametrize("bridge", [None, "tcp", "udp"])

@@ -30,10 +30,13 @@ from snake_driver.protocol import Flag, MsgType
 from snake_driver.transport import SerialTransport, make_transport
 from snake_ros.paths import robot_config
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("avr-gcc", "socat")),
-    reason="needs gcc-avr and socat (make test installs them)",
-)
+pytestmark = [
+    pytest.mark.simavr,
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("avr-gcc", "socat")),
+        reason="needs gcc-avr and socat (make test installs them)",
+    ),
+]
 
 REACHED_RAD = 1e-3
 #: Targets and pings every 50 ms here (driver_node sends targets at 50 Hz and pings at 5 Hz:

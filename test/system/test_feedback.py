@@ -41,6 +41,8 @@ rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
+pytestmark = pytest.mark.simavr
+
 ROOT = Path(__file__).resolve().parents[2]
 __all__ = ["domain"]  # the fixture test_driver_node defines: rclpy on this module's domain
 
@@ -140,6 +142,7 @@ def feedback_config(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.ros
 def test_driver_node_publishes_measured_angles_and_says_which(domain: int, tmp_path: Path) -> None:
     """driver_node on the ELF with voltages on ADC0-1: /measured/joint_states carries
     joint_1 and joint_2 at their calibrated voltages, and the diagnostics count 2 measured

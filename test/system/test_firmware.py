@@ -30,6 +30,8 @@ import pytest
 
 from snake_driver import protocol as p
 
+pytestmark = pytest.mark.simavr
+
 FIRMWARE = Path(__file__).resolve().parents[2] / "firmware"
 RUNNER = FIRMWARE / "build" / "tools" / "simavr_runner"
 # channel -> pin, as in firmware/README.md

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from snake_driver import protocol as p
 from system.test_firmware import (
     PERIOD_TOL_US,
@@ -35,6 +37,8 @@ from system.test_firmware import (
     pulses,
     read_vcd,
 )
+
+pytestmark = pytest.mark.simavr
 
 KEY = bytes.fromhex("8f3a1c5e7b2d94f06a1e3c5b7d9f0248")
 SEGMENT_BYTES = 23040  # 2 s of a 115200 baud line (simavr's UART takes 2.2 s: 11 bits a byte)

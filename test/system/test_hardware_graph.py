@@ -25,9 +25,13 @@ rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("avr-gcc", "socat")), reason="needs gcc-avr and socat"
-)
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.simavr,
+    pytest.mark.skipif(
+        not all(shutil.which(t) for t in ("avr-gcc", "socat")), reason="needs gcc-avr and socat"
+    ),
+]
 
 
 def stamp(msg: JointState) -> float:

@@ -78,6 +78,7 @@ def _synthetic(model: SnakeModel, servo: ServoParams) -> Recording:
     return Recording(t, reference, measured, tuple(model.joint_names))
 
 
+@pytest.mark.slow
 def test_the_fit_recovers_the_servo_that_made_the_recording() -> None:
     """Noise-free data from the model itself, with a constant offset on every pot: from the
     nominal servo the fit finds the parameters that made it."""
@@ -155,6 +156,7 @@ needs_avr = pytest.mark.skipif(
 )
 
 
+@pytest.mark.simavr
 @needs_avr
 def test_identify_recovers_a_random_plant_through_the_firmware(tmp_path: Path) -> None:
     """``snake identify --emulate`` on a plant drawn at random (seeded) within realistic

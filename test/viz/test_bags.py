@@ -226,6 +226,7 @@ def _bag_messages(bag: Path) -> dict[str, list[tuple[int, Any]]]:
     return out
 
 
+@pytest.mark.ros
 def test_record_counts_equal_published(recording: Recording, ros: Ros) -> None:
     """Nothing lost, nothing changed: per topic, the bag holds exactly what was published."""
     log = (ros.tmp / "record.log").read_text()
@@ -246,6 +247,7 @@ def test_record_counts_equal_published(recording: Recording, ros: Ros) -> None:
     assert recording.sent_ns[0] <= stamps[0] and stamps[-1] <= recording.sent_ns[1]
 
 
+@pytest.mark.ros
 def test_bag_metadata_hashes_and_qos(recording: Recording) -> None:
     """metadata.yaml is rosbag2 v9 (MCAP) with the RIHS01 hashes rclpy reports for the
     publishers' types, and the QoS they offered."""
@@ -269,6 +271,7 @@ def test_bag_metadata_hashes_and_qos(recording: Recording) -> None:
             assert [q.reliability for q in qos] == [QosReliability.RELIABLE]
 
 
+@pytest.mark.ros
 def test_bag_readable_by_mcap_library(recording: Recording) -> None:
     """The independent ``mcap`` reader decodes every message with the stored schemas, and
     finds rosbag2's metadata record with the type hashes."""
@@ -342,6 +345,7 @@ def _replay(ros: Ros, bag: Path, topics: dict[str, Any], extra: list[str]) -> Re
     return Replay(got, float(played.group(1)))
 
 
+@pytest.mark.ros
 def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) -> None:
     """Published == recorded == replayed per topic; the player is never early (it plays at
     least the bag's span divided by the rate; the schedule itself: test_playback_schedule);
@@ -372,6 +376,7 @@ def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) ->
     assert clock[-1] == pytest.approx(t1, abs=1e-6)
 
 
+@pytest.mark.ros
 def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros) -> None:
     """A bag of both robots (known lag and offset) replayed at rate 2 to compare_node on sim
     time: its report on shutdown equals ``snake compare``'s of the same bag (every message
@@ -418,6 +423,7 @@ def _flushed_count(bag: Path) -> int:
         return 0
 
 
+@pytest.mark.ros
 def test_recorder_killed_leaves_bag_readable_to_last_flush(
     ros: Ros, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -513,6 +519,7 @@ def test_playback_schedule() -> None:
     ]
 
 
+@pytest.mark.ros
 def test_replay_sqlite3_bag_like_ros2_bag_record(ros: Ros) -> None:
     """A bag in the other layout ``ros2 bag record`` writes (sqlite3 storage, metadata v8,
     written here with rosbags' own serialiser) replays with its timing; ``--topics`` plays

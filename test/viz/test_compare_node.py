@@ -126,6 +126,7 @@ class Feeder:
             self.next_measured = now + 0.02
 
 
+@pytest.mark.ros
 def test_error_markers_report_and_shutdown(
     node_proc: subprocess.Popen[str], report_dir: Path
 ) -> None:
@@ -203,6 +204,7 @@ def test_error_markers_report_and_shutdown(
     assert (folder / "joint_angles.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize(
     ("argument", "expected"),
     [("report_name:=a/b", "report_name must be a plain folder name"), ("window:=0.0", "window")],

@@ -507,7 +507,10 @@ def oldest_websockets() -> Path:
     return target
 
 
-@pytest.mark.parametrize("oldest", [False, True], ids=["installed", "oldest"])
+# the oldest is pip-installed into build/ on its first run: slow
+@pytest.mark.parametrize(
+    "oldest", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["installed", "oldest"]
+)
 def test_server_works_with_the_installed_and_the_oldest_websockets(
     oldest: bool, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -559,6 +562,8 @@ def test_server_works_with_the_installed_and_the_oldest_websockets(
 
 
 # ------------------------------------------------------------------ the page in Chromium
+@pytest.mark.ros
+@pytest.mark.browser
 def test_both_robots_are_built_from_the_urdf(page: Page) -> None:
     state = page.evaluate("window.snakeViewer")
     assert state["robots"] == 2
@@ -568,6 +573,8 @@ def test_both_robots_are_built_from_the_urdf(page: Page) -> None:
     assert state["connected"]
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_screenshots_differ_while_the_gait_runs_and_not_when_it_stops(
     page: Page, gait: Gait
 ) -> None:
@@ -590,6 +597,8 @@ def test_screenshots_differ_while_the_gait_runs_and_not_when_it_stops(
     assert changed(still, page.canvas()).mean() == 0.0
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_each_robot_draws_and_the_measured_one_is_a_ghost(page: Page, gait: Gait) -> None:
     settle(page, gait)
     shots = {}
@@ -611,6 +620,8 @@ def test_each_robot_draws_and_the_measured_one_is_a_ghost(page: Page, gait: Gait
     assert blue > red + 20, f"the ghost should be tinted blue, mean RGB {ghost.mean(axis=0)}"
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_error_readout_is_measured_minus_simulated_in_degrees(page: Page, gait: Gait) -> None:
     """The sign of compare_node and /compare/error: measured = sim - OFFSET reads -OFFSET."""
     settle(page, gait)
@@ -628,6 +639,8 @@ def test_error_readout_is_measured_minus_simulated_in_degrees(page: Page, gait: 
     assert "measured − simulated" in caption
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_centres_of_mass_match_link_poses(page: Page, gait: Gait) -> None:
     """Each robot's centre of mass, which the page computes from the URDF's link poses and
     inertials, is trace_points' (snake_dynamics.link_poses, body frames at the CMs) at the
@@ -655,6 +668,8 @@ def assert_base_at(page: Page, position: np.ndarray, rotation: Rotation) -> None
     np.testing.assert_allclose(turned.as_matrix(), expected, rtol=0, atol=1e-6)
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_without_odom_the_sim_robot_stays_at_the_origin(page: Page, gait: Gait) -> None:
     """The fixed-tail robot (no /sim/odom yet): root at the world's origin, unturned; no trail."""
     settle(page, gait)
@@ -682,6 +697,8 @@ def send_odom(page: Page, gait: Gait, position: np.ndarray, rotation: Rotation) 
     return stamp
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_odom_places_the_sim_root_and_draws_a_bounded_trail(
     page: Page, gait: Gait, viewer_url: str
 ) -> None:
@@ -720,6 +737,8 @@ def test_odom_places_the_sim_root_and_draws_a_bounded_trail(
     assert gait.count("/sim/odom rejected") == 0
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_bad_odom_is_rejected_counted_and_does_not_move_the_robot(page: Page, gait: Gait) -> None:
     """Each pose of BAD_POSES: the node counts it rejected on /diagnostics and keeps running;
     a joint state sent after the counts grew (so after any forwarded odom, on one WebSocket)
@@ -743,6 +762,8 @@ def test_bad_odom_is_rejected_counted_and_does_not_move_the_robot(page: Page, ga
     assert page.evaluate("snakeViewer.trail()") == trail
 
 
+@pytest.mark.ros
+@pytest.mark.browser
 def test_no_console_errors(page: Page) -> None:
     page.next_frames()
     assert page.errors == []

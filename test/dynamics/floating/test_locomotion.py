@@ -70,6 +70,7 @@ def _free_run(
     return state
 
 
+@pytest.mark.slow
 def test_a_free_chain_conserves_momentum_and_energy(rng: np.random.Generator) -> None:
     """No ground, no gravity (reference check (a)): under joint torques, linear and angular
     momentum (about the origin) stay constant to 1e-9 relative over 10 s; with no torque
@@ -117,6 +118,7 @@ def planar_twin(ground: Ground, n_links: int = 10) -> SnakeModel:
     return dataclasses.replace(model, inertias=np.array([spin] * n_links))
 
 
+@pytest.mark.slow
 def test_on_the_ground_the_3d_snake_moves_as_the_planar_reference() -> None:
     """Reference check (c): viscous friction c_t = 1, c_n = 10 N s/m at the link centres,
     lateral undulation (30 deg, 120 deg/s, 40 deg); the 3D MFM snake, resting on the ground
@@ -161,6 +163,7 @@ def _coulomb_speed(mu_along: float, mu_across: float, delta: float) -> float:
     return run.forward_speed(1.0, 3.0)
 
 
+@pytest.mark.slow
 def test_the_laws_of_snake_locomotion() -> None:
     """Reference check (d) on the 3D model: isotropic viscous friction gives no net travel;
     on Coulomb friction the travel reverses with the wave and grows with mu_across / mu_along."""

@@ -178,6 +178,7 @@ def test_viscous_friction_across_the_links_converges_to_the_wheels() -> None:
     assert position[-1] < 1e-3 and heading[-1] < 1e-3
 
 
+@pytest.mark.slow
 def test_coulomb_friction_across_the_links_converges_to_the_wheels() -> None:
     """μ_across = 0.125 .. 8 at v_s = m g / 5000 N s/m (about 1 mm/s), i.e. the linear
     range's damping μ m g / v_s = 5000 μ N s/m (eq. 425): the errors fall at every step;

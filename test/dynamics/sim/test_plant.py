@@ -187,6 +187,7 @@ needs_avr = pytest.mark.skipif(
 )
 
 
+@pytest.mark.simavr
 @needs_avr
 def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
     path = tmp_path / "plant.yaml"
@@ -207,6 +208,7 @@ def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
 FEEDBACK = {"adc_lo": 102, "angle_lo_deg": -90, "adc_hi": 921, "angle_hi_deg": 90}
 
 
+@pytest.mark.simavr
 @needs_avr
 def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: Path) -> None:
     """The ELF in simavr drives the plant: the pulses' targets are the commanded angles, the

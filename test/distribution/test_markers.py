@@ -1,0 +1,82 @@
+"""The markers say what a test needs (pyproject.toml), and a run that leaves a marker's tests
+out takes that away (test/conftest.py), so an unmarked test that needs ROS or the firmware
+fails in the quick run (`make unit`) instead of on a machine without them.
+
+References: the markers pytest registered from pyproject.toml, pytest's own reading of a
+``-m`` expression (which tests it selects), and a pytest run of unmarked tests in a child
+process, one of which needs nothing (it must pass)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BLOCKED_PROGRAMS, NEEDS, leaves_out
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_markers_kept_honest_are_the_registered_ones(pytestconfig: pytest.Config) -> None:
+    registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
+    assert set(NEEDS) <= registered
+    assert set(BLOCKED_PROGRAMS) <= set(NEEDS)
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "left_out"),
+    [
+        ("", set()),
+        ("not ros", {"ros"}),
+        ("not ros and not simavr and not browser and not slow", set(NEEDS)),
+        ("not (ros or simavr)", {"ros", "simavr"}),
+        ("not slow", {"slow"}),
+        ("simavr", set()),  # selects the tests marked ros and simavr too
+        ("ros or not ros", set()),
+        ("slow and not ros", {"ros"}),
+    ],
+)
+def test_a_run_leaves_out_a_marker_when_it_selects_no_test_that_carries_it(
+    markexpr: str, left_out: set[str]
+) -> None:
+    assert {m for m in NEEDS if leaves_out(markexpr, m)} == left_out
+
+
+UNMARKED = """
+import subprocess, sys
+
+def test_imports_rclpy():
+    import rclpy
+
+def test_starts_a_process_that_imports_rclpy():
+    subprocess.run([sys.executable, "-c", "import rclpy"], check=True)
+
+def test_builds_the_firmware():
+    subprocess.run(["make", "--version"], check=True)
+
+def test_needs_nothing():
+    pass
+"""
+
+
+def test_an_unmarked_test_that_needs_ros_or_the_firmware_fails_in_the_quick_run(
+    tmp_path: Path,
+) -> None:
+    """Unmarked tests run by pytest with test/conftest.py as a plugin and the quick run's
+    ``-m``: the one that needs nothing passes, the others fail, saying what was blocked."""
+    (tmp_path / "test_unmarked.py").write_text(UNMARKED)
+    markexpr = "not ros and not simavr and not browser and not slow"
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-m", markexpr, "test_unmarked.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "test")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "3 failed, 1 passed" in out.stdout, out.stdout
+    assert "rclpy is blocked: this run leaves out the tests marked ros" in out.stdout
+    assert "make is blocked: this run leaves out the tests marked simavr" in out.stdout
