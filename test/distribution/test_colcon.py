@@ -10,8 +10,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Not the package's: the venv, build output, and the caches tests and tools write meanwhile
+#: (another test, in a parallel run, adds and deletes hypothesis's files while this copies).
 SKIP = shutil.ignore_patterns(
-    ".venv", ".git", "build", "install", "log", "runs", "__pycache__", "*.egg-info"
+    ".venv",
+    ".git",
+    "build",
+    "install",
+    "log",
+    "runs",
+    "__pycache__",
+    "*.egg-info",
+    ".hypothesis",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
 )
 
 
