@@ -507,7 +507,9 @@ def oldest_websockets() -> Path:
     return target
 
 
-# the oldest is pip-installed into build/ on its first run: slow
+# ros: the server's process imports snake_viz.web_viewer, hence rclpy; the oldest websockets
+# is pip-installed into build/ on its first run: slow
+@pytest.mark.ros
 @pytest.mark.parametrize(
     "oldest", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["installed", "oldest"]
 )
