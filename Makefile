@@ -54,8 +54,7 @@ lint: $(VENV)/.dev-ok
 	$(BIN)/ruff format --check .
 
 typecheck: $(VENV)/.dev-ok
-	$(BIN)/mypy --strict snake_dynamics snake_ros snake_driver snake_viz
-	$(BIN)/mypy snake_bringup
+	$(BIN)/mypy --strict snake_dynamics snake_ros snake_driver snake_viz snake_bringup
 
 # The markers (pyproject.toml) say what a test needs. The quick loop leaves out the tests that
 # need ROS, the firmware, a browser or long runs, and blocks rclpy, make, avr-gcc, simavr and
