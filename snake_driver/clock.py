@@ -124,3 +124,64 @@ class ClockSync:
         if self.estimate is None:
             return None
         return self.estimate.to_host(self.unwrapper.unwrap(mcu_us) * 1e-6)
+
+
+#: A robot clock that goes back by more than this between reports [s] is a restarted MCU
+#: (telemetry and pongs may be reordered by far less).
+RESTART_S = 1.0
+
+
+class RobotClock:
+    """The robot's own clock as the graph's clock (docs/hardware.md, "Emulated time").
+
+    A report's time is its unwrapped MCU timestamp, placed at the host stamp of the first
+    report that had one: t = stamp_0 + (mcu - mcu_0), so intervals are the MCU's own and an
+    emulated robot that falls behind real time stretches no interval. Between reports
+    :meth:`now` runs on with the host's clock, but never past the next report's due time
+    (the last report's time plus the telemetry period): a robot that falls behind holds the
+    clock back with it. A restarted MCU (its clock back by more than :data:`RESTART_S`)
+    continues from the last report's time. :meth:`now` never goes back.
+
+    Args:
+        period_s: the telemetry period [s]: how far :meth:`now` may run ahead of the last
+            report (0: it stays at the last report).
+    """
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s = period_s
+        self.restarts = 0
+        self._unwrapper = ClockUnwrapper()
+        self._origin: float | None = None
+        self._last_mcu_s: float | None = None
+        self._report: tuple[float, float] | None = None  # (robot time, host time) [s]
+        self._now: float | None = None
+
+    def report(self, mcu_us: int, host_stamp: float | None, host_now: float) -> float | None:
+        """The robot time [s] of a report with raw MCU timestamp ``mcu_us``, stamped
+        ``host_stamp`` by the host's mapping (None before it), received at ``host_now``;
+        None before the first report with a host stamp."""
+        mcu_s = self._unwrapper.unwrap(mcu_us) * 1e-6
+        if self._last_mcu_s is not None and mcu_s < self._last_mcu_s - RESTART_S:
+            self.restarts += 1
+            self._unwrapper = ClockUnwrapper()
+            mcu_s = self._unwrapper.unwrap(mcu_us) * 1e-6
+            if self._report is not None:
+                self._origin = self._report[0] - mcu_s
+        self._last_mcu_s = mcu_s
+        if self._origin is None:
+            if host_stamp is None:
+                return None
+            self._origin = host_stamp - mcu_s
+        time = self._origin + mcu_s
+        if self._report is None or time >= self._report[0]:  # not a reordered older one
+            self._report = (time, host_now)
+        return time
+
+    def now(self, host_now: float) -> float | None:
+        """The clock at host time ``host_now`` [s], or None before the first report."""
+        if self._report is None:
+            return None
+        time, at = self._report
+        ahead = min(max(0.0, host_now - at), self.period_s)
+        self._now = time + ahead if self._now is None else max(self._now, time + ahead)
+        return self._now

@@ -12,6 +12,7 @@ import itertools
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -159,6 +160,21 @@ def claim_ros_domain() -> tuple[int, int]:
             continue
         return domain, fd
     raise RuntimeError(f"all ROS domains {ROS_DOMAINS} are held by other test processes")
+
+
+@pytest.fixture
+def busy_cores() -> Iterator[Callable[[int], None]]:
+    """``busy_cores(n)`` starts n busy-loop processes beside the test (a loaded machine: on 2
+    cores, n = 2 takes both); they are killed when the test ends."""
+    hogs: list[subprocess.Popen[bytes]] = []
+
+    def start(n: int) -> None:
+        hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n))
+
+    yield start
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -89,6 +89,7 @@ def identify(
     validation = make_gait(validation_gait, model, **{**VALIDATION_DEFAULTS, **gait_params})
     out = output or Path("runs") / f"identify-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bags = from_bags or out
+    plant_lines: list[str] = []
     if from_bags is None:
         if out.exists() and any(out.iterdir()):
             raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
@@ -101,6 +102,7 @@ def identify(
             robot=config,
             plant=plant or robot_config("plant"),
             say=say,
+            plant_report=plant_lines.append,
         ) as link:
             for label, trajectory, seconds in (
                 ("experiment", excitation, excitation.duration),
@@ -127,6 +129,11 @@ def identify(
     after = rms_error(predict(model, fitted_model, check), check.measured)
     overlay = write_overlay(out / "robot_identified.yaml", config, fit, before, after)
     summary = report_text(fit, config_servo, names, before, after, overlay)
+    for line in plant_lines:  # the emulated robot's own account of real time
+        summary += (
+            f"\nEmulated robot: {line}\n(the reports are stamped on the robot's own clock: "
+            "one that fell behind real time stretches no time constant of the fit)\n"
+        )
     (out / "report.md").write_text(summary)
     write_fit(out / "fit.json", config, fit, config_servo, before, after)
     if plots:

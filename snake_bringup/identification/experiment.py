@@ -124,6 +124,7 @@ def robot_link(
     robot: Path,
     plant: Path,
     say: Say,
+    plant_report: Callable[[str], None] | None = None,
 ) -> Iterator[DriverLink]:
     """The driver's link to the robot, connected (:func:`connect`); disabled and closed
     when the block ends.
@@ -136,6 +137,8 @@ def robot_link(
         robot: the robot config (the emulated robot's body and channels).
         plant: the emulated robot's plant file.
         say: progress lines.
+        plant_report: given the emulated robot's report once it stopped (its ``PLANT end``
+            line: how far behind real time it fell), if it was started here.
 
     Raises:
         snake_driver.protocol.AuthKeyError: ``key_hex`` is not a key.
@@ -163,3 +166,5 @@ def robot_link(
     finally:
         if emulator is not None:
             emulator.stop()
+            if plant_report is not None:
+                plant_report(emulator.plant_report or "no report (it did not end normally)")

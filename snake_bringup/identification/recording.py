@@ -1,7 +1,13 @@
 """The identification bags: each phase played on the robot (:class:`.experiment.Take`)
 written as a bag (the commands, and per stamped report the servos' commanded angles from the
 pulses the firmware reports and the measured angles), and read back as the
-:class:`snake_dynamics.sim.identification.Recording` the fit takes."""
+:class:`snake_dynamics.sim.identification.Recording` the fit takes.
+
+The reports are stamped on the robot's own clock (:func:`robot_stamps`), not on the host's
+mapping of it: an emulated robot that falls behind real time under load runs slower, and the
+mapping, fitted to ping/pong exchanges, stretches with it, which would stretch the servo's
+time constants in the fit. The commands keep the host time they were sent at.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from snake_driver.calibration import ServoMap
+from snake_driver.clock import RobotClock
+from snake_driver.link import Measurement
 from snake_dynamics.sim.identification import Recording
 from snake_viz.bag import BagError, BagRecorder, open_reader, typestore
 
@@ -44,26 +52,34 @@ def _joint_state(names: Sequence[str], stamp: float, positions: Sequence[float])
     return bytes(store.serialize_cdr(msg, JOINT_STATE))
 
 
+def robot_stamps(measurements: Sequence[Measurement]) -> list[float | None]:
+    """Each report's time on the robot's clock [s] (:class:`snake_driver.clock.RobotClock`:
+    the MCU's own intervals, placed at the first mapped report's host stamp); None for a
+    report before the clock mapping."""
+    clock = RobotClock(0.0)
+    return [clock.report(m.mcu_time_us, m.stamp, 0.0) for m in measurements]
+
+
 def write_bag(path: Path, take: Take, servos: ServoMap) -> int:
-    """The take as a bag: the commands, and per stamped report the servos' commanded angles
-    (their pulses through the calibration's inverse) and the measured angles. Returns the
-    reports written."""
+    """The take as a bag: the commands (host time), and per stamped report (robot time,
+    :func:`robot_stamps`) the servos' commanded angles (their pulses through the
+    calibration's inverse) and the measured angles. Returns the reports written."""
     names = servos.joint_names
     maps = {c.joint: pulse_map(c) for c in servos.channels}
     bag = BagRecorder(path)
     bag.open()
     for topic in (COMMANDS, SERVO_TARGETS, MEASURED):
         bag.add_topic(topic, JOINT_STATE)
-    for stamp, targets in take.commands:
-        bag.write(COMMANDS, int(stamp * 1e9), _joint_state(names, stamp, list(targets.values())))
+    for sent, targets in take.commands:
+        bag.write(COMMANDS, int(sent * 1e9), _joint_state(names, sent, list(targets.values())))
     reports = 0
-    for m in take.measurements:
-        if m.stamp is None or any(m.pulses_us[n] == 0 for n in names):
+    for m, stamp in zip(take.measurements, robot_stamps(take.measurements), strict=True):
+        if stamp is None or any(m.pulses_us[n] == 0 for n in names):
             continue  # no clock mapping yet, or a servo not driven yet
-        ns = int(m.stamp * 1e9)
+        ns = int(stamp * 1e9)
         reference = [maps[n].target(m.pulses_us[n]) for n in names]
-        bag.write(SERVO_TARGETS, ns, _joint_state(names, m.stamp, reference))
-        bag.write(MEASURED, ns, _joint_state(names, m.stamp, [m.positions[n] for n in names]))
+        bag.write(SERVO_TARGETS, ns, _joint_state(names, stamp, reference))
+        bag.write(MEASURED, ns, _joint_state(names, stamp, [m.positions[n] for n in names]))
         reports += 1
     bag.close()
     return reports

@@ -1,11 +1,12 @@
-"""MCU clock mapping: offset and drift from ping/pong with asymmetric, noisy delays."""
+"""MCU clock mapping: offset and drift from ping/pong with asymmetric, noisy delays; the
+robot's own clock as the graph's clock."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from snake_driver.clock import WRAP_US, ClockSync, ClockUnwrapper
+from snake_driver.clock import WRAP_US, ClockSync, ClockUnwrapper, RobotClock
 
 
 def test_unwrapper_is_monotonic_across_the_32_bit_wrap() -> None:
@@ -68,3 +69,40 @@ def test_no_estimate_from_too_few_or_slow_exchanges() -> None:
         )
         assert (sync.estimate is None) == (k < 2)
     assert sync.to_host(2_500_000) == pytest.approx(true_offset + 2.5, abs=1e-6)
+
+
+def test_robot_clock_keeps_the_mcu_intervals_when_the_robot_falls_behind() -> None:
+    """An emulated robot at half real time: its 20 ms reports arrive 40 ms apart and the host
+    mapping stretches too (30 ms per report); report times keep the MCU's 20 ms, placed at the
+    first mapped report's host stamp, across the 32-bit wrap."""
+    clock = RobotClock(0.02)
+    mcu = [WRAP_US - 30_000 + 20_000 * k for k in range(6)]
+    assert clock.report(mcu[0] % WRAP_US, None, 0.0) is None  # before the mapping
+    assert clock.now(0.0) is None
+    times = [clock.report(mcu[k] % WRAP_US, 100.0 + 0.03 * k, 0.04 * k) for k in range(1, 6)]
+    assert times == pytest.approx(100.03 + 0.02 * np.arange(5), abs=1e-12)
+
+
+def test_robot_clock_runs_between_reports_but_never_past_the_next_one_nor_back() -> None:
+    clock = RobotClock(0.02)
+    clock.report(1_000_000, 50.0, 10.0)
+    assert clock.now(10.005) == pytest.approx(50.005)  # runs on with the host
+    assert clock.now(10.5) == pytest.approx(50.02)  # the next report is late: held there
+    assert clock.report(1_020_000, 60.0, 10.6) == pytest.approx(50.02)  # the MCU's time
+    assert clock.now(10.6) == pytest.approx(50.02)
+    assert clock.now(10.601) == pytest.approx(50.021)
+    # a reordered older report changes nothing: the clock runs on from the newest report,
+    # up to its next report's due time
+    assert clock.report(1_010_000, 60.0, 10.7) == pytest.approx(50.01)
+    assert clock.now(10.7) == pytest.approx(50.04)
+
+
+def test_robot_clock_continues_across_a_restarted_mcu() -> None:
+    clock = RobotClock(0.0)
+    clock.report(5_000_000, 20.0, 0.0)
+    assert clock.report(7_000_000, 22.5, 2.0) == pytest.approx(22.0)
+    # the MCU restarted: its clock starts again near 0; the robot's time continues
+    assert clock.report(100_000, 0.0, 2.1) == pytest.approx(22.0)
+    assert clock.report(300_000, 0.0, 2.3) == pytest.approx(22.2)
+    assert clock.restarts == 1
+    assert clock.now(2.3) == pytest.approx(22.2)
