@@ -253,6 +253,7 @@ def hardware_graph(
     dynamics: bool = False,
     rviz: bool = True,
     use_sim_time: bool = False,
+    robot_clock: bool = False,
     auth_key: str = "",
     report_dir: Path | None = None,
 ) -> tuple[NodeSpec, ...]:
@@ -270,6 +271,9 @@ def hardware_graph(
             its robot description, and compare_node.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
+        robot_clock: the robot's clock drives the graph: driver_node publishes /clock from
+            the MCU's timestamps and every other node follows it (the emulated robot: one that
+            falls behind real time slows the run instead of skewing it).
         auth_key: 32 hex digits for authenticated mode (the firmware's key); empty: the
             driver's ``auth_key`` from config/driver_node.yaml.
         report_dir: with ``dynamics``, compare_node's report goes to ``report_dir/compare``
@@ -288,9 +292,11 @@ def hardware_graph(
     except AuthKeyError as exc:
         raise GraphError(f"auth_key: {exc}") from None
     config, urdf, floating = _robot(robot, gait)
-    common: dict[str, Any] = {"use_sim_time": use_sim_time}
+    common: dict[str, Any] = {"use_sim_time": use_sim_time or robot_clock}
     robot_params = {**common, "robot_config": str(config)}
-    link = {"transport": transport, "port": port, "host": host}
+    link: dict[str, Any] = {"transport": transport, "port": port, "host": host}
+    if robot_clock:  # the driver keeps the host's clock and publishes the robot's
+        link |= {"use_sim_time": False, "publish_clock": True}
     if auth_key.strip():
         link["auth_key"] = auth_key.strip()
     nodes = [
@@ -401,7 +407,9 @@ def demo_graph(
 ) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
     on the emulated robot with the MFM prediction and the comparison node beside it, the
-    comparison's report going to ``out/compare``.
+    comparison's report going to ``out/compare``, every node but the driver and the recorder
+    on the emulated robot's clock (``robot_clock``; the recorder logs arrivals on the host's
+    clock, as rosbag2 does, and the messages keep their stamps).
 
     Args:
         endpoint: where the emulated robot listens (``Emulator.endpoint``).
@@ -426,6 +434,7 @@ def demo_graph(
         gait,
         dynamics=True,
         rviz=False,
+        robot_clock=True,
         report_dir=out,
     )
     return (

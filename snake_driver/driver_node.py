@@ -32,16 +32,26 @@ potentiometer feedback (``feedback:`` in the robot config's ``servos:``) and the
 reports it, else the firmware's slew-model estimate; diagnostics say which
 (``measured_joints``, ``estimated_joints``) and WARN while a joint calibrated for feedback
 still reports an estimate (``feedback_missing``).
+
+With ``publish_clock`` the robot's own clock drives the graph (docs/hardware.md, "Emulated
+time"): the driver publishes ``/clock`` from the MCU's timestamps
+(:class:`snake_driver.clock.RobotClock`), stamps ``measured/joint_states`` and its
+diagnostics on it and judges the commands' age by it, and every other node runs on
+``use_sim_time``. An emulated robot that falls behind real time then slows the whole run
+instead of skewing prediction against measurement. The driver itself stays on the host's
+clock (its link's timeouts are real time).
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
@@ -56,6 +66,7 @@ from snake_ros.common import (
 from snake_ros.paths import robot_config
 
 from .calibration import load_servo_map
+from .clock import RobotClock
 from .health import Counts, Level, LinkMonitor, judge
 from .link import DriverLink, LinkEvent, Measurement
 from .protocol import AuthKeyError, Flag, parse_key
@@ -110,6 +121,13 @@ class DriverNode(Node):
             "refuse commands stamped more than this before now, or after now [s] (a zero "
             "stamp counts as now)",
         )
+        publish_clock = declare_bool(
+            self,
+            "publish_clock",
+            False,
+            "publish /clock from the robot's clock and stamp on it (the emulated robot: the "
+            "other nodes on use_sim_time follow the robot)",
+        )
 
         model, self.servos = load_servo_map(robot_config(config))
         try:
@@ -130,6 +148,8 @@ class DriverNode(Node):
         self.command_period_ms = int(1000.0 / command_rate)
         period_ms = self.servos.system.telemetry_period_ms
         self.expected_telemetry_hz = 1000.0 / period_ms if period_ms else None
+        self.robot_clock = RobotClock(period_ms * 1e-3) if publish_clock else None
+        self._clock_ns = 0  # the last /clock published [ns]
         self.targets: dict[str, float] | None = None
         self.rejected = 0
         self.stale = 0
@@ -142,6 +162,7 @@ class DriverNode(Node):
         # the one topic every diagnostics tool reads
         self.pub_state = self.create_publisher(JointState, "measured/joint_states", 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_clock = self.create_publisher(Clock, "/clock", 10) if publish_clock else None
         self.create_subscription(JointState, "joint_commands", self.on_command, 10)
         self.create_service(Trigger, "~/estop", self.on_estop)
         self.create_service(SetBool, "~/enable", self.on_enable)
@@ -162,6 +183,13 @@ class DriverNode(Node):
 
     def _now(self) -> float:
         return float(self.get_clock().now().nanoseconds) * 1e-9
+
+    def _graph_now(self) -> float | None:
+        """The graph's time [s]: the robot's clock with ``publish_clock`` (None before its
+        first report), else the node's."""
+        if self.robot_clock is None:
+            return self._now()
+        return self.robot_clock.now(time.monotonic())
 
     def log_events(self, events: list[LinkEvent]) -> None:
         for event in events:
@@ -187,7 +215,8 @@ class DriverNode(Node):
         problem = None
         # by hand: Time.from_msg raises on a negative stamp, which a message may carry
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        age = self._now() - stamp if stamp else 0.0
+        now = self._graph_now()
+        age = now - stamp if stamp and now is not None else 0.0
         if not -self.command_max_age <= age <= self.command_max_age:
             self.stale += 1
             when = f"{age:.3g} s old" if age > 0 else f"{-age:.3g} s in the future"
@@ -229,14 +258,26 @@ class DriverNode(Node):
         """Read what the link has (never waiting) and publish what it measured."""
         measurements, events = self.link.poll(0.0)
         self.log_events(events)
+        received = time.monotonic()
+        states = []
         for m in measurements:
             self.last_measurement = m
-            if m.stamp is None:
+            stamp = m.stamp
+            if self.robot_clock is not None:
+                stamp = self.robot_clock.report(m.mcu_time_us, m.stamp, received)
+            if stamp is None:
                 continue  # no clock mapping yet: never stamp with arrival time
             msg = JointState()
-            msg.header.stamp = Time(nanoseconds=int(m.stamp * 1e9)).to_msg()
+            msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
             msg.name = list(m.positions)
             msg.position = list(m.positions.values())
+            states.append(msg)
+        if self.pub_clock is not None:  # first: a node on /clock never sees its future
+            now = self._graph_now()
+            if now is not None and int(now * 1e9) > self._clock_ns:
+                self._clock_ns = int(now * 1e9)
+                self.pub_clock.publish(Clock(clock=Time(nanoseconds=self._clock_ns).to_msg()))
+        for msg in states:
             self.pub_state.publish(msg)
 
     # ------------------------------------------------------------------ services
@@ -339,7 +380,8 @@ class DriverNode(Node):
         status.level = bytes([level])
         self._log_level(level, status.message)
         array = DiagnosticArray()
-        array.header.stamp = self.get_clock().now().to_msg()
+        now = self._graph_now()
+        array.header.stamp = Time(nanoseconds=int((now or 0.0) * 1e9)).to_msg()
         array.status = [status]
         self.pub_diag.publish(array)
 

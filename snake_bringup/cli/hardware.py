@@ -106,6 +106,7 @@ def run(
             dynamics=dynamics,
             rviz=rviz,
             use_sim_time=use_sim_time,
+            robot_clock=emulate,  # the emulated robot's clock drives the graph
             auth_key=key,
             report_dir=out,
         )

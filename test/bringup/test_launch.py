@@ -355,6 +355,23 @@ def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
         hardware_graph(transport="carrier-pigeon")
 
 
+def test_on_the_robot_clock_the_driver_publishes_clock_and_the_rest_follows_it() -> None:
+    """``robot_clock`` (the emulated robot): driver_node keeps the host's clock and publishes
+    /clock; every other node of the graph is on use_sim_time. Without it nobody is."""
+
+    def merged(spec: NodeSpec) -> dict[str, object]:
+        return {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
+
+    on = {s.full_name: merged(s) for s in hardware_graph(dynamics=True, robot_clock=True)}
+    driver = on.pop("/driver_node")
+    assert driver["publish_clock"] is True and driver["use_sim_time"] is False
+    assert on and all(params.get("use_sim_time") is True for params in on.values()), on
+    off = [merged(s) for s in hardware_graph(dynamics=True)]
+    assert not any(p.get("use_sim_time") or p.get("publish_clock") for p in off)
+    demo = demo_graph(Endpoint("tcp", "5760"), Path("/tmp/demo"))
+    assert merged(next(s for s in demo if s.executable == "driver_node"))["publish_clock"]
+
+
 def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folder(
     tmp_path: Path,
 ) -> None:

@@ -27,6 +27,7 @@ from snake_driver.protocol import Decoder, Direction, Estop, Ping
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.time import Time  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
@@ -188,6 +189,53 @@ def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     assert spin_until(node, ok, 5.0)
     assert diagnostics[-1].status[0].message.startswith("receiving telemetry at")
     node.destroy_node()
+
+
+@pytest.mark.ros
+@pytest.mark.simavr
+def test_with_publish_clock_the_robot_clock_drives_clock_and_stamps(
+    domain, firmware_build, tmp_path
+) -> None:
+    """``publish_clock``: /clock runs forward only, the measured states are stamped on it
+    (never ahead of the /clock published before them), and a command stamped on it is
+    followed (its age judged on the robot's clock)."""
+    firmware, pty = start_firmware(firmware_build)
+    log = tmp_path / DRIVER_LOG
+    proc = start_driver(
+        ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot",
+         "-p", "publish_clock:=true"],
+        log,
+    )  # fmt: skip
+    node = rclpy.create_node("clock_test")
+    clocks: list[int] = []
+    node.create_subscription(
+        Clock, "/clock", lambda m: clocks.append(Time.from_msg(m.clock).nanoseconds), 100
+    )
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    target = [0.3] * 8
+    states: list[JointState] = []
+    node.create_subscription(JointState, "/measured/joint_states", states.append, 100)
+
+    def following() -> bool:
+        if clocks:
+            msg = command(target)
+            msg.header.stamp = Time(nanoseconds=clocks[-1]).to_msg()
+            pub.publish(msg)
+        return bool(states) and all(abs(a - 0.3) < 1e-3 for a in states[-1].position)
+
+    try:
+        assert spin_until(node, following, 20.0), "the robot did not follow clock-stamped commands"
+        assert spin_until(node, lambda: len(states) >= 50 and len(clocks) >= 50, 20.0)
+        measured = [Time.from_msg(m.header.stamp).nanoseconds for m in states]
+        assert all(b > a for a, b in itertools.pairwise(clocks))
+        assert all(b > a for a, b in itertools.pairwise(measured))
+        assert spin_until(node, lambda: clocks[-1] >= measured[-1], 5.0)
+    finally:
+        node.destroy_node()
+        out = stop_driver(proc, log)
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert "refused /joint_commands" not in out
 
 
 @pytest.mark.ros
