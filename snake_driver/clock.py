@@ -137,29 +137,38 @@ class RobotClock:
     A report's time is its unwrapped MCU timestamp, placed at the host stamp of the first
     report that had one: t = stamp_0 + (mcu - mcu_0), so intervals are the MCU's own and an
     emulated robot that falls behind real time stretches no interval. Between reports
-    :meth:`now` runs on with the host's clock, but never past the next report's due time
-    (the last report's time plus the telemetry period): a robot that falls behind holds the
-    clock back with it. A restarted MCU (its clock back by more than :data:`RESTART_S`)
-    continues from the last report's time. :meth:`now` never goes back.
+    :meth:`now` runs on with the host's clock from the last report (its time plus the host
+    time since its host stamp: on a robot that keeps real time, the host's clock itself), but
+    never more than two telemetry periods plus the reports' delivery delay past it (the
+    least, over the last ``window`` reports, of arrival less host stamp): a robot that falls
+    behind holds the clock back with it, at most that far ahead. A restarted MCU (its clock
+    back by more than :data:`RESTART_S`) continues from the last report's time. :meth:`now`
+    never goes back.
 
     Args:
-        period_s: the telemetry period [s]: how far :meth:`now` may run ahead of the last
-            report (0: it stays at the last report).
+        period_s: the telemetry period [s] (0: :meth:`now` stays at the last report).
+        window: reports over which the delivery delay is taken [count].
     """
 
-    def __init__(self, period_s: float) -> None:
+    def __init__(self, period_s: float, window: int = 50) -> None:
         self.period_s = period_s
         self.restarts = 0
         self._unwrapper = ClockUnwrapper()
         self._origin: float | None = None
         self._last_mcu_s: float | None = None
-        self._report: tuple[float, float] | None = None  # (robot time, host time) [s]
+        self._delays: deque[float] = deque(maxlen=window)
+        self._report: tuple[float, float] | None = None  # (robot time, host stamp) [s]
         self._now: float | None = None
+
+    @property
+    def delivery_delay(self) -> float:
+        """The reports' delivery delay [s]: the least arrival less host stamp lately, >= 0."""
+        return max(0.0, min(self._delays, default=0.0))
 
     def report(self, mcu_us: int, host_stamp: float | None, host_now: float) -> float | None:
         """The robot time [s] of a report with raw MCU timestamp ``mcu_us``, stamped
-        ``host_stamp`` by the host's mapping (None before it), received at ``host_now``;
-        None before the first report with a host stamp."""
+        ``host_stamp`` by the host's mapping (None before it), arriving at ``host_now`` (the
+        mapping's clock); None before the first report with a host stamp."""
         mcu_s = self._unwrapper.unwrap(mcu_us) * 1e-6
         if self._last_mcu_s is not None and mcu_s < self._last_mcu_s - RESTART_S:
             self.restarts += 1
@@ -168,20 +177,24 @@ class RobotClock:
             if self._report is not None:
                 self._origin = self._report[0] - mcu_s
         self._last_mcu_s = mcu_s
+        if host_stamp is not None:
+            self._delays.append(host_now - host_stamp)
         if self._origin is None:
             if host_stamp is None:
                 return None
             self._origin = host_stamp - mcu_s
         time = self._origin + mcu_s
         if self._report is None or time >= self._report[0]:  # not a reordered older one
-            self._report = (time, host_now)
+            self._report = (time, host_now if host_stamp is None else host_stamp)
         return time
 
     def now(self, host_now: float) -> float | None:
-        """The clock at host time ``host_now`` [s], or None before the first report."""
+        """The clock at host time ``host_now`` [s] (the mapping's clock), or None before the
+        first report."""
         if self._report is None:
             return None
-        time, at = self._report
-        ahead = min(max(0.0, host_now - at), self.period_s)
+        time, stamp = self._report
+        reach = 2.0 * self.period_s + self.delivery_delay if self.period_s > 0 else 0.0
+        ahead = min(max(0.0, host_now - stamp), reach)
         self._now = time + ahead if self._now is None else max(self._now, time + ahead)
         return self._now

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
@@ -189,7 +188,7 @@ class DriverNode(Node):
         first report), else the node's."""
         if self.robot_clock is None:
             return self._now()
-        return self.robot_clock.now(time.monotonic())
+        return self.robot_clock.now(self._now())
 
     def log_events(self, events: list[LinkEvent]) -> None:
         for event in events:
@@ -258,7 +257,7 @@ class DriverNode(Node):
         """Read what the link has (never waiting) and publish what it measured."""
         measurements, events = self.link.poll(0.0)
         self.log_events(events)
-        received = time.monotonic()
+        received = self._now()  # the clock of the link's stamps
         states = []
         for m in measurements:
             self.last_measurement = m

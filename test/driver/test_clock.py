@@ -83,18 +83,22 @@ def test_robot_clock_keeps_the_mcu_intervals_when_the_robot_falls_behind() -> No
     assert times == pytest.approx(100.03 + 0.02 * np.arange(5), abs=1e-12)
 
 
-def test_robot_clock_runs_between_reports_but_never_past_the_next_one_nor_back() -> None:
+def test_robot_clock_runs_with_the_host_but_holds_when_reports_stop() -> None:
+    """Reports take 7 ms to arrive: between them the clock is the host's own time (the last
+    report's time plus the host time since its stamp), held at most two periods plus that
+    delay past the last report when the next ones are late; never back; a reordered older
+    report changes nothing."""
     clock = RobotClock(0.02)
-    clock.report(1_000_000, 50.0, 10.0)
-    assert clock.now(10.005) == pytest.approx(50.005)  # runs on with the host
-    assert clock.now(10.5) == pytest.approx(50.02)  # the next report is late: held there
-    assert clock.report(1_020_000, 60.0, 10.6) == pytest.approx(50.02)  # the MCU's time
-    assert clock.now(10.6) == pytest.approx(50.02)
-    assert clock.now(10.601) == pytest.approx(50.021)
-    # a reordered older report changes nothing: the clock runs on from the newest report,
-    # up to its next report's due time
-    assert clock.report(1_010_000, 60.0, 10.7) == pytest.approx(50.01)
-    assert clock.now(10.7) == pytest.approx(50.04)
+    assert clock.report(1_000_000, 50.0, 50.007) == pytest.approx(50.0)
+    assert clock.delivery_delay == pytest.approx(0.007)
+    assert clock.now(50.010) == pytest.approx(50.010)  # the host's time
+    assert clock.now(50.5) == pytest.approx(50.047)  # the next reports are late: held
+    assert clock.report(1_020_000, 50.02, 50.6) == pytest.approx(50.02)  # the MCU's time
+    assert clock.delivery_delay == pytest.approx(0.007)  # the least of the recent delays
+    assert clock.now(50.6) == pytest.approx(50.067)
+    assert clock.now(50.03) == pytest.approx(50.067)  # never back
+    assert clock.report(1_010_000, 50.01, 50.7) == pytest.approx(50.01)  # reordered
+    assert clock.now(50.7) == pytest.approx(50.067)  # from the newest report, held
 
 
 def test_robot_clock_continues_across_a_restarted_mcu() -> None:
