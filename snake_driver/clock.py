@@ -142,8 +142,9 @@ class RobotClock:
     never more than two telemetry periods plus the reports' delivery delay past it (the
     least, over the last ``window`` reports, of arrival less host stamp): a robot that falls
     behind holds the clock back with it, at most that far ahead. A restarted MCU (its clock
-    back by more than :data:`RESTART_S`) continues from the last report's time. :meth:`now`
-    never goes back.
+    back by more than :data:`RESTART_S`) continues from the last report's time. Report times
+    only increase: a report not after the previous one (reordered, repeated, or the first
+    after a restart) gets none and is counted in ``dropped``. :meth:`now` never goes back.
 
     Args:
         period_s: the telemetry period [s] (0: :meth:`now` stays at the last report).
@@ -153,6 +154,7 @@ class RobotClock:
     def __init__(self, period_s: float, window: int = 50) -> None:
         self.period_s = period_s
         self.restarts = 0
+        self.dropped = 0
         self._unwrapper = ClockUnwrapper()
         self._origin: float | None = None
         self._last_mcu_s: float | None = None
@@ -168,7 +170,8 @@ class RobotClock:
     def report(self, mcu_us: int, host_stamp: float | None, host_now: float) -> float | None:
         """The robot time [s] of a report with raw MCU timestamp ``mcu_us``, stamped
         ``host_stamp`` by the host's mapping (None before it), arriving at ``host_now`` (the
-        mapping's clock); None before the first report with a host stamp."""
+        mapping's clock); None before the first report with a host stamp, and for a report
+        not after the previous one (counted in ``dropped``)."""
         mcu_s = self._unwrapper.unwrap(mcu_us) * 1e-6
         if self._last_mcu_s is not None and mcu_s < self._last_mcu_s - RESTART_S:
             self.restarts += 1
@@ -184,8 +187,10 @@ class RobotClock:
                 return None
             self._origin = host_stamp - mcu_s
         time = self._origin + mcu_s
-        if self._report is None or time >= self._report[0]:  # not a reordered older one
-            self._report = (time, host_now if host_stamp is None else host_stamp)
+        if self._report is not None and time <= self._report[0]:
+            self.dropped += 1
+            return None
+        self._report = (time, host_now if host_stamp is None else host_stamp)
         return time
 
     def now(self, host_now: float) -> float | None:

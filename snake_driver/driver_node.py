@@ -352,7 +352,9 @@ class DriverNode(Node):
             "mcu_resets": stats.mcu_resets,
             "rearms": stats.rearms,
             "ramping": link.ramp.active,
-            "unstamped_reports": stats.unstamped,
+            "unstamped_reports": (  # on the robot's clock, its own rule (RobotClock)
+                stats.unstamped if self.robot_clock is None else self.robot_clock.dropped
+            ),
             "estop_latched": link.estopped,
             "estop_confirmed": link.estop_confirmed,
             "commands_rejected": self.rejected,

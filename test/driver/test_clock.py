@@ -87,7 +87,7 @@ def test_robot_clock_runs_with_the_host_but_holds_when_reports_stop() -> None:
     """Reports take 7 ms to arrive: between them the clock is the host's own time (the last
     report's time plus the host time since its stamp), held at most two periods plus that
     delay past the last report when the next ones are late; never back; a reordered older
-    report changes nothing."""
+    report or a repeated one gets no time and changes nothing (counted)."""
     clock = RobotClock(0.02)
     assert clock.report(1_000_000, 50.0, 50.007) == pytest.approx(50.0)
     assert clock.delivery_delay == pytest.approx(0.007)
@@ -97,7 +97,9 @@ def test_robot_clock_runs_with_the_host_but_holds_when_reports_stop() -> None:
     assert clock.delivery_delay == pytest.approx(0.007)  # the least of the recent delays
     assert clock.now(50.6) == pytest.approx(50.067)
     assert clock.now(50.03) == pytest.approx(50.067)  # never back
-    assert clock.report(1_010_000, 50.01, 50.7) == pytest.approx(50.01)  # reordered
+    assert clock.report(1_010_000, 50.01, 50.7) is None  # reordered
+    assert clock.report(1_020_000, 50.02, 50.7) is None  # repeated
+    assert clock.dropped == 2
     assert clock.now(50.7) == pytest.approx(50.067)  # from the newest report, held
 
 
@@ -105,8 +107,9 @@ def test_robot_clock_continues_across_a_restarted_mcu() -> None:
     clock = RobotClock(0.0)
     clock.report(5_000_000, 20.0, 0.0)
     assert clock.report(7_000_000, 22.5, 2.0) == pytest.approx(22.0)
-    # the MCU restarted: its clock starts again near 0; the robot's time continues
-    assert clock.report(100_000, 0.0, 2.1) == pytest.approx(22.0)
+    # the MCU restarted: its clock starts again near 0; the robot's time continues from the
+    # last report (whose time the first report after the restart repeats: it gets none)
+    assert clock.report(100_000, 0.0, 2.1) is None
     assert clock.report(300_000, 0.0, 2.3) == pytest.approx(22.2)
-    assert clock.restarts == 1
+    assert clock.restarts == 1 and clock.dropped == 1
     assert clock.now(2.3) == pytest.approx(22.2)
