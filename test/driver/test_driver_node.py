@@ -198,12 +198,13 @@ def test_with_publish_clock_the_robot_clock_drives_clock_and_stamps(
 ) -> None:
     """``publish_clock``: /clock runs forward only, the measured states are stamped on it
     (never ahead of the /clock published before them), and a command stamped on it is
-    followed (its age judged on the robot's clock)."""
+    followed (its age judged on the robot's clock). In a namespace of its own: the module's
+    driver publishes measured states beside it."""
     firmware, pty = start_firmware(firmware_build)
     log = tmp_path / DRIVER_LOG
     proc = start_driver(
         ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot",
-         "-p", "publish_clock:=true"],
+         "-p", "publish_clock:=true", "-r", "__ns:=/clocked"],
         log,
     )  # fmt: skip
     node = rclpy.create_node("clock_test")
@@ -211,10 +212,10 @@ def test_with_publish_clock_the_robot_clock_drives_clock_and_stamps(
     node.create_subscription(
         Clock, "/clock", lambda m: clocks.append(Time.from_msg(m.clock).nanoseconds), 100
     )
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    pub = node.create_publisher(JointState, "/clocked/joint_commands", 10)
     target = [0.3] * 8
     states: list[JointState] = []
-    node.create_subscription(JointState, "/measured/joint_states", states.append, 100)
+    node.create_subscription(JointState, "/clocked/measured/joint_states", states.append, 100)
 
     def following() -> bool:
         if clocks:
