@@ -131,7 +131,7 @@ def floating_workspace(n: int) -> FloatingWorkspace:
 
 
 @compiled
-def _quaternion_matrix(quat: FloatArray, out: FloatArray) -> None:
+def quaternion_matrix(quat: FloatArray, out: FloatArray) -> None:
     """out = R_0 of the quaternion (x, y, z, w), normalised first (as scipy does)."""
     norm = math.sqrt(quat[0] ** 2 + quat[1] ** 2 + quat[2] ** 2 + quat[3] ** 2)
     x, y, z, w = quat[0] / norm, quat[1] / norm, quat[2] / norm, quat[3] / norm
@@ -516,6 +516,27 @@ def _ground_on_chain(
 
 
 @compiled
+def forward_dynamics_on_ground(
+    params: FloatingParams,
+    ground: FloatArray,
+    rotation0: FloatArray,
+    position0: FloatArray,
+    q: FloatArray,
+    nu: FloatArray,
+    tau: FloatArray,
+    work: FloatingWorkspace,
+    nu_dot: FloatArray,
+) -> None:
+    """nu_dot (eq. 227) under joint torques ``tau`` [N m], gravity and the ground's wrenches
+    (eqs. 231-236; none when ``ground`` is off), O(n): the rate of the servo-driven snake on
+    the ground (eq. 240). Writes nu_dot = [v_0'; w_0'; q_ddot] (tail frame); the ground's
+    wrenches stay in work[18]."""
+    _chain(params, q, nu, work)
+    _ground_on_chain(params, ground, rotation0, position0, nu, work)
+    _aba_core(params, rotation0, nu, tau, work[18], work, nu_dot)
+
+
+@compiled
 def _stage(
     params: FloatingParams,
     ground: FloatArray,
@@ -535,7 +556,7 @@ def _stage(
 
 
 @compiled
-def _quaternion_rate(quat: FloatArray, nu: FloatArray, out: FloatArray) -> None:
+def quaternion_rate(quat: FloatArray, nu: FloatArray, out: FloatArray) -> None:
     """out = 1/2 quat (x) (w_0, 0), scalar last (eq. 230); w_0 = nu[3:6]."""
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
     ox, oy, oz = nu[3], nu[4], nu[5]
@@ -616,7 +637,7 @@ def rk4_prescribed_steps(
                     s_base[j] = vel[j] + h * k_base[stage - 1, j]
             nu[:6] = s_base
             nu[6:] = qds[row]
-            _quaternion_matrix(s_quat, rotation)
+            quaternion_matrix(s_quat, rotation)
             _stage(params, ground, rotation, s_pos, qs[row], nu, qdds[row], work, accel, tau)
             if stage == 0:
                 out_tau[i] = tau
@@ -626,7 +647,7 @@ def rk4_prescribed_steps(
                     + rotation[j, 1] * s_base[1]
                     + rotation[j, 2] * s_base[2]
                 )
-            _quaternion_rate(s_quat, s_base, k_quat[stage])
+            quaternion_rate(s_quat, s_base, k_quat[stage])
             k_base[stage] = accel
         for j in range(3):
             pos[j] += dt * ((k_pos[0, j] + 2 * k_pos[1, j] + 2 * k_pos[2, j] + k_pos[3, j]) / 6)
@@ -647,7 +668,7 @@ def rk4_prescribed_steps(
 
 
 @compiled
-def _samples(
+def mass_centre_and_heading(
     params: FloatingParams, positions: FloatArray, quaternions: FloatArray, qs: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
     """Per sample: the snake's CM sum m_b r_b / sum m_b [m] and the heading, atan2 of
@@ -663,7 +684,7 @@ def _samples(
         total += masses[b]
     for r in range(rows):
         body_frames(axes, offsets, masses, inertias, qs[r], rot, pos, twist, inert)
-        _quaternion_matrix(quaternions[r], rotation)
+        quaternion_matrix(quaternions[r], rotation)
         centre = np.zeros(3)
         axis = np.zeros(3)
         for b in range(n + 1):
@@ -1008,7 +1029,7 @@ def simulate_prescribed_fast(
         t_last = times[-1]
         _, _, qdd_last = motion(t_last)
         r0 = np.empty((3, 3))
-        _quaternion_matrix(quaternions[-1], r0)
+        quaternion_matrix(quaternions[-1], r0)
         nu_last = np.ascontiguousarray(nus[-1])
         _, tau_last = fm.prescribed_on_ground(
             r0,
@@ -1019,7 +1040,9 @@ def simulate_prescribed_fast(
         )
         taus.append(tau_last)
     pos_arr, quat_arr, q_arr = np.array(positions), np.array(quaternions), np.array(qs)
-    com, heading = _samples(fm.params, pos_arr, quat_arr, np.ascontiguousarray(q_arr))
+    com, heading = mass_centre_and_heading(
+        fm.params, pos_arr, quat_arr, np.ascontiguousarray(q_arr)
+    )
     return FloatingRun(
         np.array(times), pos_arr, quat_arr, q_arr, np.array(nus), com, heading, np.array(taus)
     )

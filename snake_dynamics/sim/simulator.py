@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,8 @@ from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 
 FloatArray = NDArray[np.float64]
+#: t [s] -> the joints' (q, q_dot, q_ddot), e.g. a gait.
+Motion = Callable[[float], JointTrajectory]
 
 
 def joint_command(
@@ -245,6 +247,30 @@ class PrescribedInput(InputSource):
         else:
             qd = np.zeros_like(qd)
         return np.ascontiguousarray(np.hstack([tau, q, qd]))
+
+
+class MotionInput(InputSource):
+    """A gait as the servos' reference, each servo seeing it its dead time late, without
+    feed-forward and with a zero rate reference (a hobby servo, as the dynamics node's
+    prescribed mode).
+
+    Args:
+        motion: t -> (q, q_dot, q_ddot), e.g. a gait.
+        dead_time: T_d [s] per joint.
+    """
+
+    def __init__(self, motion: Motion, dead_time: ArrayLike) -> None:
+        self.motion = motion
+        self.dead_time = np.asarray(dead_time, dtype=float)
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = self.dead_time.size
+        out = np.zeros((t.size, 3 * n))
+        for delay in np.unique(self.dead_time):
+            cols = n + np.flatnonzero(self.dead_time == delay)
+            late = np.array([self.motion(float(ti) - delay).q for ti in t])
+            out[:, cols] = late[:, cols - n]
+        return out
 
 
 class TorqueInput(InputSource):

@@ -24,7 +24,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating.literal import FloatingRun, FloatingState
-from snake_dynamics.gaits import JointTrajectory
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
@@ -38,10 +37,17 @@ from snake_dynamics.planar.wheeled import (
     link_speeds,
 )
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.simulator import RK4_REACH, InputSource, Simulator, check_step, reset_state
+from snake_dynamics.sim.simulator import (
+    RK4_REACH,
+    InputSource,
+    Motion,
+    MotionInput,
+    Simulator,
+    check_step,
+    reset_state,
+)
 
 FloatArray = NDArray[np.float64]
-Motion = Callable[[float], JointTrajectory]
 
 
 def wheeled_snake(model: SnakeModel) -> WheeledSnake:
@@ -358,30 +364,6 @@ def _wheeled_steps(
             qs[i, k] = y[k + 3] - y[k + 2]
             qds[i, k] = rates[k + 1] - rates[k]
     return int(qs.shape[0])
-
-
-class MotionInput(InputSource):
-    """A gait as the servos' reference, each servo seeing it its dead time late, without
-    feed-forward and with a zero rate reference (a hobby servo, as the dynamics node's
-    prescribed mode).
-
-    Args:
-        motion: t -> (q, q_dot, q_ddot), e.g. a gait.
-        dead_time: T_d [s] per joint.
-    """
-
-    def __init__(self, motion: Motion, dead_time: ArrayLike) -> None:
-        self.motion = motion
-        self.dead_time = np.asarray(dead_time, dtype=float)
-
-    def inputs(self, t: FloatArray) -> FloatArray:
-        n = self.dead_time.size
-        out = np.zeros((t.size, 3 * n))
-        for delay in np.unique(self.dead_time):
-            cols = n + np.flatnonzero(self.dead_time == delay)
-            late = np.array([self.motion(float(ti) - delay).q for ti in t])
-            out[:, cols] = late[:, cols - n]
-        return out
 
 
 def simulate_wheeled(

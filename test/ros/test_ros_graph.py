@@ -48,8 +48,8 @@ from snake_dynamics import SnakeModel, make_gait  # noqa: E402
 from snake_dynamics.gaits import JointTrajectory  # noqa: E402
 from snake_dynamics.mfm.integrators import Servo, simulate  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402
-from snake_dynamics.sim.simulator import stable_substeps  # noqa: E402
-from snake_dynamics.sim.wheeled import MotionInput, WheeledSimulator  # noqa: E402
+from snake_dynamics.sim.simulator import MotionInput, stable_substeps  # noqa: E402
+from snake_dynamics.sim.wheeled import WheeledSimulator  # noqa: E402
 
 pytestmark = pytest.mark.ros
 

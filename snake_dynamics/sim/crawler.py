@@ -1,0 +1,457 @@
+"""Servos on a free body: the floating-base snake on its ground driven by the servo model's
+torques, one integration for the joints and the base (docs/mfm.md, "Servos on a free body",
+eqs. 240-242).
+
+The state is y = [x_0; quat_0; v_0; w_0; q; q_dot] (eq. 240): the tail's CM [m] in the
+inertial frame, its orientation (x, y, z, w), its velocity and angular velocity in its own
+frame (eq. 221's nu) and the joints. Its rate is the floating-base articulated-body
+recursion (eq. 227, :func:`snake_dynamics.floating.recursive.forward_dynamics_on_ground`)
+under gravity, the ground's contact and friction (eqs. 231-236) and the servo torques
+(eqs. 202-206) at the joints, all compiled and O(n). Nothing holds a body up but the ground
+and the servos: the pitch servos carry the links they lift, a body may leave the ground,
+and the ground's reaction loads the servos.
+
+:class:`CrawlingSimulator` has :class:`snake_dynamics.sim.simulator.Simulator`'s interface
+(the dynamics node's and the emulated plant's simulator for such a robot) plus the base's
+state; :func:`simulate_crawling` is ``snake simulate``'s and ``snake sweep``'s run.
+Prescribed joints (:func:`snake_dynamics.floating.recursive.simulate_prescribed_fast`) stay
+the ideal-servo limit: stiff, fast servos converge to them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from snake_dynamics.errors import ModelError, SimulationError
+from snake_dynamics.floating.literal import (
+    FloatingRun,
+    FloatingState,
+    check_step,
+    floating_mass_matrix,
+    lying_state,
+    momentum_free_base_velocity,
+)
+from snake_dynamics.floating.recursive import (
+    FastFloatingModel,
+    FloatingParams,
+    FloatingWorkspace,
+    floating_workspace,
+    forward_dynamics_on_ground,
+    mass_centre_and_heading,
+    quaternion_matrix,
+    quaternion_rate,
+)
+from snake_dynamics.ground import Ground, stable_step
+from snake_dynamics.mfm import recursive
+from snake_dynamics.mfm.integrators import servo_model
+from snake_dynamics.mfm.recursive import servo_torque_into
+from snake_dynamics.mfm.spatial import compiled
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.simulator import (
+    RK4_REACH,
+    InputSource,
+    Motion,
+    MotionInput,
+    Simulator,
+    reset_state,
+)
+from snake_dynamics.sim.simulator import (
+    check_step as check_positive_step,
+)
+
+FloatArray = NDArray[np.float64]
+
+#: Entries of y before the joints: x_0 (3), quat_0 (4), v_0 (3), w_0 (3).
+BASE = 13
+
+
+@compiled
+def _rate_into(
+    params: FloatingParams,
+    ground: FloatArray,
+    servo: FloatArray,
+    y: FloatArray,
+    u: FloatArray,
+    work: FloatingWorkspace,
+    scratch: FloatArray,
+    out: FloatArray,
+) -> None:
+    """y_dot of eq. (240) into ``out``; the servo torques (eq. 241) stay in scratch[:n].
+
+    ``scratch``: (4n + 6 + 9 + 4,) work space: tau (n), nu (6+n), nu_dot (6+n), R_0 (9),
+    the normalised quaternion (4).
+    """
+    n = (y.shape[0] - BASE) // 2
+    tau = scratch[:n]
+    nu = scratch[n : 2 * n + 6]
+    nu_dot = scratch[2 * n + 6 : 3 * n + 12]
+    rotation = scratch[3 * n + 12 : 3 * n + 21].reshape((3, 3))
+    quat = scratch[3 * n + 21 : 3 * n + 25]
+    norm = math.sqrt(y[3] * y[3] + y[4] * y[4] + y[5] * y[5] + y[6] * y[6])
+    for i in range(4):
+        quat[i] = y[3 + i] / norm
+    quaternion_matrix(quat, rotation)
+    for i in range(6):
+        nu[i] = y[7 + i]
+    q = y[BASE : BASE + n]
+    qd = y[BASE + n :]
+    for k in range(n):
+        nu[6 + k] = qd[k]
+    servo_torque_into(servo, u, q, qd, tau)
+    forward_dynamics_on_ground(params, ground, rotation, y[:3], q, nu, tau, work, nu_dot)
+    for i in range(3):
+        out[i] = rotation[i, 0] * nu[0] + rotation[i, 1] * nu[1] + rotation[i, 2] * nu[2]
+    quaternion_rate(quat, nu, out[3:7])
+    for i in range(6):
+        out[7 + i] = nu_dot[i]
+    for k in range(n):
+        out[BASE + k] = qd[k]
+        out[BASE + n + k] = nu_dot[6 + k]
+
+
+@compiled
+def crawl_rate(
+    params: FloatingParams, ground: FloatArray, servo: FloatArray, y: FloatArray, u: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """y_dot of the servo-driven snake on the ground (eq. 240) and the servo torques
+    (eq. 241) [N m].
+
+    Args:
+        params: the model's arrays (:class:`FastFloatingModel`).
+        ground: :func:`snake_dynamics.floating.recursive.ground_parameters`.
+        servo: the packed servo parameters (:attr:`ServoModel.packed`), (5, n).
+        y: [x_0 m; quat_0 (x, y, z, w); v_0 m/s; w_0 rad/s (tail frame); q rad; q_dot rad/s].
+        u: the servo inputs [tau_ff; q_ref; q_dot_ref], (3n,).
+    """
+    n = (y.shape[0] - BASE) // 2
+    out = np.empty(y.shape[0])
+    scratch = np.empty(4 * n + 25)
+    _rate_into(params, ground, servo, y, u, floating_workspace(n), scratch, out)
+    return out, scratch[:n].copy()
+
+
+@compiled
+def _crawl_steps(
+    params: FloatingParams,
+    ground: FloatArray,
+    servo: FloatArray,
+    y: FloatArray,
+    inputs: FloatArray,
+    h: float,
+    sub: int,
+    qs: FloatArray,
+    qds: FloatArray,
+) -> int:
+    """RK4 steps of eq. (240) in place on ``y``, ``sub`` of length h per step, the inputs at
+    the stage times (rows 2i, 2i+1, 2i+2 for RK4 step i); the quaternion renormalised after
+    every RK4 step (eq. 230). q and q_dot at the end of every step into qs, qds. Returns the
+    steps done (fewer: the state left the finite numbers; ``y`` then holds the last finite
+    step's state)."""
+    n = qs.shape[1]
+    work = floating_workspace(n)
+    scratch = np.empty(4 * n + 25)
+    k1, k2, k3, k4 = np.empty(y.size), np.empty(y.size), np.empty(y.size), np.empty(y.size)
+    stage = np.empty(y.size)
+    for i in range(qs.shape[0]):
+        x = y.copy()
+        for j in range(sub):
+            row = 2 * (i * sub + j)
+            _rate_into(params, ground, servo, x, inputs[row], work, scratch, k1)
+            stage[:] = x + 0.5 * h * k1
+            _rate_into(params, ground, servo, stage, inputs[row + 1], work, scratch, k2)
+            stage[:] = x + 0.5 * h * k2
+            _rate_into(params, ground, servo, stage, inputs[row + 1], work, scratch, k3)
+            stage[:] = x + h * k3
+            _rate_into(params, ground, servo, stage, inputs[row + 2], work, scratch, k4)
+            x += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            norm = math.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+            for c in range(3, 7):
+                x[c] /= norm
+        if not np.all(np.isfinite(x)):
+            return i
+        y[:] = x
+        qs[i] = x[BASE : BASE + n]
+        qds[i] = x[BASE + n :]
+    return int(qs.shape[0])
+
+
+def crawling_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
+    """RK4 steps per ``dt`` [s] for the servos on a free body on the ground (eq. 242).
+
+    The servos' loop about the straight snake at rest, the base free: M* nu_dot =
+    -Sᵀ (K S q + D S nu) with S selecting the joints of nu (eqs. 203, 227 linearised); its
+    eigenvalues lambda must keep |lambda| h <= :data:`RK4_REACH`, and h must keep within
+    the ground's bound (eq. 237).
+
+    Returns:
+        The number of RK4 steps per ``dt``, at least 1.
+    """
+    n = model.n_joints
+    minv = np.linalg.inv(floating_mass_matrix(model, np.eye(3), np.zeros(n)))[:, 6:]
+    stiffness, damping = servo.packed[0], servo.packed[1]
+    zero = np.zeros((6 + n, 6))
+    system = np.block(
+        [
+            [np.zeros((6 + n, 6 + n)), np.eye(6 + n)],
+            [zero, -minv * stiffness, zero, -minv * damping],
+        ]
+    )
+    reach = float(np.max(np.abs(np.linalg.eigvals(system)))) * dt
+    count = max(1, math.ceil(reach / RK4_REACH))
+    if model.ground is not None:
+        bound = stable_step(model.ground, model.masses, float(np.linalg.norm(model.gravity)))
+        count = max(count, math.ceil(dt / bound - 1e-9))
+    return count
+
+
+class CrawlingSimulator(Simulator):
+    """:class:`simulator.Simulator`'s interface for a snake on its ground under its servos:
+    the base and the joints from one RK4 integration of eq. (240), ``dt`` split into
+    :func:`crawling_substeps` steps.
+
+    Starts lying straight along e2 at rest (:func:`floating.lying_state`). :meth:`reset`
+    sets the joints and keeps or replaces the base.
+
+    Args:
+        model: a robot with ``base: floating`` and a ``ground`` (not wheels); gravity acts
+            as the model gives it.
+        dt: step [s].
+        stiffness: PD servo k_p [N m/rad] (without ``servo``).
+        damping: PD servo k_d [N m s/rad] (without ``servo``).
+        servo: the servo model (its dead times are applied by the input source).
+        t0: start time [s].
+
+    Raises:
+        ModelError: a robot without a floating base on a friction ground.
+        SimulationError: bad step, gains or servo model.
+    """
+
+    def __init__(
+        self,
+        model: SnakeModel,
+        dt: float,
+        *,
+        stiffness: ArrayLike = 0.0,
+        damping: ArrayLike = 0.0,
+        servo: ServoModel | None = None,
+        t0: float = 0.0,
+    ) -> None:
+        if model.base != "floating" or model.ground is None or model.wheels:
+            raise ModelError(
+                f"{model.name} does not crawl: the servo-driven ground model needs base: "
+                "floating and a ground: section (not wheels) in its robot file"
+            )
+        check_positive_step(dt)
+        self.model = model
+        self.fast_model = recursive.FastModel(model)
+        self.floating = FastFloatingModel(model)
+        self.dt = dt
+        self.servo = servo_model(stiffness, damping, servo, model.n_joints)
+        self.substeps = crawling_substeps(model, self.servo, dt)
+        self._h = dt / self.substeps
+        check_step(model, self._h)
+        self._packed = self.servo.packed
+        n = model.n_joints
+        lying = lying_state(model)
+        self._y = np.concatenate([lying.position, lying.quaternion, np.zeros(6 + 2 * n)])
+        self.reset(t0, np.zeros(n), np.zeros(n))
+
+    # ------------------------------------------------------------------ state
+    def reset(
+        self, t: float, q: ArrayLike, qd: ArrayLike, base: FloatingState | None = None
+    ) -> None:
+        """Restart at time t [s] from joint angles q [rad] and rates qd [rad/s].
+
+        Args:
+            t: time [s].
+            q: joint angles [rad], (n,).
+            qd: joint rates [rad/s], (n,).
+            base: the tail's pose and velocity to take (its position, quaternion and
+                nu[:6]); None: keep the tail's pose, at rest.
+
+        Raises:
+            StateError: q or q_dot of the wrong shape or not finite.
+        """
+        n = self.model.n_joints
+        q_arr, qd_arr = reset_state(t, q, qd, n)
+        if base is None:
+            self._y[7:BASE] = 0.0
+        else:
+            self._y[:3] = base.position
+            self._y[3:7] = np.asarray(base.quaternion) / np.linalg.norm(base.quaternion)
+            self._y[7:BASE] = base.nu[:6]
+        self._y[BASE : BASE + n] = q_arr
+        self._y[BASE + n :] = qd_arr
+        self._t0, self._count = float(t), 0
+        self._q, self._qd = q_arr, qd_arr
+        self._u = np.concatenate([np.zeros(n), q_arr, np.zeros(n)])
+
+    @property
+    def tau(self) -> FloatArray:
+        """The servo torques at the current state [N m], shape (n,) (eq. 241)."""
+        return np.asarray(recursive.servo_torque(self._packed, self._u, self._q, self._qd))
+
+    @property
+    def y(self) -> FloatArray:
+        """The state of eq. (240) (a copy)."""
+        return self._y.copy()
+
+    @property
+    def base_state(self) -> FloatingState:
+        """The tail's pose and velocity with the joints, as a floating base's state."""
+        y = self._y
+        return FloatingState(
+            y[:3].copy(), y[3:7].copy(), self._q.copy(), np.concatenate([y[7:BASE], self._qd])
+        )
+
+    @property
+    def centre_of_mass(self) -> FloatArray:
+        """The snake's CM [m], shape (3,)."""
+        com, _ = self.centre_and_heading()
+        return com
+
+    def centre_and_heading(self) -> tuple[FloatArray, float]:
+        """The snake's CM [m], (3,), and its heading [rad] (the direction of sum_b R_b e2 in
+        the plane, eq. 238's)."""
+        y = self._y
+        com, heading = mass_centre_and_heading(
+            self.floating.params, y[None, :3].copy(), y[None, 3:7].copy(), self._q[None, :].copy()
+        )
+        return com[0], float(heading[0])
+
+    # ------------------------------------------------------------------ stepping
+    def advance(self, steps: int, source: InputSource) -> tuple[FloatArray, FloatArray]:
+        """Take ``steps`` steps with the inputs of ``source`` at the stage times.
+
+        Returns:
+            q [rad] and q_dot [rad/s] at the end of every step, shape (steps, n) each.
+
+        Raises:
+            SimulationError: the state left the finite numbers; the simulator keeps the
+                last finite state and its time.
+        """
+        n, sub = self.model.n_joints, self.substeps
+        if steps <= 0:
+            return np.empty((0, n)), np.empty((0, n))
+        inputs = source.inputs(self.stage_times(steps))
+        rows = 2 * steps * sub + 1
+        if inputs.shape != (rows, 3 * n):
+            raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
+        qs, qds = np.empty((steps, n)), np.empty((steps, n))
+        y = self._y.copy()
+        done = _crawl_steps(
+            self.floating.params, self.floating.ground, self._packed, y, inputs, self._h, sub,
+            qs, qds,
+        )  # fmt: skip
+        if done > 0:
+            self._y = y
+            self._count += done
+            self._u = inputs[2 * done * sub]
+            self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
+        if done < steps:
+            raise SimulationError(
+                f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
+                "(torques too large for the model: check the commands and servo gains)"
+            )
+        return qs, qds
+
+    def warm_up(self) -> None:
+        """Compile the kernels now (numba's cache), not in the middle of a run."""
+        n = self.model.n_joints
+        recursive.servo_torque(self._packed, np.zeros(3 * n), np.zeros(n), np.zeros(n))
+        crawl_rate(self.floating.params, self.floating.ground, self._packed, self._y, self._u)
+        y = self._y.copy()
+        empty = np.empty((0, n))
+        _crawl_steps(
+            self.floating.params, self.floating.ground, self._packed, y,
+            np.zeros((1, 3 * n)), self._h, 1, empty, empty,
+        )  # fmt: skip
+
+
+def simulate_crawling(
+    model: SnakeModel,
+    motion: Motion,
+    t_end: float,
+    dt: float,
+    servo: ServoModel,
+    every: int = 1,
+    progress: Callable[[float], None] | None = None,
+    source: InputSource | None = None,
+    start: FloatingState | None = None,
+) -> FloatingRun:
+    """A snake on its ground following ``motion`` with its servos (eq. 240), sampled as a
+    floating base's run; the twin of
+    :func:`snake_dynamics.floating.recursive.simulate_prescribed_fast`, which it approaches
+    as the servos grow stiff and fast.
+
+    The run starts at ``start``'s pose (default: lying along e2,
+    :func:`floating.lying_state`) with the joints at motion(0), the base at the velocity
+    that leaves the snake's momentum zero (:func:`floating.momentum_free_base_velocity`).
+
+    Args:
+        model: a robot with ``base: floating`` and a ground.
+        motion: t -> (q, q_dot, q_ddot), the servos' reference (a hobby servo's: the angle,
+            each servo seeing it its dead time late; :class:`MotionInput`).
+        t_end: duration [s].
+        dt: step [s].
+        servo: the servos.
+        every: keep every ``every``-th step.
+        progress: called with the fraction done.
+        source: the servos' inputs instead of ``motion``'s angles (e.g. with rate
+            references or feed-forward).
+        start: the tail's initial pose (its position and quaternion; the rest is set as
+            above).
+
+    Returns:
+        The run; its ``tau`` are the servo torques (eq. 241).
+
+    Raises:
+        ModelError: a robot that does not crawl (see :class:`CrawlingSimulator`).
+        SimulationError: bad step, or the state left the finite numbers.
+    """
+    sim = CrawlingSimulator(model, dt, servo=servo)
+    sim.warm_up()
+    q0, qd0, _ = (np.asarray(x, dtype=float) for x in motion(0.0))
+    pose = sim.base_state if start is None else start
+    base = momentum_free_base_velocity(model, pose.rotation, q0, qd0)
+    sim.reset(0.0, q0, qd0, pose._replace(nu=np.concatenate([base, qd0])))
+    inputs = MotionInput(motion, sim.servo.dead_times) if source is None else source
+    steps = round(t_end / dt)
+    times, states, taus = [sim.time], [sim.base_state], [sim.tau]
+    done = 0
+    while done < steps:
+        batch = min(every, steps - done)
+        sim.advance(batch, inputs)
+        done += batch
+        times.append(sim.time)
+        states.append(sim.base_state)
+        taus.append(sim.tau)
+        if progress is not None:
+            progress(done / steps)
+    positions = np.array([s.position for s in states])
+    quaternions = np.array([s.quaternion for s in states])
+    qs = np.array([s.q for s in states])
+    com, heading = mass_centre_and_heading(sim.floating.params, positions, quaternions, qs)
+    return FloatingRun(
+        np.array(times),
+        positions,
+        quaternions,
+        qs,
+        np.array([s.nu for s in states]),
+        com,
+        heading,
+        np.array(taus),
+    )
+
+
+def warm_up() -> None:
+    """Compile this module's kernels now (numba's cache), not in the middle of a run."""
+    model = SnakeModel.uniform(
+        2, 0.1, 0.1, 0.02, gravity=(0.0, 0.0, -9.81), base="floating", ground=Ground()
+    )
+    CrawlingSimulator(model, 0.001, stiffness=1.0, damping=0.01).warm_up()

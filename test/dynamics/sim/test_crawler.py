@@ -1,0 +1,191 @@
+"""Servos on a free body (docs/mfm.md eqs. 240-242): the compiled rate against the literal
+floating base under the servo torques and the ground; stiff, fast servos converging to the
+prescribed-joint run, first order in 1/K; the power balance closing at RK4's order; the
+pitch servos' torques at rest against the gravity torques computed by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from scipy.integrate import simpson
+
+from snake_dynamics.errors import ModelError
+from snake_dynamics.floating.literal import (
+    FloatingState,
+    body_velocities,
+    floating_energy,
+    floating_force_list,
+    floating_forward_dynamics,
+    ground_force_list,
+    lying_state,
+    rest_state,
+    world_poses,
+)
+from snake_dynamics.floating.recursive import FastFloatingModel, simulate_prescribed_fast
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.ground import Ground, stable_step
+from snake_dynamics.mfm.recursive import servo_torque
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import NOMINAL, ServoModel
+from snake_dynamics.sim.crawler import (
+    BASE,
+    CrawlingSimulator,
+    crawl_rate,
+    crawling_substeps,
+    simulate_crawling,
+)
+from snake_dynamics.sim.simulator import InputSource
+
+FloatArray = NDArray[np.float64]
+GRAVITY = (0.0, 0.0, -9.81)
+RNG = np.random.default_rng(240)
+
+
+def crawler(n: int, axes: str, ground: Ground | None = None) -> SnakeModel:
+    """A small uniform snake on the ground (100 g, 10 cm, 2 cm radius bodies)."""
+    return SnakeModel.uniform(
+        n, 0.1, 0.1, 0.02, axes=axes, gravity=GRAVITY, base="floating", ground=ground or Ground()
+    )
+
+
+class Reference(InputSource):
+    """The gait as the servos' angle and rate reference, no dead time, no feed-forward."""
+
+    def __init__(self, model: SnakeModel, gait: object) -> None:
+        self.n, self.gait = model.n_joints, gait
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = self.n
+        out = np.zeros((t.size, 3 * n))
+        for i, ti in enumerate(t):
+            q, qd, _ = self.gait(float(ti))  # type: ignore[operator]
+            out[i, n : 2 * n], out[i, 2 * n :] = q, qd
+        return out
+
+
+class Hold(InputSource):
+    """Constant angle targets [rad]."""
+
+    def __init__(self, q: list[float]) -> None:
+        self.q = np.array(q)
+
+    def inputs(self, t: FloatArray) -> FloatArray:
+        n = self.q.size
+        out = np.zeros((t.size, 3 * n))
+        out[:, n : 2 * n] = self.q
+        return out
+
+
+def test_compiled_rate_is_the_literal_floating_base_under_servos_and_ground() -> None:
+    model = crawler(5, "xz")
+    servo = ServoModel.uniform(NOMINAL, 5)
+    fm = FastFloatingModel(model)
+    for _ in range(5):
+        state = lying_state(model)
+        q, qd = RNG.normal(0.0, 0.3, 5), RNG.normal(0.0, 1.0, 5)
+        base = RNG.normal(0.0, 0.2, 6)
+        position = state.position + np.array([0.1, -0.2, -0.004])  # pressed into the ground
+        quaternion = np.array([0.02, -0.03, 0.3, 1.0]) / np.linalg.norm([0.02, -0.03, 0.3, 1.0])
+        s = FloatingState(position, quaternion, q, np.concatenate([base, qd]))
+        u = np.concatenate([RNG.normal(0, 0.1, 5), RNG.normal(0, 0.5, 5), RNG.normal(0, 1, 5)])
+        y = np.concatenate([position, quaternion, base, q, qd])
+        rate, tau = crawl_rate(fm.params, fm.ground, servo.packed, y, u)
+        expected_tau = servo_torque(servo.packed, u, q, qd)
+        wrenches = ground_force_list(model, model.ground, s)
+        nu_dot = floating_forward_dynamics(model, s.rotation, q, s.nu, expected_tau, wrenches)
+        np.testing.assert_allclose(tau, expected_tau, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rate[7:BASE], nu_dot[:6], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(rate[BASE + 5 :], nu_dot[6:], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(rate[BASE : BASE + 5], qd, rtol=0, atol=0)
+        np.testing.assert_allclose(rate[:3], s.rotation @ base[:3], rtol=1e-12, atol=1e-15)
+        assert np.linalg.norm(rate[BASE + 5 :]) > 1.0  # the wrenches and torques matter
+        assert np.any(floating_force_list(model, expected_tau, wrenches))
+
+
+def test_stiff_fast_servos_converge_to_prescribed_joints_first_order_in_one_over_k() -> None:
+    model = crawler(4, "z")
+    gait = make_gait("serpenoid", model)
+    t_end, dt = 2.0, 0.0005
+    exact = simulate_prescribed_fast(model, gait, t_end, dt, lying_state(model), 100)
+    errors = []
+    for stiffness in (25.0, 100.0, 400.0, 1600.0):
+        servo = ServoModel.pd(stiffness, 0.01 * math.sqrt(stiffness), 4)  # damping ratio kept
+        run = simulate_crawling(
+            model, gait, t_end, dt, servo, every=100, source=Reference(model, gait)
+        )
+        errors.append(float(np.abs(run.position - exact.position).max()))
+        np.testing.assert_allclose(run.t, exact.t)
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    # each 4x stiffer servo leaves a 4x smaller error: first order in 1/K
+    np.testing.assert_allclose(ratios, 4.0, rtol=0.1)
+    travel = float(np.linalg.norm(exact.position[-1, :2] - exact.position[0, :2]))
+    assert errors[-1] < 1e-3 * travel < errors[0]
+
+
+def test_power_balance_closes_at_rk4_order() -> None:
+    # always in contact (yaw joints, pressed to the springs' rest): a smooth right-hand side
+    ground = Ground(stiffness=2000.0, damping=4.0, velocity_scale=0.05)
+    model = crawler(3, "z", ground)
+    sink = 0.1 * 9.81 / (ground.contacts * ground.stiffness)
+    start = rest_state(model, (0.0, 0.0, 0.02 - sink))
+    gait = make_gait("serpenoid", model)
+    servo = ServoModel.pd(5.0, 0.05, 3)
+    residuals = []
+    for dt in (0.001, 0.0005):
+        run = simulate_crawling(model, gait, 0.5, dt, servo, start=start)
+        energy, power, gross = [], [], 0.0
+        for i in range(run.t.size):
+            s = FloatingState(run.position[i], run.quaternion[i], run.q[i], run.nu[i])
+            energy.append(floating_energy(model, s))  # kinetic + gravity's potential
+            wrench = ground_force_list(model, ground, s)
+            ground_power = float(np.sum(wrench * body_velocities(model, s.rotation, s.q, s.nu)))
+            servo_power = float(run.tau[i] @ run.nu[i, 6:])
+            power.append(servo_power + ground_power)
+            gross += (abs(servo_power) + abs(ground_power)) * dt
+        work = simpson(power, x=run.t)
+        residuals.append(abs(energy[-1] - energy[0] - work))
+        assert residuals[-1] < 1e-4 * gross
+    assert residuals[0] / residuals[1] > 8.0  # RK4 and Simpson: fourth order, at least third
+
+
+def test_pitch_servos_at_rest_carry_the_gravity_torques_computed_by_hand() -> None:
+    model = crawler(2, "xz")  # joint 1 pitch (e1), joint 2 yaw
+    model = dataclasses.replace(model, masses=np.array([1.0, 0.1, 0.1]))  # a heavy tail
+    sim = CrawlingSimulator(model, 0.001, servo=ServoModel.pd(20.0, 0.5, 2))
+    sim.advance(3000, Hold([0.4, 0.0]))  # lift the two front bodies, then settle
+    state = sim.base_state
+    rotations, _ = world_poses(model, state)
+    elevation = math.asin(rotations[1][2, 1])  # of bodies 1 and 2 (joint 2 straight)
+    m1, m2 = model.masses[1:]
+    l1, l2 = model.lengths[1:]
+    by_hand = 9.81 * math.cos(elevation) * (m1 * l1 / 2 + m2 * (l1 + l2 / 2))
+    assert 0.3 < elevation < 0.4  # lifted: the servo's error is K⁻¹ times its torque
+    np.testing.assert_allclose(sim.tau[0], by_hand, rtol=1e-6)
+    assert abs(sim.tau[1]) < 1e-9
+    np.testing.assert_allclose(state.nu, 0.0, atol=1e-9)  # at rest
+    assert sim.tau[0] == pytest.approx(20.0 * (0.4 - state.q[0]), rel=1e-9)
+
+
+def test_the_servos_step_count_follows_the_free_base_and_the_ground() -> None:
+    model = crawler(4, "xz")
+    soft = crawling_substeps(model, ServoModel.pd(1.0, 0.001, 4), 0.001)
+    stiff = crawling_substeps(model, ServoModel.pd(1.0, 1.0, 4), 0.001)
+    assert soft == 1 and stiff > 2  # damping on light links is what is stiff
+    hard = Ground(stiffness=2e6)
+    hard_floor = dataclasses.replace(model, ground=hard)
+    bound = stable_step(hard, model.masses, 9.81)
+    count = crawling_substeps(hard_floor, ServoModel.pd(1.0, 0.001, 4), 0.001)
+    assert count == math.ceil(0.001 / bound) > 5
+
+
+def test_a_robot_that_does_not_crawl_is_refused_in_one_line() -> None:
+    for model in (
+        SnakeModel.uniform(2, 0.1, 0.1, 0.02),
+        SnakeModel.uniform(2, 0.1, 0.1, 0.02, base="floating"),
+    ):
+        with pytest.raises(ModelError, match="base: floating and a ground"):
+            CrawlingSimulator(model, 0.001, stiffness=1.0)
