@@ -1,5 +1,7 @@
-"""A gait on the ground (``snake simulate --ground``): the joints following it exactly, the
-tail free (snake_dynamics.floating.literal, docs/mfm.md eqs. 221-238); and a robot on wheels
+"""A gait on the ground (``snake simulate --ground``, ``snake sweep``): the snake free on its
+ground under its servos (snake_dynamics.sim.crawler, docs/mfm.md eqs. 240-242), or with its
+joints following the gait exactly, the ideal-servo limit (snake_dynamics.floating, eqs.
+221-238); and a robot on wheels
 (``ground: wheels``: the servos and Kane's wheeled model, eqs. 415-417). Travel, speed,
 heading drift and cost of transport on stdout and in the run folder."""
 
@@ -9,7 +11,7 @@ import dataclasses
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import simulate_crawling
 from snake_dynamics.sim.wheeled import simulate_wheeled
 from snake_viz.offline import write_ground_run
 
@@ -25,6 +28,47 @@ from .progress import ProgressBar
 
 #: Samples kept per second of simulated time [Hz].
 SAMPLE_RATE_HZ = 100.0
+
+#: How a run with prescribed joints names its servos.
+IDEAL = "ideal: the joints exactly on the gait (prescribed, eq. 228)"
+
+
+def simulate_on_the_ground(
+    model: SnakeModel,
+    gait: Gait,
+    duration: float,
+    dt: float,
+    servo: ServoModel | None,
+    every: int,
+    progress: Callable[[float], None] | None = None,
+) -> FloatingRun:
+    """``gait`` on ``model`` lying straight on its ground (:func:`on_the_ground`) for
+    ``duration`` [s] at step ``dt`` [s], every ``every``-th step kept: under ``servo``
+    (eqs. 240-242), or with the joints exactly on the gait when ``servo`` is None (eq. 228).
+
+    Raises:
+        snake_dynamics.errors.SimulationError: a step the ground refuses, or a state that
+            left the finite numbers.
+    """
+    grounded = on_the_ground(model)
+    if servo is None:
+        return simulate_prescribed_fast(
+            grounded, gait, duration, dt, lying_state(grounded), every, progress
+        )
+    return simulate_crawling(grounded, gait, duration, dt, servo, every, progress)
+
+
+def ground_servos(
+    robot: Path, model: SnakeModel, stiffness: float, damping: float, ideal: bool
+) -> ServoModel | None:
+    """The servos of a run on the ground: None with ``ideal`` (prescribed joints), PD
+    servos with the gains given (k_p [N m/rad], k_d [N m s/rad]), else the robot config's
+    ``servo:`` section (nominal MG996R servos without one)."""
+    if ideal:
+        return None
+    if stiffness or damping:
+        return ServoModel.pd(stiffness, damping, model.n_joints)
+    return ServoModel.from_yaml(robot, model.joint_names)
 
 
 def run_on_the_ground(
@@ -35,15 +79,17 @@ def run_on_the_ground(
     *,
     duration: float,
     dt: float,
+    servo: ServoModel | None,
     plots: bool,
     quiet: bool,
 ) -> None:
     """Run ``gait`` on ``model`` lying on its ground for ``duration`` seconds (step ``dt``
-    [s]), write the run to ``out`` and print its travel.
+    [s]) under ``servo`` (None: the joints exactly on the gait), write the run to ``out``
+    and print its travel.
 
     Args:
         config: what the run's summary.json records of its settings (``gait`` and ``robot``
-            among them); the ground's parameters and the wall time are added.
+            among them); the ground's parameters, the servos and the wall time are added.
 
     Raises:
         snake_dynamics.errors.SimulationError: a step the ground refuses.
@@ -54,15 +100,17 @@ def run_on_the_ground(
     every = max(1, round(1.0 / (SAMPLE_RATE_HZ * dt)))
     bar = ProgressBar(f"simulating {duration:g} s on the ground") if not quiet else None
     wall = time.perf_counter()
-    run = simulate_prescribed_fast(grounded, gait, duration, dt, lying_state(grounded), every, bar)
+    run = simulate_on_the_ground(model, gait, duration, dt, servo, every, bar)
     wall = time.perf_counter() - wall
     written = {
         **config,
         "ground": dataclasses.asdict(ground),
         "gravity_mps2": grounded.gravity.tolist(),
+        "servo": IDEAL if servo is None else servo.describe(),
         "wall_time_s": wall,
     }
-    _report(model, run, written, "on the ground", wall, out, duration=duration, dt=dt, plots=plots)
+    where = "on the ground, " + ("ideal servos" if servo is None else "under its servos")
+    _report(model, run, written, where, wall, out, duration=duration, dt=dt, plots=plots)
 
 
 def run_on_wheels(

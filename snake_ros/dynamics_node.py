@@ -28,14 +28,16 @@ rest). Torque mode integrates the model, which has no joint stops, as it is: its
 turn past the limits.
 
 A robot config with ``base: floating`` (docs/mfm.md, "The floating base") puts the snake on
-its ground: beside the joint simulation a
-:class:`~snake_dynamics.floating.recursive.FastBaseTracker` moves the free tail under the predicted
-joints (eqs. 228, 239), starting straight on the
-ground at the origin (the joints' simulation keeps its tail fixed and leaves gravity to the
-ground the links rest on), and the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in
-``world``, its velocity in the tail's frame ``<namespace>/base_link``) with every state
-and, where tf2_ros is installed, the transform world -> <namespace>/base_link. A restart
-keeps the pose.
+its ground. By default (``ground_model: servos``) the servo model's torques drive the free
+body on the ground, joints and base from one simulation
+(:class:`~snake_dynamics.sim.crawler.CrawlingSimulator`, eqs. 240-242): gravity, contact and
+friction load the servos, and the efforts published are their torques. With
+``ground_model: prescribed`` the joints come from the fixed-tail servo simulation without the
+body's load, and a :class:`~snake_dynamics.floating.recursive.FastBaseTracker` moves the free
+tail under them (eqs. 228, 239), starting straight on the ground at the origin. Either way
+the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in ``world``, its velocity
+in the tail's frame ``<namespace>/base_link``) with every state and, where tf2_ros is
+installed, the transform world -> <namespace>/base_link. A restart keeps the pose.
 
 A robot config with ``ground: wheels`` (docs/mfm.md, "A robot on wheels") rolls on a
 passive wheel per body: the joints and the tail come together from Kane's model of the
@@ -61,10 +63,11 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.floating.literal import FloatingState
+from snake_dynamics.floating.literal import FloatingState, on_the_ground
 from snake_dynamics.floating.recursive import FastBaseTracker
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
@@ -90,6 +93,8 @@ from .common import (
 )
 
 MODES = ("prescribed", "torque")
+#: What moves a floating robot: its servos on the free body, or the prescribed base.
+GROUND_MODELS = ("servos", "prescribed")
 #: Unread commands kept: 1 s at 100 Hz. Each is a sample of the reference; one dropped
 #: (a burst, or a node busy for a moment) would leave a gap in the interpolation.
 COMMAND_QUEUE_DEPTH = 100
@@ -108,6 +113,17 @@ class DynamicsNode(Node):
         config = declare_robot_config(self)
         self._mode = declare_string(
             self, "mode", "prescribed", "input of the simulation", choices=MODES, read_only=True
+        )
+
+        ground_model = declare_string(
+            self,
+            "ground_model",
+            "servos",
+            "on a floating robot: servos = the servo model's torques drive the free body on its "
+            "ground, joints and base one simulation (eqs. 240-242); prescribed = the joints "
+            "from the servos without the body's load, the base moved by them (eqs. 228, 239)",
+            choices=GROUND_MODELS,
+            read_only=True,
         )
 
         def static(name: str, default: float, low: float, high: float, text: str) -> float:
@@ -137,14 +153,17 @@ class DynamicsNode(Node):
         n = self._model.n_joints
         prescribed = self._mode == "prescribed"
         servo = ServoModel.from_yaml(path, self._model.joint_names) if prescribed else None
-        # on the ground the links rest on it: the joints' simulation leaves gravity to it
         floating = self._model.base == "floating"
-        joints = replace(self._model, gravity=np.zeros(3)) if floating else self._model
-        self._sim = (
-            WheeledSimulator(self._model, 1.0 / sim_rate, servo=servo)
-            if self._model.wheels
-            else Simulator(joints, 1.0 / sim_rate, servo=servo)
-        )
+        crawling = floating and not self._model.wheels and ground_model == "servos"
+        tracked = floating and not self._model.wheels and not crawling
+        self._sim: Simulator
+        if self._model.wheels:
+            self._sim = WheeledSimulator(self._model, 1.0 / sim_rate, servo=servo)
+        elif crawling:
+            self._sim = CrawlingSimulator(on_the_ground(self._model), 1.0 / sim_rate, servo=servo)
+        else:  # on the ground the links rest on it: the joints' simulation leaves gravity to it
+            joints = replace(self._model, gravity=np.zeros(3)) if tracked else self._model
+            self._sim = Simulator(joints, 1.0 / sim_rate, servo=servo)
         self._reference = CommandReference(np.zeros(n), timeout)
         self._torques = TorqueInput(n, timeout)
         self._source: InputSource = (
@@ -157,7 +176,6 @@ class DynamicsNode(Node):
         self._max_lag = max_lag
         self._max_steps = max(1, round(max_lag * sim_rate))
         self._sim.warm_up()
-        tracked = floating and not self._model.wheels  # on wheels the simulator has the base
         self._base = FastBaseTracker(self._model, 1.0 / sim_rate) if tracked else None
         if self._base is not None:  # compile its kernels now, then start from the same pose
             lying = self._base.state
@@ -333,7 +351,7 @@ class DynamicsNode(Node):
         self._pub.publish(msg)
         if self._base is not None:
             self._publish_base(msg.header.stamp, self._base.state)
-        elif isinstance(self._sim, WheeledSimulator):
+        elif isinstance(self._sim, (WheeledSimulator, CrawlingSimulator)):
             self._publish_base(msg.header.stamp, self._sim.base_state)
         self._log_status()
 

@@ -23,7 +23,7 @@ from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
 from snake_ros.paths import robot_config
 
 from ..errors import UsageError
-from ..locomotion import run_on_the_ground, run_on_wheels
+from ..locomotion import ground_servos, run_on_the_ground, run_on_wheels
 from ..progress import ProgressBar
 from .options import name_values, non_negative, positive, report_error
 
@@ -89,8 +89,15 @@ def register(sub: Subparsers) -> None:
         "--ground",
         action="store_true",
         help="the snake free on the ground under gravity (its robot file's ground:, else the "
-        "defaults), the joints exactly on the gait: reports travel, speed, heading drift and "
-        "cost of transport",
+        "defaults), driven by its servos (the robot file's servo:, or --servo-stiffness and "
+        "--servo-damping): reports travel, speed, heading drift and cost of transport; implied "
+        "by a robot file with base: floating and a ground:",
+    )
+    p.add_argument(
+        "--ideal-servos",
+        action="store_true",
+        help="on the ground: the joints exactly on the gait (prescribed), the limit of stiff, "
+        "fast servos",
     )
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/simulate-...)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -107,6 +114,7 @@ def register(sub: Subparsers) -> None:
             method=a.method,
             tolerance=a.tolerance,
             ground=a.ground,
+            ideal_servos=a.ideal_servos,
             output=a.output,
             plots=not a.no_plots,
             quiet=a.quiet,
@@ -126,6 +134,7 @@ def run(
     method: Literal["fast", "literal"],
     tolerance: float,
     ground: bool,
+    ideal_servos: bool,
     output: Path | None,
     plots: bool,
     quiet: bool,
@@ -177,14 +186,28 @@ def run(
             quiet=quiet,
         )
         return 0
+    ground = ground or (model.base == "floating" and model.ground is not None)
+    if ideal_servos and not ground:
+        raise UsageError("--ideal-servos applies on the ground: add --ground")
     if ground:
-        if servo_stiffness or servo_damping or method != "fast":
+        if method != "fast" or (ideal_servos and (servo_stiffness or servo_damping)):
             raise UsageError(
-                "--ground runs the joints exactly on the gait (the compiled floating MFM): drop "
-                "--servo-stiffness, --servo-damping and --method"
+                "on the ground the compiled floating MFM runs (drop --method); --ideal-servos "
+                "puts the joints exactly on the gait (drop --servo-stiffness and --servo-damping)"
             )
+        servo = ground_servos(
+            robot_config(robot), model, servo_stiffness, servo_damping, ideal_servos
+        )
         run_on_the_ground(
-            model, trajectory, config, out, duration=duration, dt=dt, plots=plots, quiet=quiet
+            model,
+            trajectory,
+            config,
+            out,
+            duration=duration,
+            dt=dt,
+            servo=servo,
+            plots=plots,
+            quiet=quiet,
         )
         return 0
     bar = ProgressBar(f"simulating {duration:g} s", stream=sys.stderr) if not quiet else None

@@ -21,16 +21,15 @@ from snake_dynamics.errors import SimulationError
 from snake_dynamics.floating.literal import (
     check_step,
     locomotion,
-    lying_state,
     on_the_ground,
 )
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
 from ..errors import UsageError
+from ..locomotion import IDEAL, ground_servos, simulate_on_the_ground
 from .options import name_values, positive
 
 if TYPE_CHECKING:
@@ -79,14 +78,15 @@ def parse_axis(text: str, option: str) -> Axis:
 
 
 def run_point(
-    robot: str, gait: str, params: dict[str, float], duration: float, dt: float
+    robot: str, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
 ) -> SweepPoint:
-    """One grid point: the gait with ``params`` on the robot on its ground (a worker)."""
-    model = on_the_ground(SnakeModel.from_yaml(robot))
+    """One grid point: the gait with ``params`` on the robot on its ground, under the robot
+    file's servos or (``ideal``) with the joints exactly on the gait (a worker)."""
+    model = SnakeModel.from_yaml(robot)
     trajectory = make_gait(gait, model, **params)
-
-    run = simulate_prescribed_fast(model, trajectory, duration, dt, lying_state(model), every=10)
-    return SweepPoint(params, locomotion(model, run))
+    servo = ground_servos(Path(robot), model, 0.0, 0.0, ideal)
+    run = simulate_on_the_ground(model, trajectory, duration, dt, servo, every=10)
+    return SweepPoint(params, locomotion(on_the_ground(model), run))
 
 
 def run(
@@ -98,6 +98,7 @@ def run(
     fixed: Mapping[str, float],
     duration: float,
     dt: float,
+    ideal_servos: bool,
     jobs: int,
     output: Path | None,
     plots: bool,
@@ -131,10 +132,11 @@ def run(
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
     for params in points:  # every point's parameters valid before any run starts
         make_gait(gait, model, **params)
-    try:
-        check_step(model, dt)
-    except SimulationError as exc:
-        raise UsageError(f"--dt: {exc}") from None
+    if ideal_servos:  # under servos the RK4 step is split to suit the ground (eq. 242)
+        try:
+            check_step(model, dt)
+        except SimulationError as exc:
+            raise UsageError(f"--dt: {exc}") from None
     steps = round(duration / dt)
     if steps < 10 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
         raise UsageError(
@@ -146,11 +148,12 @@ def run(
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
     workers = jobs or os.cpu_count() or 1
+    servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
     start = time.monotonic()
     results: list[SweepPoint | None] = [None] * len(points)
     with ProcessPoolExecutor(max_workers=min(workers, len(points))) as pool:
         futures = {
-            pool.submit(run_point, config_path, gait, p, duration, dt): i
+            pool.submit(run_point, config_path, gait, p, duration, dt, ideal_servos): i
             for i, p in enumerate(points)
         }
         for done, future in enumerate(as_completed(futures), 1):
@@ -170,6 +173,7 @@ def run(
         "fixed": dict(fixed),
         "duration_s": duration,
         "dt_s": dt,
+        "servo": IDEAL if servo is None else servo.describe(),
         "jobs": workers,
         "wall_time_s": time.monotonic() - start,
     }
@@ -216,6 +220,11 @@ def register(sub: Subparsers) -> None:
         "--duration", type=positive, default=4.0, help="simulated time per point [s] (default: 4)"
     )
     p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument(
+        "--ideal-servos",
+        action="store_true",
+        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
+    )
     p.add_argument("--jobs", "-j", type=int, default=0, help="parallel runs (default: the cores)")
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/sweep-...)")
     p.add_argument("--no-plots", action="store_true", help="only the CSV and JSON")
@@ -229,6 +238,7 @@ def register(sub: Subparsers) -> None:
             fixed=name_values(a.set, "--set"),
             duration=a.duration,
             dt=a.dt,
+            ideal_servos=a.ideal_servos,
             jobs=a.jobs,
             output=a.output,
             plots=not a.no_plots,

@@ -233,14 +233,24 @@ def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
         (["simulate", "--duration", "-1"], "expected a finite number > 0"),
         (["simulate", "--tolerance", "0"], "argument --tolerance: expected a finite number > 0"),
         (["simulate", "--gait", "slither"], "invalid choice: 'slither'"),
-        (["simulate", "--ground", "--servo-stiffness", "1"], "drop --servo-stiffness"),
-        (["simulate", "--ground", "--dt", "0.005"], "dt = 5 ms is over the 1.19 ms the ground"),
+        (
+            ["simulate", "--ground", "--ideal-servos", "--servo-stiffness", "1"],
+            "drop --servo-stiffness",
+        ),
+        (["simulate", "--ideal-servos"], "--ideal-servos applies on the ground"),
+        (
+            ["simulate", "--ground", "--ideal-servos", "--dt", "0.005"],
+            "dt = 5 ms is over the 1.19 ms the ground",
+        ),
         (["sweep", "--x", "amplitude=0.1"], "--x expects NAME=LOW:HIGH[:COUNT]"),
         (["sweep", "--y", "amplitude=0.1:0.2"], "--x and --y both sweep amplitude"),
         (["sweep", "--set", "frequency=1"], "--set frequency is swept by --x/--y"),
         (["sweep", "--x", "amplitude=0.5:3"], "serpenoid.amplitude must be in [0, 1.5] rad"),
         (["sweep", "--x", "wiggle=0:1:2"], "has no parameter(s) ['wiggle']"),
-        (["sweep", "--dt", "0.002"], "--dt: dt = 2 ms is over the 1.19 ms the ground allows"),
+        (
+            ["sweep", "--ideal-servos", "--dt", "0.002"],
+            "--dt: dt = 2 ms is over the 1.19 ms the ground allows",
+        ),
         (["sweep", "--jobs", "-1"], "--jobs must be >= 0"),
     ],
 )

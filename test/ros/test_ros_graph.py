@@ -45,9 +45,11 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from snake_dynamics import SnakeModel, make_gait  # noqa: E402
+from snake_dynamics.floating.literal import FloatingState, on_the_ground  # noqa: E402
 from snake_dynamics.gaits import JointTrajectory  # noqa: E402
 from snake_dynamics.mfm.integrators import Servo, simulate  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402
+from snake_dynamics.sim.crawler import CrawlingSimulator  # noqa: E402
 from snake_dynamics.sim.simulator import MotionInput, stable_substeps  # noqa: E402
 from snake_dynamics.sim.wheeled import WheeledSimulator  # noqa: E402
 
@@ -411,13 +413,15 @@ def test_on_the_ground_the_node_publishes_the_travelling_base(listener: Listener
     joint state an Odometry of the same stamp (world -> <ns>/base_link); the tail stays on
     the ground, unit quaternions, and it travels under the gait; the twist is the pose's rate
     (linear: R_0 v_0 against the positions' differences; angular: w_0 against the
-    quaternions'), so its frame is the tail's, as nav_msgs asks."""
+    quaternions'), so its frame is the tail's, as nav_msgs asks; joints and base come from one
+    simulation under the servos: the offline CrawlingSimulator, started from a state and its
+    odometry, reproduces every later joint angle and tail position."""
     odoms: list[Odometry] = []
 
     def listen(node: Node) -> None:
         node.create_subscription(Odometry, "/ground/odom", odoms.append, 100)
 
-    states, _ = _lockstep(listener, "ground", ROOT / "config" / "robot_ground.yaml", 2.0, listen)
+    states, gait = _lockstep(listener, "ground", ROOT / "config" / "robot_ground.yaml", 2.0, listen)
     listener.spin_until(lambda: len(odoms) >= len(states), 20.0, "an odom per state")
     assert [o.header.stamp for o in odoms] == [
         Time(nanoseconds=round(s.stamp * 1e9)).to_msg() for s in states
@@ -460,6 +464,25 @@ def test_on_the_ground_the_node_publishes_the_travelling_base(listener: Listener
     turn = (rotations[:-1].inv() * rotations[1:]).as_rotvec() / dt[:, None]  # tail frame
     error = np.max(np.abs(turn - 0.5 * (w[1:] + w[:-1])), axis=1)[moving[1:]]
     assert np.median(error) < 0.02 * np.max(np.abs(w[moving]))
+    # joints and base are one simulation under the servos (ground_model: servos): from a
+    # state and its odometry, the offline CrawlingSimulator reproduces both
+    robot = ROOT / "config" / "robot_ground.yaml"
+    model = on_the_ground(SnakeModel.from_yaml(robot))
+    servos = ServoModel.from_yaml(robot, model.joint_names)
+    i0 = int(np.argmax(moving))
+    start = states[i0]
+    sim = CrawlingSimulator(model, 1.0 / DYN_CONFIG["sim_rate"], servo=servos)
+    base = FloatingState(p[i0], quat[i0], start.q, np.concatenate([v[i0], w[i0], start.qd]))
+    sim.reset(0.0, start.q, start.qd, base)
+    offset = start.stamp - CLOCK_START_S
+    source = MotionInput(lambda t: gait(t + offset), servos.dead_times)  # angles only
+    q_error = p_error = 0.0
+    for state, position in zip(states[i0 + 1 :], p[i0 + 1 :], strict=True):
+        sim.advance(round((state.stamp - start.stamp) / sim.dt) - round(sim.time / sim.dt), source)
+        q_error = max(q_error, float(np.max(np.abs(state.q - sim.q))))
+        p_error = max(p_error, float(np.max(np.abs(position - sim.base_state.position))))
+    print(f"live crawler vs offline: joints {q_error:.2g} rad, tail {p_error:.2g} m")
+    assert q_error < 1e-6 and p_error < 1e-6, (q_error, p_error)
 
 
 def _set(graph: Graph, name: str, value: Any) -> Any:
