@@ -74,6 +74,7 @@ setup(
             "replay_node = snake_viz.replayer:main",
             "gait_node = snake_ros.gait_node:main",
             "dynamics_node = snake_ros.dynamics_node:main",
+            "pose_sensor_node = snake_ros.pose_sensor_node:main",
         ],
     },
 )

@@ -5,8 +5,9 @@ firmware``), starts the unmodified ELF paced to real time, reads the pty the run
 and, when asked, puts socat in front of it as the Wi-Fi bridge (TCP or UDP on 127.0.0.1).
 With a plant file it also starts the physical plant (:mod:`snake_bringup.plant_bridge`:
 servos, body and feedback potentiometers) and connects it to the runner by a socket pair,
-exchanged with in lock-step every emulated millisecond. It only starts, watches and stops
-processes.
+exchanged with in lock-step every emulated millisecond; a plant with a pose sensor sends its
+readings to a UDP port on 127.0.0.1 chosen here (:attr:`Endpoint.pose_port`, where
+``pose_sensor_node`` listens). It only starts, watches and stops processes.
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ class EmulatorError(BringupError, RuntimeError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a driver connects: ``transport`` serial/tcp/udp and ``port`` (device or number)."""
+    """Where a driver connects: ``transport`` serial/tcp/udp and ``port`` (device or number);
+    and where the emulated pose sensor's datagrams arrive: UDP ``pose_port`` on 127.0.0.1
+    (None: no pose sensor)."""
 
     transport: str
     port: str
     host: str = "127.0.0.1"
+    pose_port: int | None = None
 
     def __str__(self) -> str:
         if self.transport == "serial":
@@ -198,6 +202,7 @@ class Emulator:
         self.plant = plant
         self.robot = robot
         self.plant_log = plant_log
+        self.pose_port: int | None = None  # the plant's pose sensor sends here (if it has one)
         self.plant_proc: subprocess.Popen[str] | None = None
         self.started = 0.0  # time.monotonic() when simavr started [s]
         self._drainer: threading.Thread | None = None
@@ -213,8 +218,8 @@ class Emulator:
         if self.pty is None:
             raise EmulatorError("the emulator is not running")
         if self.bridge is None:
-            return Endpoint("serial", self.pty)
-        return Endpoint(self.bridge, str(self.bridge_port))
+            return Endpoint("serial", self.pty, pose_port=self.pose_port)
+        return Endpoint(self.bridge, str(self.bridge_port), pose_port=self.pose_port)
 
     def start(self) -> Endpoint:
         """Build if needed, start simavr (and socat); return the endpoint."""
@@ -281,6 +286,7 @@ class Emulator:
         args += ["--robot", str(robot_config(self.robot))]
         args += ["--plant", str(robot_config(str(self.plant)))]  # a file, or a config name
         args += ["--log", str(self.plant_log)] if self.plant_log is not None else []
+        args += ["--pose-port", str(free_port(socket.SOCK_DGRAM))]  # used with a pose sensor
         self.plant_proc = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -302,6 +308,8 @@ class Emulator:
             self.stop()
             raise EmulatorError(lines[-1] if lines else "the plant process ended silently")
         self.output.append(line.strip())
+        pose = re.search(r"\bpose_port=(\d+)", line)
+        self.pose_port = int(pose[1]) if pose else None
         self._plant_drainer = threading.Thread(
             target=self._drain, args=(self.plant_proc.stdout,), daemon=True
         )

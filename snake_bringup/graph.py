@@ -256,10 +256,11 @@ def hardware_graph(
     robot_clock: bool = False,
     auth_key: str = "",
     report_dir: Path | None = None,
+    pose_port: int | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
-    compare_node comparing the two.
+    compare_node comparing the two; (``pose_port``) pose_sensor_node -> /measured/pose.
 
     Args:
         robot: robot YAML file or config name (model and servo calibration).
@@ -279,6 +280,9 @@ def hardware_graph(
         report_dir: with ``dynamics``, compare_node's report goes to ``report_dir/compare``
             (a run's folder; None: compare_node's default under ``$ROS_HOME``, for
             ``ros2 launch``).
+        pose_port: the emulated pose sensor's UDP port (``Endpoint.pose_port``): its
+            readings on /measured/pose (None: no pose sensor; a real one's driver is
+            started apart, its topic remapped to /measured/pose).
 
     Raises:
         GraphError: unknown transport, or an auth_key that is not 32 hex digits.
@@ -312,6 +316,9 @@ def hardware_graph(
         ),
         *_robot_description(MEASURED_NAMESPACE, urdf, common),
     ]
+    if pose_port is not None:
+        pose = {**common, "port": pose_port}
+        nodes.append(NodeSpec(PACKAGE, "pose_sensor_node", "pose_sensor_node", parameters=(pose,)))
     if dynamics:
         nodes += [
             _dynamics_node(robot_params),

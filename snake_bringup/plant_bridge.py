@@ -6,21 +6,26 @@ prints ``PLANT ready ...`` once its kernels are compiled, then answers every emu
 millisecond until the runner closes the socket::
 
     python -m snake_bringup.plant_bridge --fd 3 --robot config/robot.yaml \\
-        --plant config/plant.yaml [--log angles.csv]
+        --plant config/plant.yaml [--log angles.csv] [--pose-port PORT]
 
 With ``--log`` it writes, per tick, the time [s] and every joint's angle and target [rad].
+With ``--pose-port`` and a plant file with a ``pose_sensor:``, it sends each reading the
+sensor delivers (:func:`snake_dynamics.sim.pose_sensor.encode`) as a UDP datagram to
+127.0.0.1:PORT, at its delivery time in emulated time (``pose_sensor_node`` listens there),
+and its ready line says ``pose_port=PORT``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import signal
 import socket
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -28,6 +33,7 @@ from typing import IO
 from snake_driver.calibration import ChannelCalibration, load_servo_map
 from snake_dynamics.errors import SnakeError
 from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
+from snake_dynamics.sim.pose_sensor import encode
 
 from .errors import BringupError
 
@@ -83,6 +89,7 @@ class ServeStats:
         busy_s: wall time spent stepping the plant [s].
         ignored_pulses: pulses outside the servos' decoder range (simavr's glitches,
             :data:`snake_dynamics.sim.plant.DECODER_US`), which the servos did not follow.
+        poses_sent: pose sensor readings sent (none without a pose sensor or a port).
     """
 
     ticks: int = 0
@@ -91,6 +98,7 @@ class ServeStats:
     behind_s: float = 0.0
     busy_s: float = 0.0
     ignored_pulses: int = 0
+    poses_sent: int = 0
 
     def __str__(self) -> str:
         rate = self.emulated_s / self.wall_s if self.wall_s > 0 else 0.0
@@ -98,12 +106,18 @@ class ServeStats:
             f"ticks={self.ticks} emulated_s={self.emulated_s:.3f} wall_s={self.wall_s:.3f} "
             f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
             f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%} "
-            f"ignored_pulses={self.ignored_pulses}"
+            f"ignored_pulses={self.ignored_pulses} poses_sent={self.poses_sent}"
         )
 
 
-def serve(plant: Plant, sock: socket.socket, log: IO[str] | None = None) -> ServeStats:
-    """Answer the runner's records until it closes the socket."""
+def serve(
+    plant: Plant,
+    sock: socket.socket,
+    log: IO[str] | None = None,
+    send_pose: Callable[[bytes], object] | None = None,
+) -> ServeStats:
+    """Answer the runner's records until it closes the socket; hand each pose sensor
+    reading's datagram to ``send_pose`` when it is delivered (None: drop them)."""
     request = bytearray(REQUEST.size)
     view = memoryview(request)
     stats = ServeStats()
@@ -124,6 +138,10 @@ def serve(plant: Plant, sock: socket.socket, log: IO[str] | None = None) -> Serv
         t = tick * period_us * 1e-6
         mv = plant.step(t, widths, ages)
         sock.sendall(REPLY.pack(*(int(v) for v in mv)))
+        for reading in plant.pose_readings():
+            if send_pose is not None:
+                send_pose(encode(reading))
+                stats.poses_sent += 1
         if stats.ticks == 0:
             t_first, wall_first = t, wall
         stats.ticks += 1
@@ -143,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--robot", type=Path, required=True, help="robot config (YAML)")
     parser.add_argument("--plant", type=Path, required=True, help="plant file (YAML)")
     parser.add_argument("--log", type=Path, help="write time, angles and targets here (CSV)")
+    parser.add_argument("--pose-port", type=int, help="send pose readings to this UDP port")
     args = parser.parse_args(argv)
     try:
         plant = build_plant(args.robot, args.plant)
@@ -152,14 +171,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     plant.sim.warm_up()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
     sock = socket.socket(fileno=args.fd)
-    print(f"PLANT ready {plant.params.servo.describe()}", flush=True)
+    pose_port = args.pose_port if plant.pose_sensor is not None else None
+    ready = "" if pose_port is None else f"pose_port={pose_port} "
+    print(f"PLANT ready {ready}{plant.params.servo.describe()}", flush=True)
     log = args.log.open("w") if args.log else None
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def send_pose(datagram: bytes) -> None:
+        with contextlib.suppress(OSError):  # nobody listening (yet): lost, as on a network
+            udp.sendto(datagram, ("127.0.0.1", pose_port))
+
     try:
         if log is not None:
             names = plant.model.joint_names
             log.write(",".join(["t", *names, *(f"{j}_target" for j in names)]) + "\n")
-        stats = serve(plant, sock, log)
+        stats = serve(plant, sock, log, None if pose_port is None else send_pose)
     finally:
+        udp.close()
         if log is not None:
             log.close()
     print(f"PLANT end {stats}", flush=True)

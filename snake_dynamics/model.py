@@ -193,13 +193,15 @@ def _merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def read_robot_yaml(path: str | Path) -> Any:
-    """A robot config's document, with its ``base:`` overlays resolved.
+def read_robot_yaml(path: str | Path, what: str = "robot file") -> Any:
+    """A robot config's document (or a plant file's: ``what`` names it in errors), with its
+    ``base:`` overlays resolved.
 
     A robot config may start from another one: ``base: robot.yaml`` (a path relative to
     this file's folder, or absolute) loads that file first and lays this file's sections
     over it, mapping by mapping (e.g. ``servo: {defaults: {dead_time: 0.02}}`` changes one
-    value and keeps the rest). ``snake identify`` writes its results as such an overlay.
+    value and keeps the rest). ``snake identify`` writes its results as such an overlay; a
+    plant file may start from another plant file the same way.
 
     Raises:
         ModelError: a file that cannot be read, bad YAML, a ``base:`` that is not a path,
@@ -207,19 +209,19 @@ def read_robot_yaml(path: str | Path) -> Any:
     """
     path = Path(path)
     chain = [path]
-    doc = read_yaml(path, "robot file")
+    doc = read_yaml(path, what)
     while isinstance(doc, Mapping) and "base" in doc:
         base = doc["base"]
         if not isinstance(base, str) or not base.strip():
-            raise ModelError(f"{chain[-1]}: base must be the path of a robot file, got {base!r}")
+            raise ModelError(f"{chain[-1]}: base must be the path of a {what}, got {base!r}")
         if len(chain) > MAX_OVERLAYS:
             raise ModelError(f"{path}: more than {MAX_OVERLAYS} nested base: files (a cycle?)")
         base_path = chain[-1].parent / base
         chain.append(base_path)
         overlay = {k: v for k, v in doc.items() if k != "base"}
-        under = read_yaml(base_path, f"robot file (base of {chain[-2]})")
+        under = read_yaml(base_path, f"{what} (base of {chain[-2]})")
         if not isinstance(under, Mapping):
-            raise ModelError(f"{base_path}: a robot file is a mapping of sections")
+            raise ModelError(f"{base_path}: a {what} is a mapping of sections")
         doc = _merged(under, overlay)
     return doc
 

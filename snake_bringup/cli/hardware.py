@@ -109,6 +109,7 @@ def run(
             robot_clock=emulate,  # the emulated robot's clock drives the graph
             auth_key=key,
             report_dir=out,
+            pose_port=endpoint.pose_port,
         )
 
     if not emulate:

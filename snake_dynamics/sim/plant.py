@@ -11,12 +11,20 @@ millisecond). A channel without pulses for :data:`LIMP_AFTER` is limp: no torque
 gearbox's ``limp_damping``. Each joint's potentiometer turns with the servo shaft and gives
 offset_mv + mv_per_rad * shaft angle plus Gaussian noise, in whole millivolts.
 
-The plant file (:func:`load_plant`, e.g. config/plant.yaml)::
+With a ``ground:`` the body is free on a floor under gravity (the robot config's model made
+floating, :func:`snake_dynamics.floating.literal.on_the_ground`, with the plant file's
+floor): the servos move it across the floor (:class:`CrawlingSimulator`), and a
+``pose_sensor:`` (:mod:`snake_dynamics.sim.pose_sensor`) tracks a marker on one body, as a
+motion-capture system would. Without one the tail is fixed and there is no gravity.
+
+The plant file (:func:`load_plant`, e.g. config/plant.yaml, config/plant_floor.yaml)::
 
     servo: {defaults: {...}, joints: {joint_k: {...}}}  # the robot config's servo: keys
     mass_scale: 1.1          # body masses and inertias times this, > 0
     limp_damping: 0.05       # [N m s/rad] a joint without pulses, >= 0
     potentiometer: {mv_per_rad: 1273.24, offset_mv: 2500.0, noise_mv: 3.0, seed: 1}
+    ground: {mu_along: 0.12, mu_across: 0.45, ...}  # snake_dynamics.ground.Ground's keys
+    pose_sensor: {rate: 100.0, latency: 0.02, ...}  # PoseSensorParams' keys; needs ground
 """
 
 from __future__ import annotations
@@ -29,10 +37,15 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import ModelError
-from snake_dynamics.model import SnakeModel, read_yaml
+from snake_dynamics.floating.literal import FloatingState, on_the_ground, world_poses
+from snake_dynamics.ground import Ground
+from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.servo import ServoModel, ServoParams
+from snake_dynamics.sim.crawler import CrawlingSimulator
+from snake_dynamics.sim.pose_sensor import Pose, PoseReading, PoseSensor, PoseSensorParams
 from snake_dynamics.sim.simulator import InputSource, Simulator
 
 FloatArray = NDArray[np.float64]
@@ -50,7 +63,7 @@ DECODER_US = (300.0, 3000.0)
 #: Millivolts meaning "no value for this channel" in the runner's reply.
 NO_VOLTAGE = 0xFFFF
 
-_KEYS = ("servo", "mass_scale", "limp_damping", "potentiometer")
+_KEYS = ("servo", "mass_scale", "limp_damping", "potentiometer", "ground", "pose_sensor")
 _POT_KEYS = ("mv_per_rad", "offset_mv", "noise_mv", "seed")
 
 
@@ -80,6 +93,8 @@ class PlantParams:
         mass_scale: the body's masses and inertias relative to the robot config's.
         limp_damping: a limp joint's gearbox damping [N m s/rad].
         potentiometer: the feedback potentiometers (the same on every joint).
+        ground: the floor the body lies on (None: the tail fixed, no gravity).
+        pose_sensor: the external pose sensor (None: none; needs ``ground``).
         source: the plant file.
     """
 
@@ -87,6 +102,8 @@ class PlantParams:
     mass_scale: float = 1.0
     limp_damping: float = 0.05
     potentiometer: Potentiometer = Potentiometer()
+    ground: Ground | None = None
+    pose_sensor: PoseSensorParams | None = None
     source: str = "built in"
 
 
@@ -132,6 +149,14 @@ def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> Pla
     )
     if mv_per_rad == 0.0:
         raise ModelError("potentiometer.mv_per_rad must not be 0 mV/rad")
+    ground = doc.get("ground")
+    if ground is not None and not isinstance(ground, Mapping):
+        raise ModelError(
+            f"ground must be a mapping of snake_dynamics.ground.Ground's keys, got {ground!r}"
+        )
+    sensor = doc.get("pose_sensor")
+    if sensor is not None and ground is None:
+        raise ModelError("pose_sensor needs a ground: (a fixed-tail plant does not move)")
     return PlantParams(
         servo=servo,
         mass_scale=_number(doc.get("mass_scale", 1.0), "mass_scale", 0.0, False, "(ratio)"),
@@ -146,19 +171,27 @@ def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> Pla
             ),
             seed=seed,
         ),
+        ground=None if ground is None else Ground.from_dict(ground),
+        pose_sensor=(
+            None
+            if sensor is None
+            else PoseSensorParams.from_dict(sensor, n_bodies=len(joint_names) + 1)
+        ),
         source=source,
     )
 
 
 def load_plant(path: str | Path, joint_names: Sequence[str]) -> PlantParams:
-    """Read a plant file (see the module's docstring for its keys).
+    """Read a plant file (see the module's docstring for its keys; ``base: plant.yaml``
+    starts from another plant file and lays this one's keys over it, as a robot config's
+    ``base:`` does).
 
     Raises:
         ModelError: unreadable file, not YAML, unknown keys or bad values; one line naming
             the file and the key.
     """
     path = Path(path)
-    doc = read_yaml(path, "plant file")
+    doc = read_robot_yaml(path, "plant file")
     try:
         return plant_from_dict(doc, joint_names, str(path))
     except ModelError as exc:
@@ -262,10 +295,15 @@ class Plant:
     """The robot's servos and body, stepped by the emulated MCU's clock.
 
     Args:
-        model: the robot's body (the robot config's; ``params.mass_scale`` is applied here).
+        model: the robot's body (the robot config's; ``params.mass_scale`` is applied here,
+            and with ``params.ground`` it is put on that floor under gravity).
         pulses: each joint's channel and calibration, in joint order.
         params: the plant file.
         dt: the dynamics' step [s].
+
+    Raises:
+        ModelError: pulses or servos for another number of joints; a ground under a robot
+            on wheels.
     """
 
     def __init__(
@@ -281,6 +319,8 @@ class Plant:
                 f"{len(pulses)} and {params.servo.n_joints}"
             )
         scale = params.mass_scale
+        if params.ground is not None:
+            model = on_the_ground(dataclasses.replace(model, ground=params.ground))
         self.model = dataclasses.replace(
             model, masses=model.masses * scale, inertias=model.inertias * scale
         )
@@ -295,6 +335,8 @@ class Plant:
         self._simulators: dict[tuple[bool, ...], Simulator] = {}
         self.sim = self._simulator(self.powered)
         self._rng = np.random.default_rng(params.potentiometer.seed)
+        sensor = params.pose_sensor
+        self.pose_sensor = None if sensor is None else PoseSensor(sensor, self.sim.time)
 
     def _simulator(self, powered: NDArray[np.bool_]) -> Simulator:
         """The simulator whose servos are those of the powered joints, limp elsewhere."""
@@ -304,10 +346,16 @@ class Plant:
             servos = tuple(
                 s if p else limp for s, p in zip(self.params.servo.joints, key, strict=True)
             )
-            self._simulators[key] = Simulator(
+            kind = Simulator if self.params.ground is None else CrawlingSimulator
+            self._simulators[key] = kind(
                 self.model, self.dt, servo=ServoModel(servos, self.params.servo.source)
             )
         return self._simulators[key]
+
+    @property
+    def base_state(self) -> FloatingState | None:
+        """The tail's pose and velocity on the floor (None: a fixed tail)."""
+        return self.sim.base_state if isinstance(self.sim, CrawlingSimulator) else None
 
     @property
     def time(self) -> float:
@@ -348,10 +396,34 @@ class Plant:
                 self.targets.set(j, edge, pulse.target(width))
         if not np.array_equal(powered, self.powered):
             sim = self._simulator(powered)
-            sim.reset(self.sim.time, self.sim.q, self.sim.qd)
+            if isinstance(sim, CrawlingSimulator):  # the body stays where it lies
+                sim.reset(self.sim.time, self.sim.q, self.sim.qd, base=self.base_state)
+            else:
+                sim.reset(self.sim.time, self.sim.q, self.sim.qd)
             self.sim, self.powered = sim, powered
         self.sim.run_until(t, self.targets, max_steps=1_000_000)
         return self.millivolts(len(width_us))
+
+    def marker_pose(self) -> Pose:
+        """The pose sensor's marker now: its body's CM [m], shape (3,), and orientation
+        (x, y, z, w), shape (4,), in the world frame.
+
+        Raises:
+            ModelError: a fixed-tail plant (no ground: nothing to track).
+        """
+        state = self.base_state
+        if state is None or self.params.pose_sensor is None:
+            raise ModelError("a pose sensor needs a plant on a ground with pose_sensor:")
+        rotations, centres = world_poses(self.model, state)
+        body = self.params.pose_sensor.body
+        return centres[body], np.asarray(Rotation.from_matrix(rotations[body]).as_quat())
+
+    def pose_readings(self) -> list[PoseReading]:
+        """The pose sensor's readings delivered at the plant's time, oldest first (none
+        without a pose sensor); call once per :meth:`step`."""
+        if self.pose_sensor is None:
+            return []
+        return self.pose_sensor.step(self.time, self.marker_pose)
 
     def millivolts(self, channels: int = 16) -> FloatArray:
         """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""

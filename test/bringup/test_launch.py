@@ -355,6 +355,18 @@ def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
         hardware_graph(transport="carrier-pigeon")
 
 
+def test_an_emulated_pose_sensor_adds_its_node_on_the_robot_s_clock() -> None:
+    """``pose_port`` (the emulator's ``Endpoint.pose_port``): pose_sensor_node listens there
+    and publishes /measured/pose on the graph's clock; without it there is none."""
+    graph = {s.executable: s for s in hardware_graph(robot_clock=True, pose_port=40123)}
+    sensor = graph["pose_sensor_node"]
+    module, _, function = console_scripts()["pose_sensor_node"].partition(":")
+    assert (module, function) == ("snake_ros.pose_sensor_node", "main")
+    assert sensor.full_name == "/pose_sensor_node"
+    assert sensor.parameters == ({"use_sim_time": True, "port": 40123},)
+    assert "pose_sensor_node" not in {s.executable for s in hardware_graph(robot_clock=True)}
+
+
 def test_on_the_robot_clock_the_driver_publishes_clock_and_the_rest_follows_it() -> None:
     """``robot_clock`` (the emulated robot): driver_node keeps the host's clock and publishes
     /clock; every other node of the graph is on use_sim_time. Without it nobody is."""

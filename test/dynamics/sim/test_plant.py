@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from scipy.spatial.transform import Rotation
 
 from snake_bringup.emulator import Emulator
 from snake_bringup.plant_bridge import build_plant, pulse_map
@@ -22,10 +23,14 @@ from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
 from snake_dynamics.errors import ModelError
+from snake_dynamics.floating.literal import centre_of_mass, world_poses
+from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.plant import DECODER_US, LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
+from snake_dynamics.sim.pose_sensor import PoseReading
 from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
 from snake_ros.paths import robot_config
 
@@ -169,6 +174,15 @@ def test_potentiometer_voltages_follow_the_shaft() -> None:
         ("servo: {defaults: {stall_torque: -1}}\n", "servo.defaults.stall_torque must be"),
         ("servo: {joints: {joint_9: {}}}\n", "unknown joints ['joint_9']"),
         ("[1, 2\n", "not valid YAML"),
+        ("ground: {mu_sideways: 0.4}\n", "ground: unknown keys ['mu_sideways']"),
+        ("ground: {mu_along: -0.1}\n", "ground.mu_along must be finite and >= 0, got -0.1"),
+        ("ground: {contacts: 0}\n", "ground.contacts must be an integer 1..16, got 0"),
+        ("ground: wheels\n", "ground must be a mapping of snake_dynamics.ground.Ground's keys"),
+        ("pose_sensor: {rate: 100}\n", "pose_sensor needs a ground:"),
+        ("ground: {}\npose_sensor: {fps: 100}\n", "pose_sensor: unknown keys ['fps']"),
+        ("ground: {}\npose_sensor: {latency: -1}\n", "pose_sensor.latency must be"),
+        ("ground: {}\npose_sensor: {body: 9}\n", "pose_sensor.body must be an integer 0..8"),
+        ("base: 3\n", "base must be the path of a plant file, got 3"),
     ],
 )
 def test_bad_plant_files_give_one_line(tmp_path: Path, text: str, message: str) -> None:
@@ -298,3 +312,103 @@ def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: 
     assert rms[best] < 0.006
     for k in range(n):
         assert angles[-1, k] == pytest.approx(np.interp(mcu_s[-1], t, q[:, k]), abs=0.01)
+
+
+FLOOR = robot_config("plant_floor")
+
+
+def _floor_plant(**ground: float | None) -> Plant:
+    """The robot on plant_floor.yaml's table (its ground's keys changed by ``ground``)."""
+    params = load_plant(FLOOR, load_servo_map(ROBOT)[0].joint_names)
+    assert params.ground is not None
+    params = dataclasses.replace(params, ground=dataclasses.replace(params.ground, **ground))
+    return Plant(load_servo_map(ROBOT)[0], build_plant(ROBOT, PLANT).pulses, params)
+
+
+def _crawl(plant: Plant, seconds: float, joints: range = range(8)) -> list[PoseReading]:
+    """From the plant's time on, pulses of the default serpenoid gait every 20 ms on
+    ``joints`` (none: limp), stepped every millisecond; the pose sensor's readings."""
+    gait = make_gait("serpenoid", plant.model)
+    t0, readings = plant.time, []
+    for k in range(1, round(seconds * 1000) + 1):
+        t = t0 + k * 0.001
+        sent = t - (k % 20) * 0.001  # the last pulse ended then
+        q = gait(sent).q
+        widths, ages = _pulses(plant, sent, {j: float(q[j]) for j in joints})
+        plant.step(t, widths, [a + t - sent for a in ages])
+        readings += plant.pose_readings()
+    return readings
+
+
+def test_on_the_floor_the_servos_crawl_by_the_anisotropic_friction() -> None:
+    """The law of lateral undulation (docs/mfm.md, "The snake on the ground"): friction
+    across the bodies higher than along them carries the snake forward, towards its head;
+    on an isotropic floor the same gait goes nearly nowhere."""
+    travel = []
+    for ground in ({}, {"mu_across": 0.12, "mu_backward": None}):
+        plant = _floor_plant(**ground)
+        assert plant.model.base == "floating" and plant.model.gravity[2] == -9.81
+        start = plant.base_state
+        assert start is not None and plant.params.ground is not None
+        _crawl(plant, 4.0)
+        state = plant.base_state
+        assert state is not None
+        travel.append(centre_of_mass(plant.model, state) - centre_of_mass(plant.model, start))
+        # lying on the floor: the tail's CM at most its radius above, and below it at most
+        # the contact's sag under the whole weight on the tail's three points
+        sag = 9.81 * plant.model.masses.sum() / (3 * plant.params.ground.stiffness)
+        assert -sag < state.position[2] - plant.model.radii[0] < 1e-3
+    forward, isotropic = travel
+    print(f"CM travel in 4 s: {forward[1] * 100:.2f} cm, isotropic {isotropic[1] * 100:.2f} cm")
+    assert forward[1] > 0.01  # [m] along e2, the head's way
+    assert forward[1] > 3 * np.linalg.norm(isotropic[:2])
+
+
+def test_the_body_stays_where_it_lies_when_servos_switch_on_and_off() -> None:
+    """Each set of powered servos has its simulator: a switch carries the whole state over
+    (where the body lies, its velocity); it never jumps back to the start."""
+    plant = _floor_plant()
+    assert isinstance(plant.sim, CrawlingSimulator)
+    yaw = 0.7
+    away = plant.sim.base_state._replace(
+        position=np.array([1.0, -2.0, plant.model.radii.max()]),
+        quaternion=np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]),
+    )
+    plant.sim.reset(0.0, plant.q, plant.sim.qd, base=away)
+    readings = []
+    for joints in (range(1, 8, 2), range(8), range(0), range(8)):  # yaw, all, limp, all
+        readings += _crawl(plant, 0.4, joints)
+    assert len(plant._simulators) == 3
+    sensor = plant.params.pose_sensor
+    assert sensor is not None
+    positions = np.array([r.position for r in readings])
+    yaws = np.array([Rotation.from_quat(r.quaternion).as_euler("zyx")[0] for r in readings])
+    # from where it was put, at most 0.3 m/s and 5 rad/s between readings 10 ms apart, plus
+    # 4 sigma of two readings' noise
+    assert np.abs(positions[0, :2] - [1.0, -2.0]).max() < 0.003 + 4 * sensor.position_noise
+    assert yaws[0] == pytest.approx(yaw, abs=0.05 + 4 * sensor.yaw_noise)
+    jump = 4 * math.sqrt(2)
+    assert np.abs(np.diff(positions[:, :2], axis=0)).max() < 0.003 + jump * sensor.position_noise
+    assert np.abs(np.diff(yaws)).max() < 0.05 + jump * sensor.yaw_noise
+
+
+@pytest.mark.parametrize("body", [0, 8])
+def test_the_pose_sensor_reads_its_bodys_pose(body: int) -> None:
+    """Without noise and latency a reading is the marker body's CM and frame when it was
+    taken (the tail's: the floating base's own pose)."""
+    plant = _floor_plant()
+    assert plant.params.pose_sensor is not None
+    sensor = dataclasses.replace(
+        plant.params.pose_sensor, position_noise=0.0, yaw_noise=0.0, latency=0.0, body=body
+    )
+    plant = Plant(plant.model, plant.pulses, dataclasses.replace(plant.params, pose_sensor=sensor))
+    for _ in range(3):
+        readings = _crawl(plant, 0.05)
+        state = plant.base_state
+        assert state is not None and readings and readings[-1].time == pytest.approx(plant.time)
+        rotations, centres = world_poses(plant.model, state)
+        assert readings[-1].position == pytest.approx(centres[body], abs=1e-15)
+        turn = Rotation.from_quat(readings[-1].quaternion).as_matrix() - rotations[body]
+        assert np.abs(turn).max() < 1e-12
+    if body == 0:
+        assert readings[-1].position == pytest.approx(state.position, abs=1e-15)

@@ -1,0 +1,98 @@
+"""End to end: the emulated robot on the table (config/plant_floor.yaml) crawls under the real
+ATmega2560 ELF in simavr, and its pose sensor's readings reach the graph as
+geometry_msgs/PoseStamped on /measured/pose (`snake hardware --emulate --plant plant_floor`:
+plant process -> UDP -> pose_sensor_node).
+
+Counts are held against the sensor's own statistics over an interval of the robot's clock
+(the graph's, which the messages are stamped on), never against the wall clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snake_dynamics.sim.plant import load_plant
+from snake_ros.paths import robot_config
+
+rclpy = pytest.importorskip("rclpy")
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.simavr,
+    pytest.mark.skipif(not shutil.which("avr-gcc"), reason="needs gcc-avr and simavr"),
+]
+
+JOINTS = [f"joint_{k}" for k in range(1, 9)]
+
+
+def stamp(msg: PoseStamped) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def test_the_crawling_robot_s_pose_arrives_at_the_sensor_s_rate(
+    tmp_path: Path, private_ros_domain: int
+) -> None:
+    sensor = load_plant(robot_config("plant_floor"), JOINTS).pose_sensor
+    assert sensor is not None
+    snake = Path(sys.executable).parent / "snake"
+    if not snake.exists():
+        pytest.skip("the package is not installed in this environment (make test installs it)")
+    env = {**os.environ, "ROS_LOG_DIR": str(tmp_path / "log"), "AMENT_PREFIX_PATH": sys.prefix}
+    args = ["hardware", "--emulate", "--plant", "plant_floor", "--gait", "serpenoid"]
+    args += ["--no-rviz", "-q", "--duration", "40", "-o", str(tmp_path / "run")]
+    proc = subprocess.Popen(
+        [str(snake), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("pose_observer", context=context)
+    poses: list[PoseStamped] = []
+    node.create_subscription(PoseStamped, "/measured/pose", poses.append, 100)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    wanted = round(6.0 * sensor.rate)  # 6 s of the robot's clock, the gait ramping in first
+    try:
+        deadline = time.monotonic() + 120.0
+        while len(poses) < wanted:
+            assert time.monotonic() < deadline, f"{len(poses)} poses on /measured/pose"
+            assert proc.poll() is None, proc.communicate()[0]
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert {m.header.frame_id for m in poses} == {"world"}
+    t = np.array([stamp(m) for m in poses])
+    assert np.all(np.diff(t) >= 0.0)
+    # samples taken in the stamps' span: rate x span x (1 - dropout), give or take the
+    # dropout chain's 5 sigma and one sample at either end (stamps are arrival times)
+    span = t[-1] - t[0]
+    d, big_l = sensor.dropout, sensor.dropout_burst
+    lam = 1.0 - sensor.enter_dropout - 1.0 / big_l
+    samples = sensor.rate * span
+    sd = math.sqrt(samples * d * (1 - d) * (1 + lam) / (1 - lam))
+    expected = samples * (1 - d)
+    print(f"{len(poses)} poses over {span:.3f} s of the robot's clock, expected {expected:.1f}")
+    assert abs(len(poses) - expected) < 5 * sd + 2
+    xyz = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for m in poses])
+    # the marker on the tail's CM, lying on the table (radius 35 mm) and carried forward
+    assert np.abs(xyz[:, 2] - 0.035).max() < 0.003 + 5 * sensor.position_noise
+    travel = xyz[-20:, :2].mean(axis=0) - xyz[:20, :2].mean(axis=0)
+    print(f"the tail travelled {np.linalg.norm(travel) * 1e3:.1f} mm; plant: {out.strip()[-200:]}")
+    assert np.linalg.norm(travel) > 0.005
+    q = np.array([[m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
+                   m.pose.orientation.w] for m in poses])  # fmt: skip
+    assert np.abs(np.linalg.norm(q, axis=1) - 1.0).max() < 1e-9
