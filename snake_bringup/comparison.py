@@ -10,7 +10,7 @@ from pathlib import Path
 
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config as resolve_robot_config
-from snake_viz.bag_series import read_bag, read_odometry
+from snake_viz.bag_series import read_bag, read_poses
 from snake_viz.compare import (
     DEFAULT_LAG_SPAN_S,
     DEFAULT_MAX_GAP_S,
@@ -20,9 +20,11 @@ from snake_viz.compare import (
     ODOM_TOPIC,
     SIM_TOPIC,
     CompareError,
+    base_travel,
     compare,
 )
-from snake_viz.compare_report import Report, ReportSummary
+from snake_viz.compare_report import Report, ReportSummary, path_section
+from snake_viz.path_compare import POSE_TOPIC, pose_series, validated_series
 
 
 def compare_bag(
@@ -74,5 +76,12 @@ def compare_bag(
         "max_gap_s": DEFAULT_MAX_GAP_S,
         "error": "measured - simulated [rad], measured interpolated onto the simulated stamps",
     }
-    travel = read_odometry(Path(bag_path), ODOM_TOPIC)
-    return Report(Path(out_dir), model, plots).write(comparison, config, travel)
+    odometry = read_poses(Path(bag_path), ODOM_TOPIC, "nav_msgs/msg/Odometry")
+    measured_poses = read_poses(Path(bag_path), POSE_TOPIC, "geometry_msgs/msg/PoseStamped")
+    predicted = None if odometry is None else pose_series(odometry)
+    travel = None
+    if predicted is not None:
+        travel = base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
+    measured, validator = validated_series(measured_poses or [])
+    path = path_section(predicted, None if measured_poses is None else measured, validator.rejected)
+    return Report(Path(out_dir), model, plots).write(comparison, config, travel, path)

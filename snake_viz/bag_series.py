@@ -1,10 +1,11 @@
-"""The two JointState series of a recorded bag, for the comparison, and the predicted base's
-odometry (no ROS)."""
+"""The two JointState series of a recorded bag, for the comparison, and the poses of the
+predicted base (its odometry) and of the measured one (no ROS)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,8 @@ from .compare import (
     CompareError,
     JointSeries,
     SampleBuffer,
-    Travel,
-    base_travel,
 )
+from .path_compare import PoseSample
 
 
 def read_bag(
@@ -73,42 +73,44 @@ def read_bag(
     return out[0], out[1]
 
 
-def read_odometry(bag_path: Path, topic: str) -> Travel | None:
-    """The travel (:func:`snake_viz.compare.base_travel`) of the nav_msgs/Odometry poses on
-    ``topic`` in a bag, by header stamp; None if the bag has no such topic.
+#: The pose message types a bag's pose topics may hold, and where the pose is in each.
+POSE_TYPES = {"nav_msgs/msg/Odometry": "pose.pose", "geometry_msgs/msg/PoseStamped": "pose"}
+
+
+def read_poses(bag_path: Path, topic: str, msgtype: str) -> list[PoseSample] | None:
+    """The poses on ``topic`` in a bag, in the bag's (arrival) order; None without the topic.
+
+    Args:
+        bag_path: the bag folder or file (see :func:`read_bag`).
+        topic: the topic.
+        msgtype: its expected type, a key of :data:`POSE_TYPES`.
 
     Raises:
-        CompareError: unreadable bag, the topic of another type, or too few poses.
+        CompareError: unreadable bag, or the topic of another type.
     """
     from .bag import open_reader, typestore
 
     path = Path(bag_path)
-    poses: list[tuple[float, list[float], list[float]]] = []
+    samples: list[PoseSample] = []
     with _bag_errors(path), open_reader(path) as reader:
         wanted = [c for c in reader.connections if c.topic == topic]
         if not wanted:
             return None
-        if wanted[0].msgtype != "nav_msgs/msg/Odometry":
-            raise CompareError(
-                f"{path}: {topic} is {wanted[0].msgtype}, expected nav_msgs/msg/Odometry"
-            )
+        if wanted[0].msgtype != msgtype:
+            raise CompareError(f"{path}: {topic} is {wanted[0].msgtype}, expected {msgtype}")
         for conn, _time, raw in reader.messages(connections=wanted):
             msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
-            pose = msg.pose.pose
-            poses.append(
-                (
+            pose = attrgetter(POSE_TYPES[msgtype])(msg)
+            p, o = pose.position, pose.orientation
+            samples.append(
+                PoseSample(
                     msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
-                    [pose.position.x, pose.position.y, pose.position.z],
-                    [
-                        pose.orientation.x,
-                        pose.orientation.y,
-                        pose.orientation.z,
-                        pose.orientation.w,
-                    ],
+                    msg.header.frame_id,
+                    (p.x, p.y, p.z),
+                    (o.x, o.y, o.z, o.w),
                 )
             )
-    poses.sort(key=lambda row: row[0])
-    return base_travel([p[0] for p in poses], [p[1] for p in poses], [p[2] for p in poses])
+    return samples
 
 
 @contextmanager

@@ -468,6 +468,23 @@ class Travel:
     samples: int
 
 
+def tail_heading(quaternion: ArrayLike) -> FloatArray:
+    """The tail's heading: the angle of its long axis e2 in the ground plane, unwrapped along
+    the samples (a turn through +-pi keeps counting).
+
+    Args:
+        quaternion: tail orientations (x, y, z, w) in the world, shape (N, 4), unit length.
+
+    Returns:
+        Heading from the world's x axis about z [rad], shape (N,).
+    """
+    from scipy.spatial.transform import Rotation
+
+    q = np.asarray(quaternion, dtype=float).reshape(-1, 4)
+    axis = Rotation.from_quat(q).apply([0.0, 1.0, 0.0]) if len(q) else np.empty((0, 3))
+    return np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
+
+
 def base_travel(t: ArrayLike, position: ArrayLike, quaternion: ArrayLike) -> Travel:
     """The travel of a base from its poses (eq. 238's distance, speed and heading drift).
 
@@ -479,14 +496,11 @@ def base_travel(t: ArrayLike, position: ArrayLike, quaternion: ArrayLike) -> Tra
     Raises:
         CompareError: fewer than two poses, or stamps not increasing.
     """
-    from scipy.spatial.transform import Rotation
-
     t = np.asarray(t, dtype=float)
     p = np.asarray(position, dtype=float)
     if t.size < 2 or np.any(np.diff(t) <= 0):
         raise CompareError(f"odometry needs two or more poses with increasing stamps, got {t.size}")
-    axis = Rotation.from_quat(np.asarray(quaternion, dtype=float)).apply([0.0, 1.0, 0.0])
-    heading = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
+    heading = tail_heading(quaternion)
     duration = float(t[-1] - t[0])
     distance = float(np.linalg.norm(p[-1, :2] - p[0, :2]))
     return Travel(duration, distance, distance / duration, float(heading[-1] - heading[0]), t.size)

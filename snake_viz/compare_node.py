@@ -19,6 +19,17 @@ Publishes:
         ``error_scale``); namespaces ``sim/head``, ``sim/com``, ``measured/head``,
         ``measured/com``; the measured traces are drawn wider and translucent.
 
+On the floor (a floating robot, when both topics carry poses): subscribes ``sim/odom``
+(nav_msgs/Odometry, the predicted tail) and ``measured/pose`` (geometry_msgs/PoseStamped, an
+external pose sensor's, e.g. motion capture) and publishes ``compare/path_error``
+(std_msgs/Float64) at ``error_rate``: the planar distance between the measured tail and the
+prediction interpolated at the newest measured stamp [m] (:mod:`snake_viz.path_compare`).
+Poses that are not finite, whose orientation is not a unit quaternion, in another frame than
+``pose_frame`` or not newer than the last accepted one are rejected and counted by reason
+(``<topic> (<reason>) rejected`` on ``/diagnostics``). The report then has the path section
+(numbers; ``snake compare`` of a bag of the run draws ``path.png`` too). A robot with a fixed
+base publishes neither and nothing changes.
+
 Service ``~/report`` (std_srvs/Trigger) writes the report folder now
 (``<report_dir>/<report_name>/``, by default ``$ROS_HOME/mfm_snake/compare-<start time>``,
 ``ROS_HOME`` being ``~/.ros`` unless set, as for ROS 2's logs; rewritten by each
@@ -46,11 +57,12 @@ from pathlib import Path
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, Pose, PoseStamped
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import ColorRGBA
+from std_msgs.msg import ColorRGBA, Float64, Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -75,6 +87,7 @@ from .compare import (
     DEFAULT_MAX_LAG_S,
     DEFAULT_WINDOW_S,
     MEASURED_TOPIC,
+    ODOM_TOPIC,
     SIM_TOPIC,
     Aligned,
     CompareError,
@@ -84,7 +97,14 @@ from .compare import (
     error_stats,
     trace_points,
 )
-from .compare_report import Report, ReportSummary
+from .compare_report import PathSection, Report, ReportSummary, path_section
+from .path_compare import (
+    DEFAULT_FRAME,
+    POSE_FIELDS,
+    POSE_TOPIC,
+    PoseValidator,
+    latest_path_error,
+)
 from .report_plots import start_plotter
 
 #: Subscription depth: 5 s of 100 Hz joint states.
@@ -147,6 +167,13 @@ class CompareNode(Node):
             "report folder name (empty: compare-<start time>)",
             read_only=True,
         )
+        pose_frame = declare_string(
+            self,
+            "pose_frame",
+            DEFAULT_FRAME,
+            "frame of the poses on sim/odom and measured/pose; others are rejected",
+            read_only=True,
+        )
         self.report_on_shutdown = declare_bool(
             self, "report_on_shutdown", True, "write the report when the node stops"
         )
@@ -161,6 +188,11 @@ class CompareNode(Node):
         self.sim = SampleBuffer(names, max_samples)
         self.measured = SampleBuffer(names, max_samples)
         self.monitor = InputMonitor(self)
+        # the tail's poses on the floor (columns POSE_FIELDS), each topic checked on its own
+        self.poses = {
+            topic: (SampleBuffer(POSE_FIELDS, max_samples), PoseValidator(pose_frame))
+            for topic in (ODOM_TOPIC, POSE_TOPIC)
+        }
         self.limits = dict(zip(names, self.model.joint_limits.tolist(), strict=True))
         self.last: tuple[float, np.ndarray, np.ndarray, float] | None = None
         self.traced_stamp = -math.inf
@@ -172,11 +204,18 @@ class CompareNode(Node):
 
         self.pub_error = self.create_publisher(JointState, "compare/error", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "compare/markers", 10)
+        self.pub_path_error = self.create_publisher(Float64, "compare/path_error", 10)
         # deep queues: writing a report blocks the executor for a second or two
         sim, measured = SIM_TOPIC.lstrip("/"), MEASURED_TOPIC.lstrip("/")
         self.sub_sim = self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
         self.sub_measured = self.create_subscription(
             JointState, measured, self.on_measured, QUEUE_DEPTH
+        )
+        self.sub_odom = self.create_subscription(
+            Odometry, ODOM_TOPIC.lstrip("/"), self.on_odom, QUEUE_DEPTH
+        )
+        self.sub_pose = self.create_subscription(
+            PoseStamped, POSE_TOPIC.lstrip("/"), self.on_pose, QUEUE_DEPTH
         )
         self.create_service(Trigger, "~/report", self.on_report)
         self.create_timer(1.0 / error_rate, self.on_error_timer)
@@ -232,6 +271,30 @@ class CompareNode(Node):
     def on_measured(self, msg: JointState) -> None:
         self._store(self.measured, msg, self.sub_measured.topic_name)
 
+    def on_odom(self, msg: Odometry) -> None:
+        self._store_pose(ODOM_TOPIC, self.sub_odom.topic_name, msg.header, msg.pose.pose)
+
+    def on_pose(self, msg: PoseStamped) -> None:
+        self._store_pose(POSE_TOPIC, self.sub_pose.topic_name, msg.header, msg.pose)
+
+    def _store_pose(self, role: str, topic: str, header: Header, pose: Pose) -> None:
+        """Check a pose (its stamp against the clock, then :class:`PoseValidator`) and keep it;
+        a rejected one is counted by reason on ``/diagnostics``."""
+        buffer, validator = self.poses[role]
+        stamp_ns = header.stamp.sec * 10**9 + header.stamp.nanosec
+        late = stamp_problem(stamp_ns, clock_ns(self), STAMP_AHEAD_S, STAMP_BEHIND_S)
+        if late is not None:
+            self.monitor.reject(f"{topic} (stamp)", late)
+            return
+        p, o = pose.position, pose.orientation
+        position, orientation = (p.x, p.y, p.z), (o.x, o.y, o.z, o.w)
+        problem = validator.check(stamp_ns * 1e-9, header.frame_id, position, orientation)
+        if problem is not None:
+            self.monitor.reject(f"{topic} ({problem.reason})", problem.detail)
+            return
+        buffer.append(stamp_ns * 1e-9, POSE_FIELDS, [*position, *orientation])
+        self.monitor.accept(topic)
+
     # ------------------------------------------------------------------ timers
     def recent(self) -> Aligned:
         """The last ``window`` seconds (and a margin), aligned."""
@@ -241,6 +304,7 @@ class CompareNode(Node):
         return align(sim, measured, self.max_gap)
 
     def on_error_timer(self) -> None:
+        self.publish_path_error()
         if not len(self.sim) or not len(self.measured):
             return
         aligned = self.recent()
@@ -259,6 +323,18 @@ class CompareNode(Node):
         msg.velocity = [float(x) for x in stats.window_rms]
         msg.effort = [float(x) for x in stats.window_max]
         self.pub_error.publish(msg)
+
+    def publish_path_error(self) -> None:
+        """``compare/path_error``: the path error at the newest compared measured pose [m]."""
+        (predicted, _), (measured, _) = self.poses[ODOM_TOPIC], self.poses[POSE_TOPIC]
+        if not len(predicted) or not len(measured):
+            return
+        start = measured.latest_stamp() - self.window
+        latest = latest_path_error(
+            predicted.series(since=start - self.max_gap), measured.series(since=start), self.max_gap
+        )
+        if latest is not None:
+            self.pub_path_error.publish(Float64(data=latest[1]))
 
     def on_marker_timer(self) -> None:
         if self.last is None:
@@ -322,13 +398,25 @@ class CompareNode(Node):
                 "rejected_messages": self.monitor.rejected,
                 "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
             }
-            summary = Report(self.folder, self.model, plots=False).write(comparison, config)
+            summary = Report(self.folder, self.model, plots=False).write(
+                comparison, config, path=self._path_section()
+            )
             if self.plotter is not None and self.plotter.poll() is None:
                 self.plotter.terminate()  # drawing an older history: the new one replaces it
             self.plotter = start_plotter(self.folder, self.config_path)
         except (CompareError, OSError) as exc:
             return False, f"no report: {exc}"
         return True, f"{_describe(summary)}; plots: pid {self.plotter.pid}"
+
+    def _path_section(self) -> PathSection | None:
+        """The comparison on the floor of the whole history (None: no poses received)."""
+        (predicted, _), (measured, validator) = self.poses[ODOM_TOPIC], self.poses[POSE_TOPIC]
+        return path_section(
+            predicted.series() if len(predicted) else None,
+            measured.series() if len(measured) else None,
+            validator.rejected,
+            self.max_gap,
+        )
 
     def on_report(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.write_report()

@@ -4,7 +4,9 @@ A report folder holds ``aligned.csv`` (the aligned series), ``joint_angles.png``
 paper's Figure 4 layout: one panel per joint, simulation versus measurement over time),
 ``joint_errors.png``, ``traces.png`` (head and centre of mass of both robots, from
 :func:`snake_dynamics.link_poses`, when a model is given), ``summary.md`` (the error table),
-``summary.json`` and ``config.yaml`` (the run's configuration).
+``summary.json`` and ``config.yaml`` (the run's configuration). A robot on the floor adds the
+comparison of the tail's paths (:class:`PathSection`, :mod:`snake_viz.path_compare`): its
+numbers in ``summary.md`` and ``summary.json``, both paths and the path error in ``path.png``.
 
 Each report names the servo model of the prediction (:func:`servo_model_of`): the
 ``servo:`` section of the robot config it was given, which is the one dynamics_node loads
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,86 @@ from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 
-from .compare import ODOM_TOPIC, Aligned, CompareError, Comparison, Travel, traces
+from .compare import (
+    DEFAULT_MAX_GAP_S,
+    ODOM_TOPIC,
+    Aligned,
+    CompareError,
+    Comparison,
+    JointSeries,
+    Travel,
+    traces,
+)
 from .offline import Curve, joint_panels, pyplot
+from .path_compare import POSE_TOPIC, PathComparison, compare_paths
+
+
+@dataclass(frozen=True)
+class PathSection:
+    """The comparison on the floor in a report: the paths compared, or why they are not.
+
+    Attributes:
+        comparison: both paths compared on the measured stamps (None: not compared).
+        rejected: measured poses rejected, by reason.
+        missing: one line saying why the paths are not compared ("" when they are).
+    """
+
+    comparison: PathComparison | None
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    missing: str = ""
+
+    def lines(self) -> list[str]:
+        """The section's lines, for the terminal and summary.md."""
+        if self.comparison is None:
+            return [self.missing]
+        m = self.comparison.metrics
+        p, r = m.predicted, m.measured
+        rejected = ", ".join(f"{n} {reason}" for reason, n in self.rejected.items() if n)
+        return [
+            f"path ({POSE_TOPIC} against {ODOM_TOPIC}, the tail; measured - predicted): "
+            f"{m.samples} poses over {m.duration:.2f} s; error RMS {m.rms_error * 100:.3f} cm, "
+            f"max {m.max_error * 100:.3f} cm, final {m.final_error * 100:.3f} cm",
+            f"travel: predicted {p.displacement:.4f} m (path {p.length:.4f} m, "
+            f"{p.speed * 100:.3f} cm/s), measured {r.displacement:.4f} m (path {r.length:.4f} m, "
+            f"{r.speed * 100:.3f} cm/s); speed error {m.speed_error * 100:.3f} cm/s; heading "
+            f"drift {math.degrees(m.heading_drift):.2f} deg",
+            f"measured poses rejected: {rejected or 'none'}",
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The section for summary.json (SI units: m, s, m/s, rad)."""
+        if self.comparison is None:
+            return {"missing": self.missing}
+        return {
+            "topics": {"predicted": ODOM_TOPIC, "measured": POSE_TOPIC},
+            **asdict(self.comparison.metrics),
+            "rejected": dict(self.rejected),
+        }
+
+
+def path_section(
+    predicted: JointSeries | None,
+    measured: JointSeries | None,
+    rejected: Mapping[str, int],
+    max_gap: float = DEFAULT_MAX_GAP_S,
+) -> PathSection | None:
+    """The comparison on the floor of a run (None where neither pose topic was received).
+
+    Args:
+        predicted: the poses on /sim/odom, None without any.
+        measured: the accepted poses on /measured/pose, None without any.
+        rejected: measured poses rejected, by reason.
+        max_gap: longest predicted interval bridged by interpolation [s].
+    """
+    if predicted is None and measured is None:
+        return None
+    if predicted is None or measured is None:
+        has, lacks = (ODOM_TOPIC, POSE_TOPIC) if measured is None else (POSE_TOPIC, ODOM_TOPIC)
+        return PathSection(None, rejected, f"no path comparison: poses on {has}, none on {lacks}")
+    try:
+        return PathSection(compare_paths(predicted, measured, max_gap), rejected)
+    except CompareError as exc:
+        return PathSection(None, rejected, f"no path comparison: {exc}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +126,7 @@ class ReportSummary:
         duration: aligned span [s].
         files: the files written.
         travel: how far the predicted snake's tail went (a floating robot), or None.
+        path: the comparison on the floor, or None (a robot with a fixed base).
     """
 
     folder: Path
@@ -57,6 +138,7 @@ class ReportSummary:
     duration: float
     files: tuple[Path, ...] = field(default=())
     travel: Travel | None = None
+    path: PathSection | None = None
 
     def table(self) -> str:
         """A fixed-width per-joint table for a terminal."""
@@ -68,6 +150,8 @@ class ReportSummary:
             )
         if self.travel is not None:
             lines.append(travel_line(self.travel))
+        if self.path is not None:
+            lines += self.path.lines()
         return "\n".join(lines)
 
 
@@ -103,10 +187,14 @@ class Report:
         self.plots = plots
 
     def write(
-        self, comparison: Comparison, config: Mapping[str, Any], travel: Travel | None = None
+        self,
+        comparison: Comparison,
+        config: Mapping[str, Any],
+        travel: Travel | None = None,
+        path: PathSection | None = None,
     ) -> ReportSummary:
         """Write every file; returns the :class:`ReportSummary`. ``travel``: the predicted
-        snake's (a floating robot's), reported too.
+        snake's (a floating robot's), reported too; ``path``: the comparison on the floor.
 
         ``config["robot_config"]`` (a path, or None) names the robot config whose servo model
         the report names (see :func:`servo_model_of`).
@@ -124,6 +212,7 @@ class Report:
             tuple(int(x) for x in st.samples),
             duration,
             travel=travel,
+            path=path,
         )
         servo = config["servo_model"]
         files = [self._csv(al), self._markdown(comparison, summary, servo["describe"])]
@@ -131,6 +220,8 @@ class Report:
         files.append(self._config(comparison, config))
         if self.plots:
             files += write_plots(self.folder, al, self.model)
+            if path is not None and path.comparison is not None:
+                files.append(path_plot(self.folder / "path.png", path.comparison))
         return replace(summary, files=tuple(files))
 
     def _csv(self, al: Aligned) -> Path:
@@ -178,6 +269,9 @@ class Report:
         if summary.travel is not None:
             line = travel_line(summary.travel)
             lines += ["", line[0].upper() + line[1:] + "."]
+        if summary.path is not None:
+            lines += ["", "## On the floor", ""]
+            lines += [f"- {line[0].upper() + line[1:]}." for line in summary.path.lines()]
         path = self.folder / "summary.md"
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -204,6 +298,8 @@ class Report:
                 "heading_drift_rad": summary.travel.heading_drift,
                 "poses": summary.travel.samples,
             }
+        if summary.path is not None:
+            data["path"] = summary.path.as_dict()
         path = self.folder / "summary.json"
         path.write_text(json.dumps(data, indent=2) + "\n")
         return path
@@ -334,6 +430,42 @@ def _traces_plot(folder: Path, al: Aligned, model: SnakeModel) -> Path:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     path = folder / "traces.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def path_plot(path: Path, comparison: PathComparison) -> Path:
+    """Both paths seen from above (equal axes, start and end marked) and the path error over
+    time; a PNG file. Returns ``path``."""
+    plt = pyplot()
+    m = comparison.metrics
+    fig, (top, err) = plt.subplots(1, 2, figsize=(11, 4.8), width_ratios=(1.1, 1))
+    for track, style, label in (
+        (comparison.predicted, "C0-", f"predicted ({ODOM_TOPIC})"),
+        (comparison.measured, "k--", f"measured ({POSE_TOPIC})"),
+    ):
+        line = top.plot(track[:, 0], track[:, 1], style, lw=1.2, label=label)[0]
+        top.plot(*track[0, :2], "o", color=line.get_color())
+        top.plot(*track[-1, :2], "^", color=line.get_color())
+    top.plot([], [], "ko", label="start")
+    top.plot([], [], "k^", label="end")
+    top.set_aspect("equal", adjustable="datalim")
+    top.set_xlabel("x [m]")
+    top.set_ylabel("y [m]")
+    top.set_title("The tail's path in world, seen from above", fontsize=9)
+    top.legend(fontsize=8)
+    top.grid(alpha=0.3)
+    err.plot(comparison.t - comparison.t[0], comparison.error * 100, "C3-", lw=1.0)
+    err.set_xlabel("t [s]")
+    err.set_ylabel("|measured - predicted| in the plane [cm]")
+    err.set_title(
+        f"Path error: RMS {m.rms_error * 100:.2f} cm, max {m.max_error * 100:.2f} cm, "
+        f"final {m.final_error * 100:.2f} cm",
+        fontsize=9,
+    )
+    err.grid(alpha=0.3)
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -5,10 +5,12 @@ vendored three.js and urdf-loader modules (``web/node_modules``, installed by ``
 the robot's URDF (``/robot.urdf``, generated from the robot config) and a WebSocket
 (``/ws``) that streams ``/sim/joint_states`` and ``/measured/joint_states`` as JSON text
 messages ``{"topic", "stamp", "name", "position"}`` (stamp in seconds, angles in radians;
-``topic`` is the role's canonical name, also under remapping), and ``/sim/odom`` (published
-for a floating robot: the tail's, base_link's, pose in ``world``) as ``{"topic", "stamp",
-"position", "orientation"}`` (position [m] x, y, z; orientation the unit quaternion x, y, z,
-w; the twist is not sent). Each topic is throttled to ``rate``: the latest message is sent,
+``topic`` is the role's canonical name, also under remapping), and the base poses of a
+floating robot (the tail's, base_link's, pose in ``world``): the prediction's ``/sim/odom``
+(nav_msgs/Odometry) and the robot's ``/measured/pose`` (geometry_msgs/PoseStamped, from an
+external pose sensor such as motion capture), as ``{"topic", "stamp", "position",
+"orientation"}`` (position [m] x, y, z; orientation the unit quaternion x, y, z, w; an
+odometry's twist is not sent). Each topic is throttled to ``rate``: the latest message is sent,
 older ones in the same period are dropped, and a client that cannot keep up is skipped
 rather than buffered. A new client first gets the latest message of each topic. Messages
 that cannot be drawn (non-finite values, a quaternion whose norm is off 1 by more than
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -52,8 +55,10 @@ from snake_ros.common import (
 )
 from snake_ros.paths import robot_config
 
+from .compare import ODOM_TOPIC
 from .defaults import DEFAULT_PORT
 from .errors import VizError
+from .path_compare import POSE_TOPIC, QUATERNION_TOLERANCE
 
 #: The page and its module; the vendored packages live in ``node_modules`` below it.
 WEB_DIR = Path(__file__).resolve().with_name("web")
@@ -68,10 +73,11 @@ REQUIRED = (
 )
 #: The streamed joint-state topics: canonical name (also the JSON ``topic`` field).
 TOPICS = ("/sim/joint_states", "/measured/joint_states")
-#: The simulated robot's base pose (nav_msgs/Odometry), canonical name.
-ODOM_TOPIC = "/sim/odom"
-#: The largest accepted | |q| - 1 | of an odom orientation (the quaternion sent is normalised).
-QUATERNION_TOLERANCE = 1e-3
+#: The base poses: canonical name -> message type (the prediction's, the robot's).
+POSE_TOPICS: dict[str, type[Odometry] | type[PoseStamped]] = {
+    ODOM_TOPIC: Odometry,
+    POSE_TOPIC: PoseStamped,
+}
 HOST = "127.0.0.1"
 INSTALL_HINT = "run `make web` (or `npm ci --prefix snake_viz/web`)"
 
@@ -157,15 +163,17 @@ def state_message(topic: str, msg: JointState) -> str | None:
     return json.dumps({"topic": topic, "stamp": stamp, "name": names, "position": positions})
 
 
-def odom_message(topic: str, msg: Odometry) -> str | None:
-    """The JSON text sent for one Odometry's pose, or None if it cannot be drawn.
+def pose_message(topic: str, msg: Odometry | PoseStamped) -> str | None:
+    """The JSON text sent for one base pose (an Odometry's or a PoseStamped's), or None if it
+    cannot be drawn.
 
     Args:
         topic: canonical topic name.
         msg: the message; its position [m] and orientation must be finite, the orientation a
             unit quaternion to ``QUATERNION_TOLERANCE`` (sent normalised).
     """
-    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    pose = msg.pose.pose if isinstance(msg, Odometry) else msg.pose
+    p, o = pose.position, pose.orientation
     position = [float(p.x), float(p.y), float(p.z)]
     orientation = [float(o.x), float(o.y), float(o.z), float(o.w)]
     if not all(math.isfinite(x) for x in position + orientation):
@@ -343,10 +351,11 @@ class WebViewerNode(Node):
             self.create_subscription(
                 JointState, topic, lambda msg, t=topic: self.on_state(t, msg), qos
             )
-        self.create_subscription(Odometry, ODOM_TOPIC, self.on_odom, qos)
+        for topic, kind in POSE_TOPICS.items():
+            self.create_subscription(kind, topic, lambda msg, t=topic: self.on_pose(t, msg), qos)
         self.get_logger().info(
             f"web view of {model.name} ({model.n_joints} joints): {self.url} "
-            f"(streaming {', '.join((*TOPICS, ODOM_TOPIC))} at {rate:g} Hz)"
+            f"(streaming {', '.join((*TOPICS, *POSE_TOPICS))} at {rate:g} Hz)"
         )
 
     @property
@@ -363,14 +372,14 @@ class WebViewerNode(Node):
         self.monitor.accept(topic)
         self.server.publish(topic, text)
 
-    def on_odom(self, msg: Odometry) -> None:
+    def on_pose(self, topic: str, msg: Odometry | PoseStamped) -> None:
         """Forward a drawable base pose; reject the others (:class:`InputMonitor`)."""
-        text = odom_message(ODOM_TOPIC, msg)
+        text = pose_message(topic, msg)
         if text is None:
-            self.monitor.reject(ODOM_TOPIC, "pose not finite or orientation not a unit quaternion")
+            self.monitor.reject(topic, "pose not finite or orientation not a unit quaternion")
             return
-        self.monitor.accept(ODOM_TOPIC)
-        self.server.publish(ODOM_TOPIC, text)
+        self.monitor.accept(topic)
+        self.server.publish(topic, text)
 
     def destroy_node(self) -> None:
         """Close the server, then destroy the node."""

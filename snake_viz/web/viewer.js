@@ -2,18 +2,20 @@
 // both from the URDF served at /robot.urdf; per-joint error (measured - simulated, as in
 // compare_node and /compare/error) and traces of both heads and both centres of mass.
 // Joint states arrive over the WebSocket /ws as {topic, stamp, name, position} (radians).
-// A floating robot's base pose arrives as {topic: '/sim/odom', stamp, position [x, y, z] (m),
-// orientation [x, y, z, w]}, in ROS's z-up world: the sim robot's root (base_link) is put
-// there, its path drawn as a trail (the last ?trail=N points, default 2000) and the camera
-// follows it (snakeViewer.follow). Without odom the robot stays at the origin.
+// A floating robot's base poses arrive as {topic, stamp, position [x, y, z] (m), orientation
+// [x, y, z, w]} in ROS's z-up world: the prediction's on '/sim/odom', the robot's (an external
+// pose sensor's) on '/measured/pose'. Each robot's root (base_link) is put at its pose and its
+// path drawn as a trail of its own (the last ?trail=N points, default 2000); the camera follows
+// the sim robot (snakeViewer.follow). Without poses a robot stays at the origin.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import URDFLoader from 'urdf-loader';
 
-const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states', odom: '/sim/odom' };
+const TOPICS = { sim: '/sim/joint_states', measured: '/measured/joint_states' };
+const POSE_TOPICS = { '/sim/odom': 'sim', '/measured/pose': 'measured' }; // topic -> role
 const TRACE_POINTS = 600; // per trace, about 20 s at 30 Hz
 const TRAIL_POINTS = trailPoints(new URLSearchParams(location.search).get('trail'));
-const TRAIL_COLOUR = 0x70e070;
+const TRAIL_COLOURS = { sim: 0x70e070, measured: 0x4f6fff };
 const TRACE_STEP = 5e-4; // [m] a point that moved less adds none (a still scene stays still)
 const GHOST = { color: 0x7fc8ff, opacity: 0.4 };
 const TRACE_COLOURS = {
@@ -29,23 +31,26 @@ const viewer = {
   unknownJoints: 0,
   errorDeg: {}, // joint name -> measured - simulated [deg]
   com: { sim: null, measured: null }, // centre of mass in the robot's base_link [x, y, z] [m]
-  // the newest /sim/odom: base_link in ROS's world [m], quaternion [x, y, z, w]
-  odom: { messages: 0, stamp: 0, position: null, orientation: null },
+  // each robot's newest pose: base_link in ROS's world [m], quaternion [x, y, z, w]
+  poses: {
+    sim: { messages: 0, stamp: 0, position: null, orientation: null },
+    measured: { messages: 0, stamp: 0, position: null, orientation: null },
+  },
   trailLimit: TRAIL_POINTS,
   follow: true, // the camera's target moves with the sim robot's base
   show(role, visible) { parts[role].forEach((o) => { o.visible = visible; }); },
-  // three.js world (y up) pose of the sim robot's root: {position, quaternion [x, y, z, w]}
-  base() {
-    const robot = robots.sim.robot;
+  // three.js world (y up) pose of a robot's root: {position, quaternion [x, y, z, w]}
+  base(role = 'sim') {
+    const robot = robots[role].robot;
     robot.updateWorldMatrix(true, false);
     const position = new THREE.Vector3();
     const quaternion = new THREE.Quaternion();
     robot.matrixWorld.decompose(position, quaternion, new THREE.Vector3());
     return { position: position.toArray(), quaternion: quaternion.toArray() };
   },
-  // the trail's points in three.js world coordinates, oldest first
-  trail() {
-    const { line, count } = trail;
+  // a robot's trail's points in three.js world coordinates, oldest first
+  trail(role = 'sim') {
+    const { line, count } = trails[role];
     line.updateWorldMatrix(true, false);
     const attr = line.geometry.attributes.position;
     return Array.from({ length: count }, (_, i) => (
@@ -155,9 +160,12 @@ function makeGhost(robot) {
 const robots = {};
 const latest = { sim: null, measured: null }; // name -> position [rad]
 let dirty = false;
-// the sim robot's base path, in ROS's world (the `world` group maps it to three.js)
-const trail = makeTrace(TRAIL_COLOUR, TRAIL_POINTS, world);
-parts.sim.push(trail.line);
+// each robot's base path, in ROS's world (the `world` group maps it to three.js)
+const trails = {};
+for (const role of ['sim', 'measured']) {
+  trails[role] = makeTrace(TRAIL_COLOURS[role], TRAIL_POINTS, world);
+  parts[role].push(trails[role].line);
+}
 
 async function loadRobots() {
   const response = await fetch('/robot.urdf');
@@ -225,31 +233,32 @@ function updateTable() {
 }
 
 // ---------------------------------------------------------------- stream
-// The sim robot's root (base_link) at the pose in ROS's world; robot.position/quaternion are
-// in the `world` group's (ROS) coordinates. The camera moves by the base's displacement, so
-// the user's orbit (offset and zoom) is kept.
-function applyOdom(message) {
+// A robot's root (base_link) at the pose in ROS's world; robot.position/quaternion are in the
+// `world` group's (ROS) coordinates. For the sim robot the camera moves by the base's
+// displacement, so the user's orbit (offset and zoom) is kept.
+function applyPose(role, message) {
   const { position: p, orientation: q } = message;
   const valid = (a, n) => Array.isArray(a) && a.length === n && a.every(Number.isFinite);
-  if (!robots.sim || !valid(p, 3) || !valid(q, 4)) return; // the node sends none such
-  const robot = robots.sim.robot;
+  if (!robots[role] || !valid(p, 3) || !valid(q, 4)) return; // the node sends none such
+  const robot = robots[role].robot;
   world.updateMatrixWorld();
   const before = world.localToWorld(robot.position.clone());
   robot.position.fromArray(p);
   robot.quaternion.fromArray(q).normalize();
-  addPoint(trail, robot.position);
-  if (viewer.follow) {
+  addPoint(trails[role], robot.position);
+  if (role === 'sim' && viewer.follow) {
     const shift = world.localToWorld(robot.position.clone()).sub(before);
     controls.target.add(shift);
     camera.position.add(shift);
     controls.update();
   }
-  viewer.odom = { messages: viewer.odom.messages + 1, stamp: message.stamp, position: p, orientation: q };
+  const { messages } = viewer.poses[role];
+  viewer.poses[role] = { messages: messages + 1, stamp: message.stamp, position: p, orientation: q };
   dirty = true;
 }
 
 function apply(message) {
-  if (message.topic === TOPICS.odom) { applyOdom(message); return; }
+  if (message.topic in POSE_TOPICS) { applyPose(POSE_TOPICS[message.topic], message); return; }
   const role = message.topic === TOPICS.sim ? 'sim' : message.topic === TOPICS.measured ? 'measured' : null;
   if (!role || !robots[role]) return;
   const positions = {};
@@ -290,8 +299,9 @@ function render() {
       viewer.com[role] = robot.worldToLocal(com).toArray();
     }
     updateTable();
-    const odom = viewer.odom.messages ? `, ${viewer.odom.messages} odom` : '';
-    status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured${odom} messages`;
+    const { sim, measured } = viewer.poses;
+    const poses = sim.messages || measured.messages ? `, ${sim.messages} + ${measured.messages} poses` : '';
+    status.textContent = `connected: ${viewer.messages.sim} sim, ${viewer.messages.measured} measured${poses} messages`;
   }
   renderer.render(scene, camera);
   viewer.frames += 1;

@@ -30,6 +30,7 @@ import yaml
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("rosbags")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -165,18 +166,33 @@ def _joint_state(i: int) -> JointState:
     return msg
 
 
+def _pose(i: int) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = "world"
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 5_000_000, 10**9)
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = 0.001 * i, -0.5, 0.03
+    msg.pose.orientation.z, msg.pose.orientation.w = 0.6, 0.8
+    return msg
+
+
+def _pose_values(msg: Any) -> tuple[str, float, float, float, float, float, float, float]:
+    p, o = msg.pose.position, msg.pose.orientation
+    return (msg.header.frame_id, p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+
+
 @pytest.fixture(scope="module")
 def recording(ros: Ros) -> Recording:
     """``snake record`` (default topics plus /chatter, typed from the graph) while this
-    process publishes /joint_commands at 200 Hz, /sim/joint_states at 100 Hz, /diagnostics
-    and /chatter; then Ctrl-C."""
+    process publishes /joint_commands at 200 Hz, /sim/joint_states at 100 Hz, /measured/pose
+    at 40 Hz, /diagnostics and /chatter; then Ctrl-C."""
     bag = ros.tmp / "run_bag"
-    topics = ["/joint_commands", "/sim/joint_states", "/diagnostics", "/chatter"]
+    topics = ["/joint_commands", "/sim/joint_states", "/measured/pose", "/diagnostics", "/chatter"]
     rec = ros.start(["-c", CLI, "record", *topics, "-o", str(bag)], "record.log")
     node = ros.node
     pubs = {
         "/joint_commands": node.create_publisher(JointState, "/joint_commands", LATCHED),
         "/sim/joint_states": node.create_publisher(JointState, "/sim/joint_states", LATCHED),
+        "/measured/pose": node.create_publisher(PoseStamped, "/measured/pose", LATCHED),
         "/diagnostics": node.create_publisher(DiagnosticArray, "/diagnostics", LATCHED),
         "/chatter": node.create_publisher(String, "/chatter", LATCHED),
     }
@@ -198,6 +214,8 @@ def recording(ros: Ros) -> Recording:
             send("/joint_commands", _joint_state(i))
             if i % 2 == 0:
                 send("/sim/joint_states", _joint_state(i))
+            if i % 5 == 0:
+                send("/measured/pose", _pose(i))
             if i % 10 == 0:
                 send("/chatter", String(data=f"message {i}"))
             if i % 100 == 0:
@@ -240,6 +258,9 @@ def test_record_counts_equal_published(recording: Recording, ros: Ros) -> None:
     assert got == sent
     assert [m.data for _, m in stored["/chatter"]] == [
         m.data for m in recording.published["/chatter"]
+    ]
+    assert [_pose_values(m) for _, m in stored["/measured/pose"]] == [
+        _pose_values(m) for m in recording.published["/measured/pose"]
     ]
     stamps = [s for s, _ in stored["/joint_commands"]]
     assert stamps == sorted(stamps)
@@ -355,6 +376,7 @@ def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) ->
     types = {
         "/joint_commands": JointState,
         "/sim/joint_states": JointState,
+        "/measured/pose": PoseStamped,
         "/diagnostics": DiagnosticArray,
         "/chatter": String,
     }
@@ -364,6 +386,9 @@ def test_replay_round_trip_schedule_and_clock(recording: Recording, ros: Ros) ->
     assert counts == {t: len(m) for t, m in recording.published.items()}
     assert [list(m.position) for _, m in got["/joint_commands"]] == [
         list(m.position) for m in recording.published["/joint_commands"]
+    ]
+    assert [_pose_values(m) for _, m in got["/measured/pose"]] == [
+        _pose_values(m) for m in recording.published["/measured/pose"]
     ]
     all_stamps = [s for msgs in stored.values() for s, _ in msgs]
     t0, t1 = min(all_stamps) * 1e-9, max(all_stamps) * 1e-9

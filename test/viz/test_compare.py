@@ -354,56 +354,67 @@ def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixt
 def _with_odometry(
     path: Path,
     events: list[tuple[int, str, bytes]],
-    poses: list[tuple[float, np.ndarray, float]],
+    poses: list[tuple[float, np.ndarray, float]] | None,
     msgtype: str = "nav_msgs/msg/Odometry",
+    measured: list[tuple[float, str, np.ndarray, float]] | None = None,
 ) -> None:
-    """``write_bag``'s bag plus /sim/odom: (stamp [s], position [m], yaw of the tail [rad])."""
+    """``write_bag``'s bag plus /sim/odom: (stamp [s], position [m], yaw of the tail [rad]),
+    and /measured/pose (PoseStamped: stamp [s], frame, position [m], yaw [rad]) in the order
+    given (bag time = stamp, but never before the previous message's); None: no topic."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
     from scipy.spatial.transform import Rotation
 
     store = get_typestore(Stores.ROS2_JAZZY)
+    types = store.types
+
+    def header(stamp: float, frame: str) -> object:
+        sec = math.floor(stamp)
+        time = types["builtin_interfaces/msg/Time"](sec=sec, nanosec=round((stamp - sec) * 1e9))
+        return types["std_msgs/msg/Header"](stamp=time, frame_id=frame)
+
+    def pose(position: np.ndarray, yaw: float) -> object:
+        x, y, z, w = Rotation.from_euler("z", yaw).as_quat()
+        return types["geometry_msgs/msg/Pose"](
+            position=types["geometry_msgs/msg/Point"](x=position[0], y=position[1], z=position[2]),
+            orientation=types["geometry_msgs/msg/Quaternion"](x=x, y=y, z=z, w=w),
+        )
+
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         conns = {
             topic: writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
             for topic in (SIM_TOPIC, MEASURED_TOPIC)
         }
-        odom = writer.add_connection("/sim/odom", msgtype, typestore=store)
         for arrival, topic, raw in events:
             if topic in conns:
                 writer.write(conns[topic], arrival, raw)
-        types = store.types
-        for stamp, position, yaw in poses:
-            x, y, z, w = Rotation.from_euler("z", yaw).as_quat()
-            header = types["std_msgs/msg/Header"](
-                stamp=types["builtin_interfaces/msg/Time"](
-                    sec=int(stamp), nanosec=round(stamp % 1 * 1e9)
-                ),
-                frame_id="world",
-            )
+        if poses is not None:
+            odom = writer.add_connection("/sim/odom", msgtype, typestore=store)
+        for stamp, position, yaw in poses or []:
             if msgtype == "nav_msgs/msg/Odometry":
-                pose = types["geometry_msgs/msg/PoseWithCovariance"](
-                    pose=types["geometry_msgs/msg/Pose"](
-                        position=types["geometry_msgs/msg/Point"](
-                            x=position[0], y=position[1], z=position[2]
-                        ),
-                        orientation=types["geometry_msgs/msg/Quaternion"](x=x, y=y, z=z, w=w),
-                    ),
-                    covariance=np.zeros(36),
-                )
-                twist = types["geometry_msgs/msg/TwistWithCovariance"](
-                    twist=types["geometry_msgs/msg/Twist"](
-                        linear=types["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0),
-                        angular=types["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0),
-                    ),
-                    covariance=np.zeros(36),
-                )
+                zero = types["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0)
                 msg = types[msgtype](
-                    header=header, child_frame_id="sim/base_link", pose=pose, twist=twist
+                    header=header(stamp, "world"),
+                    child_frame_id="sim/base_link",
+                    pose=types["geometry_msgs/msg/PoseWithCovariance"](
+                        pose=pose(position, yaw), covariance=np.zeros(36)
+                    ),
+                    twist=types["geometry_msgs/msg/TwistWithCovariance"](
+                        twist=types["geometry_msgs/msg/Twist"](linear=zero, angular=zero),
+                        covariance=np.zeros(36),
+                    ),
                 )
             else:
                 msg = types[msgtype](data="not a pose")
             writer.write(odom, round(stamp * 1e9), store.serialize_cdr(msg, msgtype))
+        if measured is not None:
+            kind = "geometry_msgs/msg/PoseStamped"
+            conn = writer.add_connection("/measured/pose", kind, typestore=store)
+            arrival = 0
+            for stamp, frame, position, yaw in measured:
+                msg = types[kind](header=header(stamp, frame), pose=pose(position, yaw))
+                arrival = max(arrival + 1, round(stamp * 1e9))
+                writer.write(conn, arrival, store.serialize_cdr(msg, kind))
 
 
 def test_snake_compare_reports_the_predicted_travel(
@@ -443,6 +454,75 @@ def test_snake_compare_reports_the_predicted_travel(
     plain = tmp_path / "plain_bag"
     write_bag(plain, events)
     assert compare_bag(plain, tmp_path / "plain").travel is None
+
+
+def test_snake_compare_compares_the_paths_on_the_floor(
+    events: list[tuple[int, str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bag with /sim/odom (10 cm/s along x, heading fixed) and /measured/pose (the same
+    line 2 cm to the side, turning 0.1 rad over 3 s, three bad poses among them): the report
+    says the path error (2 cm everywhere: linear interpolation is exact on a line), both
+    travels, the heading drift and the rejected poses by reason, and draws path.png; a bag
+    with one of the two topics says which is missing in one line."""
+    t_p = np.linspace(0.0, 3.0, 301)
+    predicted = [(t, np.array([0.1 * t, 0.0, 0.03]), 0.2) for t in t_p]
+    t_m = np.arange(0.005, 3.0, 0.05)
+    good = [(t, "world", np.array([0.1 * t, 0.02, 0.03]), 0.2 + 0.1 * t / 3.0) for t in t_m]
+    bad = [
+        (t_m[3] + 0.01, "world", np.array([math.nan, 0.0, 0.0]), 0.2),
+        (t_m[5] + 0.01, "map", np.array([0.0, 0.0, 0.0]), 0.2),
+        (t_m[7], "world", np.array([9.0, 0.0, 0.0]), 0.2),  # the stamp just accepted again
+    ]
+    measured = good[:4] + bad[:1] + good[4:6] + bad[1:2] + good[6:8] + bad[2:] + good[8:]
+    bag = tmp_path / "floor"
+    _with_odometry(bag, events, predicted, measured=measured)
+    summary = compare_bag(bag, tmp_path / "r", "robot")
+    assert summary.path is not None and summary.path.comparison is not None
+    m = summary.path.comparison.metrics
+    span = t_m[-1] - t_m[0]
+    assert m.samples == t_m.size
+    assert (m.rms_error, m.max_error, m.final_error) == pytest.approx((0.02,) * 3, abs=1e-9)
+    assert m.predicted.displacement == pytest.approx(0.1 * span, abs=1e-9)
+    assert m.measured.length == pytest.approx(0.1 * span, abs=1e-9)
+    assert m.speed_error == pytest.approx(0.0, abs=1e-9)
+    assert m.heading_drift == pytest.approx(0.1 * span / 3.0, abs=1e-9)
+    data = json.loads((tmp_path / "r" / "summary.json").read_text())["path"]
+    assert data["rejected"] == {
+        "not finite": 1,
+        "not a unit quaternion": 0,
+        "wrong frame": 1,
+        "not newer": 1,
+    }
+    assert data["samples"] == t_m.size and data["measured"]["speed"] == pytest.approx(0.1)
+    assert (tmp_path / "r" / "path.png").read_bytes()[:8] == PNG_SIGNATURE
+    assert tmp_path / "r" / "path.png" in summary.files
+    md = (tmp_path / "r" / "summary.md").read_text()
+    assert "## On the floor" in md and "Measured poses rejected: 1 not finite" in md
+
+    parser = argparse.ArgumentParser(prog="snake")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "cli"), "--no-plots"])
+    assert args.run(args) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"path (/measured/pose against /sim/odom, the tail; measured - predicted): {t_m.size} "
+        f"poses over {span:.2f} s; error RMS 2.000 cm, max 2.000 cm, final 2.000 cm" in out
+    )
+    assert "predicted travel (/sim/odom, the tail)" in out  # kept
+    assert "measured poses rejected: 1 not finite, 1 wrong frame, 1 not newer" in out
+
+    for name, odom, poses, line in (
+        ("odom_only", predicted, None, "poses on /sim/odom, none on /measured/pose"),
+        ("pose_only", None, good, "poses on /measured/pose, none on /sim/odom"),
+    ):
+        _with_odometry(tmp_path / name, events, odom, measured=poses)
+        section = compare_bag(tmp_path / name, tmp_path / f"{name}_r", plots=False).path
+        assert section is not None and section.lines() == [f"no path comparison: {line}"]
+        summary_json = json.loads((tmp_path / f"{name}_r" / "summary.json").read_text())
+        assert summary_json["path"] == {"missing": f"no path comparison: {line}"}
+    plain = tmp_path / "fixed_base"
+    write_bag(plain, events)
+    assert compare_bag(plain, tmp_path / "plain", plots=False).path is None
 
 
 def test_bag_errors_are_one_line(bag: Path, tmp_path: Path) -> None:

@@ -2,11 +2,14 @@
 
 Reference: injected per-joint offsets on a ramp (linear interpolation is exact on a ramp, so
 the node's error must equal the offsets to rounding), the markers' frames and point counts,
-the report folder's files, and a clean exit with the report written on SIGINT.
+the report folder's files, and a clean exit with the report written on SIGINT. On the floor:
+a measured tail beside a predicted one on a straight line (the path error is the offset to
+rounding) and bad poses counted by reason on /diagnostics.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -20,8 +23,12 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 from conftest import wait_for  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
@@ -58,18 +65,19 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def node_proc(domain: int, report_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    yield from compare_node(report_dir, "marker_rate:=10.0")
+
+
+def compare_node(report_dir: Path, *parameters: str) -> Iterator[subprocess.Popen[str]]:
+    """compare_node in a process of its own (window 1 s), killed after the test if still up."""
+    arguments = [f"report_dir:={report_dir}", "window:=1.0", *parameters]
     proc = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "from snake_viz.compare_node import main; main()",
             "--ros-args",
-            "-p",
-            f"report_dir:={report_dir}",
-            "-p",
-            "window:=1.0",
-            "-p",
-            "marker_rate:=10.0",
+            *(x for a in arguments for x in ("-p", a)),
         ],
         env=ros_env(),
         stdout=subprocess.PIPE,
@@ -134,8 +142,10 @@ def test_error_markers_report_and_shutdown(
     feeder = Feeder(node)
     errors: list[JointState] = []
     markers: list[MarkerArray] = []
+    path_errors: list[Float64] = []
     node.create_subscription(JointState, "/compare/error", errors.append, 10)
     node.create_subscription(MarkerArray, "/compare/markers", markers.append, 10)
+    node.create_subscription(Float64, "/compare/path_error", path_errors.append, 10)
 
     def settled() -> bool:
         # the window (1 s) holds only samples fed after the node started
@@ -169,6 +179,7 @@ def test_error_markers_report_and_shutdown(
     for m in array.markers:
         assert m.type == Marker.LINE_STRIP and len(m.points) >= 2
         assert len(m.colors) == len(m.points)
+    assert path_errors == []  # a fixed base: no poses, no path error
     head = by_ns["sim/head"].points[-1]
     assert 0.3 < float(np.hypot(head.x, head.y)) < 1.0  # the 8-joint snake's head, ~0.63 m
 
@@ -202,6 +213,99 @@ def test_error_markers_report_and_shutdown(
     # the node has exited; its plotter goes on and finishes
     wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plots after shutdown")
     assert (folder / "joint_angles.png").read_bytes()[:4] == b"\x89PNG"
+
+
+PATH_SPEED, PATH_OFFSET = 0.1, 0.01  # predicted along x [m/s]; measured beside it [m]
+
+
+class PoseFeeder:
+    """The predicted tail on /sim/odom at 100 Hz and the measured one on /measured/pose at 30 Hz
+    (PATH_OFFSET to the side), both on a straight line along x, stamped with the clock; on
+    :meth:`step`, the poses of ``bad`` first (each with the stamp of the last good pose sent,
+    or a fresh one)."""
+
+    def __init__(self, node) -> None:  # type: ignore[no-untyped-def]
+        self.node = node
+        self.odom = node.create_publisher(Odometry, "/sim/odom", 10)
+        self.pose = node.create_publisher(PoseStamped, "/measured/pose", 10)
+        self.t0 = node.get_clock().now().nanoseconds
+        self.next_odom = self.next_pose = time.monotonic()
+        self.last_stamp = 0
+        self.bad: list[tuple[str, list[float], bool]] = []  # frame, position, repeat the stamp
+
+    def pose_at(self, stamp_ns: int, frame: str, position: list[float]) -> PoseStamped:
+        msg = PoseStamped()
+        msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
+        msg.header.frame_id = frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = position
+        msg.pose.orientation.w = 1.0
+        return msg
+
+    def step(self) -> None:
+        now = time.monotonic()
+        stamp = self.node.get_clock().now().nanoseconds
+        x = PATH_SPEED * (stamp - self.t0) * 1e-9
+        for frame, position, repeat in self.bad:
+            self.pose.publish(self.pose_at(self.last_stamp if repeat else stamp, frame, position))
+        self.bad = []
+        if now >= self.next_odom:
+            predicted = self.pose_at(stamp, "world", [x, 0.0, 0.03])
+            odom = Odometry(header=predicted.header, child_frame_id="sim/base_link")
+            odom.pose.pose = predicted.pose
+            self.odom.publish(odom)
+            self.next_odom = now + 0.01
+        if now >= self.next_pose:
+            self.pose.publish(self.pose_at(stamp, "world", [x, PATH_OFFSET, 0.03]))
+            self.last_stamp = stamp
+            self.next_pose = now + 1 / 30
+
+
+@pytest.mark.ros
+def test_path_error_on_the_floor_and_bad_poses_counted_by_reason(
+    domain: int, tmp_path: Path
+) -> None:
+    procs = compare_node(tmp_path, "report_on_shutdown:=false")
+    proc = next(procs)
+    node = rclpy.create_node("compare_floor_test")
+    feeder = PoseFeeder(node)
+    path_errors: list[Float64] = []
+    counts: dict[str, int] = {}
+
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name == "/compare_node: input":
+                counts.update({v.key: int(v.value) for v in status.values})
+
+    node.create_subscription(Float64, "/compare/path_error", path_errors.append, 10)
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    try:
+        assert spin_until(node, lambda: len(path_errors) > 10, 25.0, feeder.step), (
+            f"{len(path_errors)} /compare/path_error"
+        )
+        np.testing.assert_allclose([m.data for m in path_errors[-5:]], PATH_OFFSET, atol=1e-6)
+        feeder.bad = [
+            ("world", [math.nan, 0.0, 0.0], False),
+            ("world", [0.0, math.inf, 0.0], False),
+            ("map", [0.0, 0.0, 0.0], False),
+            ("world", [5.0, 0.0, 0.0], True),  # the stamp of the last accepted pose again
+        ]
+        expected = {
+            "/measured/pose (not finite) rejected": 2,
+            "/measured/pose (wrong frame) rejected": 1,
+            "/measured/pose (not newer) rejected": 1,
+        }
+        done = lambda: all(counts.get(k) == n for k, n in expected.items())  # noqa: E731
+        assert spin_until(node, done, 25.0, feeder.step), counts
+        assert counts["/sim/odom accepted"] > 0 and counts["/measured/pose accepted"] > 0
+        assert not any("/sim/odom (" in key for key in counts), counts
+        count = len(path_errors)
+        assert spin_until(node, lambda: len(path_errors) > count + 5, 10.0, feeder.step)
+        np.testing.assert_allclose([m.data for m in path_errors[-5:]], PATH_OFFSET, atol=1e-6)
+    finally:
+        node.destroy_node()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "Traceback" not in out, out
 
 
 @pytest.mark.ros

@@ -1,14 +1,14 @@
 """The WebGL view in headless Chromium, driven over the DevTools protocol.
 
 web_viewer_node runs as a real process on a private ROS_DOMAIN_ID; this process publishes
-both joint-state topics (a travelling wave, measured = sim - OFFSET) and /sim/odom on demand,
-and drives the page. References trusted: the known offset (the readout must show measured -
-simulated = -OFFSET in degrees, the sign of compare_node), the centres of mass of
-snake_dynamics' link_poses (the page computes its own from the URDF's inertials), the odom
-poses sent, mapped by hand from ROS's z-up world to three.js's y-up one (ROS_TO_THREE), the
-node's own counts on /diagnostics, pixels of the canvas (a still scene renders the same twice,
-a moving one does not; each robot alone changes pixels against an empty scene), the
-browser's own console.
+both joint-state topics (a travelling wave, measured = sim - OFFSET) and the base poses
+(/sim/odom, /measured/pose) on demand, and drives the page. References trusted: the known
+offset (the readout must show measured - simulated = -OFFSET in degrees, the sign of
+compare_node), the centres of mass of snake_dynamics' link_poses (the page computes its own
+from the URDF's inertials), the poses sent, mapped by hand from ROS's z-up world to three.js's
+y-up one (ROS_TO_THREE), the node's own counts on /diagnostics, pixels of the canvas (a still
+scene renders the same twice, a moving one does not; each robot alone changes pixels against
+an empty scene), the browser's own console.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
 from conftest import wait_for  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -55,7 +56,7 @@ from snake_viz.web_viewer import (  # noqa: E402
     WebAssetsError,
     WebServer,
     check_assets,
-    odom_message,
+    pose_message,
     state_message,
 )
 
@@ -116,6 +117,7 @@ class Gait:
         self.sim = self.node.create_publisher(JointState, "/sim/joint_states", 10)
         self.measured = self.node.create_publisher(JointState, "/measured/joint_states", 10)
         self.odom = self.node.create_publisher(Odometry, "/sim/odom", 10)
+        self.pose = self.node.create_publisher(PoseStamped, "/measured/pose", 10)
         self.lock = threading.Lock()
         self.diagnostics: dict[str, dict[str, str]] = {}  # status name -> its values
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
@@ -387,6 +389,14 @@ def odometry(
     return msg
 
 
+def pose_stamped(
+    position: list[float], orientation: list[float], stamp: tuple[int, int] = (0, 0)
+) -> PoseStamped:
+    """A PoseStamped (a mocap driver's) with the pose of :func:`odometry`'s message."""
+    odom = odometry(position, orientation, stamp)
+    return PoseStamped(header=odom.header, pose=odom.pose.pose)
+
+
 #: Odometry poses that cannot be drawn: non-finite, or not a unit quaternion (|q| - 1 > 1e-3).
 BAD_POSES = [
     ([math.nan, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]),
@@ -406,13 +416,15 @@ def test_odom_that_cannot_be_drawn_is_rejected_not_sent(
     """The odom input check: non-finite poses and quaternions off unit length by more than the
     tolerance give None (counted and warned by the node); a drawable pose its JSON, the
     quaternion normalised (|q| = 1 + 5e-4 is within the tolerance)."""
-    assert odom_message("/sim/odom", odometry(position, orientation)) is None
+    assert pose_message("/sim/odom", odometry(position, orientation)) is None
+    assert pose_message("/measured/pose", pose_stamped(position, orientation)) is None
     q = [0.1, -0.2, 0.3, 0.9]
     q = [x * (1 + 5e-4) / math.sqrt(sum(y * y for y in q)) for x in q]
-    good = odom_message("/sim/odom", odometry([1.5, -2.0, 1e3], q, (7, 250_000_000)))
-    sent = json.loads(good or "null")
-    assert sent.pop("orientation") == pytest.approx([x / (1 + 5e-4) for x in q], abs=1e-15)
-    assert sent == {"topic": "/sim/odom", "stamp": 7.25, "position": [1.5, -2.0, 1e3]}
+    for topic, make in (("/sim/odom", odometry), ("/measured/pose", pose_stamped)):
+        good = pose_message(topic, make([1.5, -2.0, 1e3], q, (7, 250_000_000)))
+        sent = json.loads(good or "null")
+        assert sent.pop("orientation") == pytest.approx([x / (1 + 5e-4) for x in q], abs=1e-15)
+        assert sent == {"topic": topic, "stamp": 7.25, "position": [1.5, -2.0, 1e3]}
 
 
 def test_http_serves_the_page_the_urdf_and_vendored_modules_only(server: WebServer) -> None:
@@ -656,15 +668,15 @@ def test_centres_of_mass_match_link_poses(page: Page, gait: Gait) -> None:
     assert np.linalg.norm(np.subtract(com["sim"], com["measured"])) > 1e-3  # told apart
 
 
-def base_pose(page: Page) -> tuple[np.ndarray, Rotation]:
-    """The sim robot's root in three.js's world, as the page reads it back."""
-    base = page.evaluate("snakeViewer.base()")
+def base_pose(page: Page, role: str = "sim") -> tuple[np.ndarray, Rotation]:
+    """A robot's root in three.js's world, as the page reads it back."""
+    base = page.evaluate(f"snakeViewer.base('{role}')")
     return np.array(base["position"]), Rotation.from_quat(base["quaternion"])
 
 
-def assert_base_at(page: Page, position: np.ndarray, rotation: Rotation) -> None:
-    """The sim robot's root is at the ROS world pose, mapped to three.js, to 1e-6."""
-    at, turned = base_pose(page)
+def assert_base_at(page: Page, position: np.ndarray, rotation: Rotation, role: str = "sim") -> None:
+    """A robot's root is at the ROS world pose, mapped to three.js, to 1e-6."""
+    at, turned = base_pose(page, role)
     np.testing.assert_allclose(at, ROS_TO_THREE @ position, rtol=0, atol=1e-6)
     expected = ROS_TO_THREE @ rotation.as_matrix()
     np.testing.assert_allclose(turned.as_matrix(), expected, rtol=0, atol=1e-6)
@@ -673,11 +685,12 @@ def assert_base_at(page: Page, position: np.ndarray, rotation: Rotation) -> None
 @pytest.mark.ros
 @pytest.mark.browser
 def test_without_odom_the_sim_robot_stays_at_the_origin(page: Page, gait: Gait) -> None:
-    """The fixed-tail robot (no /sim/odom yet): root at the world's origin, unturned; no trail."""
+    """The fixed-tail robots (no poses yet): roots at the world's origin, unturned; no trails."""
     settle(page, gait)
-    assert page.evaluate("snakeViewer.odom.messages") == 0
-    assert_base_at(page, np.zeros(3), Rotation.identity())
-    assert page.evaluate("snakeViewer.trail()") == []
+    for role in ("sim", "measured"):
+        assert page.evaluate(f"snakeViewer.poses.{role}.messages") == 0
+        assert_base_at(page, np.zeros(3), Rotation.identity(), role)
+        assert page.evaluate(f"snakeViewer.trail('{role}')") == []
 
 
 #: The bound of the trail in the odom tests (?trail=...), and the poses sent: more than it.
@@ -685,17 +698,21 @@ TRAIL = 12
 N_POSES = 20
 
 
-def send_odom(page: Page, gait: Gait, position: np.ndarray, rotation: Rotation) -> float:
-    """Publish the pose (stamped now) until the page has applied it; its stamp [s]."""
+def send_pose(
+    page: Page, gait: Gait, position: np.ndarray, rotation: Rotation, role: str = "sim"
+) -> float:
+    """Publish the pose (stamped now; sim: /sim/odom, measured: /measured/pose) until the page
+    has applied it; its stamp [s]."""
     now = gait.node.get_clock().now()
-    msg = odometry(list(position), list(rotation.as_quat()), now.seconds_nanoseconds())
+    make, publisher = (odometry, gait.odom) if role == "sim" else (pose_stamped, gait.pose)
+    msg = make(list(position), list(rotation.as_quat()), now.seconds_nanoseconds())
     stamp = now.nanoseconds * 1e-9
 
     def applied() -> bool:
-        gait.odom.publish(msg)  # again until seen: best-effort, and a period keeps the newest
-        return bool(page.evaluate("snakeViewer.odom.stamp") >= stamp - 1e-6)
+        publisher.publish(msg)  # again until seen: best-effort, and a period keeps the newest
+        return bool(page.evaluate(f"snakeViewer.poses.{role}.stamp") >= stamp - 1e-6)
 
-    wait_for(applied, 30.0, f"odom at {position} on the page")
+    wait_for(applied, 30.0, f"the {role} pose at {position} on the page")
     return stamp
 
 
@@ -723,8 +740,8 @@ def test_odom_places_the_sim_root_and_draws_a_bounded_trail(
     rotations = Rotation.random(N_POSES, rng)
     offset = None
     for position, rotation in zip(positions, rotations, strict=True):
-        stamp = send_odom(page, gait, position, rotation)
-        odom = page.evaluate("snakeViewer.odom")
+        stamp = send_pose(page, gait, position, rotation)
+        odom = page.evaluate("snakeViewer.poses.sim")
         assert odom["stamp"] == pytest.approx(stamp, abs=1e-6)
         np.testing.assert_allclose(odom["position"], position, rtol=0, atol=1e-12)
         assert_base_at(page, position, rotation)
@@ -745,7 +762,7 @@ def test_bad_odom_is_rejected_counted_and_does_not_move_the_robot(page: Page, ga
     """Each pose of BAD_POSES: the node counts it rejected on /diagnostics and keeps running;
     a joint state sent after the counts grew (so after any forwarded odom, on one WebSocket)
     is drawn while the sim robot stays at the last good pose."""
-    odom = page.evaluate("snakeViewer.odom")
+    odom = page.evaluate("snakeViewer.poses.sim")
     assert odom["messages"] > 0, "runs after test_odom_places_the_sim_root..."
     good = np.array(odom["position"]), Rotation.from_quat(odom["orientation"])
     trail = page.evaluate("snakeViewer.trail()")
@@ -759,9 +776,30 @@ def test_bad_odom_is_rejected_counted_and_does_not_move_the_robot(page: Page, ga
 
     wait_for(counted, 30.0, "the bad odom counted on /diagnostics")
     shown(page, gait)
-    assert page.evaluate("snakeViewer.odom.stamp") == odom["stamp"]
+    assert page.evaluate("snakeViewer.poses.sim.stamp") == odom["stamp"]
     assert_base_at(page, *good)
     assert page.evaluate("snakeViewer.trail()") == trail
+
+
+@pytest.mark.ros
+@pytest.mark.browser
+def test_measured_pose_places_the_ghost_with_a_trail_of_its_own(page: Page, gait: Gait) -> None:
+    """Poses on /measured/pose put the measured robot's (the ghost's) root there and draw its
+    own trail, in the order sent; the sim robot stays where its odometry put it, with its
+    trail unchanged."""
+    sim = base_pose(page, "sim")
+    sim_trail = page.evaluate("snakeViewer.trail('sim')")
+    rng = np.random.default_rng(240)
+    positions = np.array([-0.4, 0.2, 0.03]) + np.cumsum(rng.uniform(0.02, 0.05, (5, 3)), axis=0)
+    rotations = Rotation.random(5, rng)
+    for position, rotation in zip(positions, rotations, strict=True):
+        send_pose(page, gait, position, rotation, "measured")
+        assert_base_at(page, position, rotation, "measured")
+    trail = np.array(page.evaluate("snakeViewer.trail('measured')"))
+    np.testing.assert_allclose(trail[-5:], positions @ ROS_TO_THREE.T, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(base_pose(page, "sim")[0], sim[0], rtol=0, atol=1e-12)
+    assert page.evaluate("snakeViewer.trail('sim')") == sim_trail
+    assert gait.count("/measured/pose rejected") == 0
 
 
 @pytest.mark.ros
