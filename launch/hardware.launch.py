@@ -3,7 +3,7 @@ MFM prediction beside it when asked.
 
     ros2 launch mfm_snake hardware.launch.py [transport:=serial] [port:=/dev/ttyACM0]
         [host:=127.0.0.1] [auth_key:=HEX32] [robot_config:=robot] [gait:=serpenoid]
-        [dynamics:=false] [rviz:=true] [use_sim_time:=false]
+        [dynamics:=false] [compensate:=false] [rviz:=true] [use_sim_time:=false]
 
 Thin on purpose: the nodes come from ``snake_bringup.graph.hardware_graph``, the
 description ``snake hardware`` runs too.
@@ -26,6 +26,7 @@ def generate_launch_description():  # type: ignore[no-untyped-def]  # launch's o
             v["host"],
             v["gait"],
             dynamics=is_true(v["dynamics"]),
+            compensate=is_true(v["compensate"]),
             rviz=is_true(v["rviz"]),
             use_sim_time=is_true(v["use_sim_time"]),
             auth_key=v["auth_key"],

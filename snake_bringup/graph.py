@@ -88,6 +88,14 @@ SIM_NAMESPACE = "sim"
 MEASURED_NAMESPACE = "measured"
 #: Every gait and dynamics node reads the one command topic.
 COMMANDS = (("joint_commands", "/joint_commands"),)
+#: gait_node's gait itself (its commands are that gait, or compensate for the servos).
+DESIRED = ("joint_desired", "/joint_desired")
+#: How late the firmware's servo targets follow /joint_commands [s]: driver_node sends the
+#: newest command every 20 ms and the firmware moves to it over the next 20 ms
+#: (config/driver_node.yaml: command_rate 50, interpolate), the command is 5 ms old on average
+#: (gait_node's 100 Hz) and the frame takes a few ms on the link; 28 ms measured over the pty
+#: (bench/README.md, "End to end"). Compensated commands are sent that much earlier.
+DRIVER_COMMAND_DELAY_S = 0.028
 
 
 #: The values a boolean launch argument takes (``launch``'s own conditions accept them all).
@@ -120,6 +128,9 @@ HARDWARE_ARGUMENTS = (
     ),
     LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
     LaunchArgument("dynamics", "false", "run the MFM prediction beside the robot", BOOLEAN),
+    LaunchArgument(
+        "compensate", "false", "commands pre-shaped for the servos (gait_node)", BOOLEAN
+    ),
     LaunchArgument("rviz", "true", "start RViz", BOOLEAN),
     LaunchArgument("use_sim_time", "false", "follow /clock", BOOLEAN),
 )
@@ -131,18 +142,28 @@ def config_file(name: str) -> Path:
 
 
 def _gait_node(
-    robot_params: Mapping[str, Any], gait: str, namespace: str, listeners: int
+    robot_params: Mapping[str, Any],
+    gait: str,
+    namespace: str,
+    listeners: int,
+    compensate: bool = False,
 ) -> NodeSpec:
     """gait_node; it starts the gait once the graph's ``listeners`` nodes that subscribe to
-    /joint_commands have been discovered (all of them see it from rest)."""
-    options = {"wait_for_subscribers": listeners, **({"gait": gait} if gait else {})}
+    /joint_commands have been discovered (all of them see it from rest); with ``compensate``
+    its commands are pre-shaped for the servos, the gait itself on /joint_desired."""
+    options: dict[str, Any] = {
+        "wait_for_subscribers": listeners,
+        **({"gait": gait} if gait else {}),
+    }
+    if compensate:
+        options |= {"compensate": True, "command_delay": DRIVER_COMMAND_DELAY_S}
     return NodeSpec(
         PACKAGE,
         "gait_node",
         "gait_node",
         namespace,
         (config_file("gaits.yaml"), {**robot_params, **options}),
-        COMMANDS,
+        (*COMMANDS, DESIRED),
     )
 
 
@@ -251,6 +272,7 @@ def hardware_graph(
     gait: str = "",
     *,
     dynamics: bool = False,
+    compensate: bool = False,
     rviz: bool = True,
     use_sim_time: bool = False,
     robot_clock: bool = False,
@@ -270,6 +292,8 @@ def hardware_graph(
         gait: gait name; empty for the one in config/gaits.yaml.
         dynamics: also run dynamics_node on the same commands (``/sim/joint_states``),
             its robot description, and compare_node.
+        compensate: gait_node pre-shapes the commands for the robot config's servos
+            (docs/mfm.md eq. 213); the gait itself goes on /joint_desired either way.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
         robot_clock: the robot's clock drives the graph: driver_node publishes /clock from
@@ -304,7 +328,8 @@ def hardware_graph(
     if auth_key.strip():
         link["auth_key"] = auth_key.strip()
     nodes = [
-        _gait_node(robot_params, gait, "", listeners=2 if dynamics else 1),  # driver, dynamics
+        # listeners: the driver, and dynamics_node
+        _gait_node(robot_params, gait, "", 2 if dynamics else 1, compensate),
         NodeSpec(
             PACKAGE,
             "driver_node",
@@ -410,7 +435,11 @@ def replay_graph(
 
 
 def demo_graph(
-    endpoint: Endpoint, out: Path, gait: str = "", robot: str = "robot_feedback"
+    endpoint: Endpoint,
+    out: Path,
+    gait: str = "",
+    robot: str = "robot_feedback",
+    compensate: bool = False,
 ) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
     on the emulated robot with the MFM prediction and the comparison node beside it, the
@@ -423,6 +452,7 @@ def demo_graph(
         out: the run folder: the bag goes to ``out/bag``, the live report to ``out/compare``.
         gait: gait name; empty for the one in config/gaits.yaml.
         robot: robot YAML file or config name (default: the robot with feedback pots).
+        compensate: gait_node's commands pre-shaped for the servos of ``robot``.
     """
     config = robot_config(robot).resolve()
     recorder = NodeSpec(
@@ -440,6 +470,7 @@ def demo_graph(
         endpoint.host,
         gait,
         dynamics=True,
+        compensate=compensate,
         rviz=False,
         robot_clock=True,
         report_dir=out,

@@ -521,3 +521,9 @@ class GaitPlayer:
         """Commanded q [rad], q_dot [rad/s], q_ddot [rad/s^2] at time t [s], shape (n,)."""
         self._current = _settle(self._current, t)
         return self._current.evaluate(t)
+
+    @property
+    def current(self) -> Gait:
+        """What plays now, blends included, as a gait: a pure function of time (evaluating it
+        ahead of time, as compensated commands do, changes nothing in the player)."""
+        return self._current

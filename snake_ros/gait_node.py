@@ -3,8 +3,15 @@
 Parameters (``config/gaits.yaml``): ``gait``, ``<gait>.<parameter>`` for every gait of
 :data:`snake_dynamics.GAITS` (with its range), ``transition_time``, ``ramp_time`` (changeable
 at run time, blended smoothly), and the read-only ``robot_config``, ``publish_rate``,
-``autostart``, ``wait_for_subscribers``. Services ``~/start`` and ``~/stop``
-(std_srvs/Trigger) ramp in and out.
+``autostart``, ``wait_for_subscribers``, ``compensate``, ``command_delay``. Services
+``~/start`` and ``~/stop`` (std_srvs/Trigger) ramp in and out.
+
+The gait itself, the motion the joints should make, goes on ``joint_desired``. With
+``compensate`` the commands on ``joint_commands`` are pre-shaped for the robot config's servos
+and body (:func:`snake_dynamics.sim.compensation.compensated_command`, docs/mfm.md eq. 213),
+so that the servos move the joints along the gait; without it they are the gait. With it, a
+gait that asks more of a servo than it gives (eq. 215) is logged as a warning at the start
+and at every gait change (``snake demo`` and ``snake hardware`` refuse it before starting).
 
 With ``autostart`` the gait ramps in once ``joint_commands`` has ``wait_for_subscribers``
 subscriptions (at most ``SUBSCRIBER_TIMEOUT_S`` after the first clock reading; rest until
@@ -17,6 +24,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -25,8 +34,15 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import GaitError
-from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, make_gait
+from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, PeriodicGait, make_gait
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.compensation import (
+    SaturationError,
+    check_feasible,
+    compensated_command,
+    fixed_tail_load,
+)
 from snake_ros.paths import robot_config
 
 from .common import (
@@ -39,6 +55,8 @@ from .common import (
     declare_string,
     run,
 )
+
+FloatArray = NDArray[np.float64]
 
 #: Parameters that change the gait (the rest are read-only or timing).
 GAIT_PARAMETERS = tuple(f"{gait}.{key}" for gait, spec in GAITS.items() for key in spec.params)
@@ -74,14 +92,35 @@ class GaitNode(Node):
             self, "transition_time", 2.0, 0.1, 60.0, "blend time of a gait change [s]"
         )
         ramp = declare_float(self, "ramp_time", 2.0, 0.1, 60.0, "blend time of start/stop [s]")
+        compensate = declare_bool(
+            self,
+            "compensate",
+            False,
+            "pre-shape joint_commands with the robot config's servo model and body so that the "
+            "joints follow the gait (docs/mfm.md eq. 213); the gait itself is on joint_desired",
+        )
+        self._command_delay = declare_float(
+            self,
+            "command_delay",
+            0.0,
+            0.0,
+            1.0,
+            "with compensate: how late the servos' targets follow joint_commands beyond the "
+            "servo model's dead time (the driver's path on the robot) [s]",
+            read_only=True,
+        )
 
-        self._model = SnakeModel.from_yaml(robot_config(config))
+        path = robot_config(config)
+        self._model = SnakeModel.from_yaml(path)
+        self._servo = ServoModel.from_yaml(path, self._model.joint_names)
+        self._load = fixed_tail_load(self._model) if compensate else None
         self._player = GaitPlayer(self._gait(), transition_time=transition, ramp_time=ramp)
         self._epoch_ns: int | None = None
         self._last_ns = 0
         self._autostart = autostart
         self._pending_start = False  # autostart waits for wait_for_subscribers
         self._pub = self.create_publisher(JointState, "joint_commands", 10)
+        self._desired_pub = self.create_publisher(JointState, "joint_desired", 10)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.add_on_set_parameters_callback(self._check_parameters)
@@ -91,9 +130,12 @@ class GaitNode(Node):
         self._published = 0
         self._stamps = (0, 0)  # of the first and the last message published [ns]
         self._skipped_ticks = 0
+        shaped = f"compensated for the {self._servo.describe()}" if compensate else "as is"
         self.get_logger().info(
-            f"{self._model.name}: {self._describe()} at {rate:g} Hz on {self._pub.topic_name}"
+            f"{self._model.name}: {self._describe()} at {rate:g} Hz on {self._pub.topic_name} "
+            f"({shaped}; the gait on {self._desired_pub.topic_name})"
         )
+        self._warn_if_saturating()
 
     # ---------------------------------------------------------------- conversions
     def _gait(self, changes: dict[str, object] | None = None) -> Gait:
@@ -110,6 +152,25 @@ class GaitNode(Node):
             f"{key}={self.get_parameter(f'{name}.{key}').value:g}" for key in GAITS[name].params
         )
         return f"gait {name}({params})"
+
+    def _warn_if_saturating(self) -> None:
+        """Log a warning if the gait asks more of a servo than it gives (eq. 215)."""
+        gait = self._player.gait
+        if self._load is None or not isinstance(gait, PeriodicGait):
+            return
+        try:
+            check_feasible(gait, self._load, self._servo, self._model.joint_names)
+        except SaturationError as exc:
+            self.get_logger().warning(f"the servos cannot follow this gait: {exc}")
+
+    def _message(self, stamp: int, q: FloatArray, qd: FloatArray) -> JointState:
+        """A JointState of the model's joints: q [rad], q_dot [rad/s], stamped ``stamp`` [ns]."""
+        msg = JointState()
+        msg.header.stamp = Time(nanoseconds=stamp).to_msg()
+        msg.name = self._model.joint_names
+        msg.position = q.tolist()
+        msg.velocity = qd.tolist()
+        return msg
 
     def _time(self) -> tuple[int, float] | None:
         """(now [ns], seconds since the node's first clock reading), or None before /clock."""
@@ -146,12 +207,12 @@ class GaitNode(Node):
                 )
                 log(f"starting the gait at t = {t:.2f} s, {heard} subscriptions")
         q, qd, _ = self._player.evaluate(t)
-        msg = JointState()
-        msg.header.stamp = Time(nanoseconds=stamp).to_msg()
-        msg.name = self._model.joint_names
-        msg.position = q.tolist()
-        msg.velocity = qd.tolist()
-        self._pub.publish(msg)
+        self._desired_pub.publish(self._message(stamp, q, qd))
+        if self._load is not None:
+            q, qd = compensated_command(
+                self._player.current, self._load, self._servo, t, self._command_delay
+            )
+        self._pub.publish(self._message(stamp, q, qd))
         self._published += 1
         self._stamps = (self._stamps[0] or stamp, stamp)
 
@@ -212,6 +273,7 @@ class GaitNode(Node):
                 else "from the next start"
             )
             self.get_logger().info(f"{self._describe()}, {when}")
+            self._warn_if_saturating()
 
     def _on_start(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         now = self._time()

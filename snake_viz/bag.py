@@ -54,6 +54,7 @@ from .errors import VizError
 #: others are typed from the ROS graph when they appear.
 DEFAULT_TOPICS: Mapping[str, str | None] = {
     "/joint_commands": "sensor_msgs/msg/JointState",
+    "/joint_desired": "sensor_msgs/msg/JointState",
     "/sim/joint_states": "sensor_msgs/msg/JointState",
     "/measured/joint_states": "sensor_msgs/msg/JointState",
     "/sim/odom": "nav_msgs/msg/Odometry",

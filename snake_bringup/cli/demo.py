@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 
 from snake_dynamics.gaits import GAITS
 from snake_ros.paths import robot_config
+from snake_viz.compare import MEASURED_TOPIC
 
 from ..comparison import compare_bag
 from ..emulator import Emulator
-from ..graph import demo_graph
+from ..feasibility import check_servos_follow
+from ..graph import DESIRED, demo_graph
 from ..runner import run_graph
-from .options import positive
+from .options import compensate_options, positive, report_warning
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -46,6 +48,7 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="no plant: the pulses drive nothing and the robot reports the firmware's estimates",
     )
+    compensate_options(p)
     p.set_defaults(
         run=lambda a: run(
             duration=a.duration,
@@ -53,12 +56,24 @@ def register(sub: Subparsers) -> None:
             output=a.output,
             robot=a.robot,
             plant=None if a.no_plant else (a.plant or robot_config("plant")),
+            compensate=a.compensate,
+            force=a.force,
         )
     )
 
 
-def run(*, duration: float, gait: str, output: Path | None, robot: str, plant: Path | None) -> int:
-    """Run the demo graph on the emulated robot for ``duration`` seconds, then report.
+def run(
+    *,
+    duration: float,
+    gait: str,
+    output: Path | None,
+    robot: str,
+    plant: Path | None,
+    compensate: bool,
+    force: bool,
+) -> int:
+    """Run the demo graph on the emulated robot for ``duration`` seconds, then report: the
+    prediction against the robot, and the robot against the desired gait.
 
     Args:
         gait: gait name; empty for the one in config/gaits.yaml.
@@ -66,16 +81,24 @@ def run(*, duration: float, gait: str, output: Path | None, robot: str, plant: P
             ``compare/`` report and the offline ``report/``.
         robot: robot config of the prediction, the driver and the plant's body.
         plant: the emulated robot's plant file (None: no plant).
+        compensate: commands pre-shaped for the servos of ``robot`` (docs/mfm.md eq. 213).
+        force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
 
     Returns:
         The graph's exit status (0, or 130 after Ctrl-C).
+
+    Raises:
+        InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
+    warning = check_servos_follow(robot, gait, force=force)
+    if warning:
+        report_warning(warning)
     out = output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bag = out / "bag"
     with Emulator(plant=plant, robot=robot) as emulator:
         body = f", its servos moving the plant of {plant}" if plant else ", no plant"
         print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}{body}")
-        graph = demo_graph(emulator.endpoint, out, gait=gait, robot=robot)
+        graph = demo_graph(emulator.endpoint, out, gait=gait, robot=robot, compensate=compensate)
         code = run_graph(
             graph, output=out / "logs", duration=duration, quiet=True, outside=emulator.exit_reason
         )
@@ -87,8 +110,16 @@ def run(*, duration: float, gait: str, output: Path | None, robot: str, plant: P
     print()
     print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
     print(report.table())
+    tracking = compare_bag(
+        bag, out / "tracking", robot_config=robot, topics=(DESIRED[1], MEASURED_TOPIC), plots=False
+    )
+    shaped = "compensated commands" if compensate else "the gait as commands"
+    print()
+    print(f"per-joint error, the emulated robot vs the desired gait ({shaped}):")
+    print(tracking.table())
     print()
     print(f"comparison report: {report.folder}/ (live report of compare_node: {out / 'compare'}/)")
+    print(f"tracking report:   {tracking.folder}/ (the robot against /joint_desired)")
     print(f"bag:               {bag}/")
     print(f"replay it:         snake replay {bag} --loop    (then: snake view)")
     print(f"compare offline:   snake compare {bag}")

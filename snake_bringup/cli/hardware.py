@@ -12,9 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..emulator import Emulator, Endpoint
+from ..feasibility import check_servos_follow
 from ..graph import NodeSpec, hardware_graph
 from ..runner import run_folder, run_graph
-from .options import auth_key, graph_options, plant_option, robot_link_options
+from .options import (
+    auth_key,
+    compensate_options,
+    graph_options,
+    plant_option,
+    report_warning,
+    robot_link_options,
+)
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -35,6 +43,7 @@ def register(sub: Subparsers) -> None:
         help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
     )
     plant_option(p)
+    compensate_options(p)
     graph_options(p, "hardware")
     p.set_defaults(
         run=lambda a: run(
@@ -45,6 +54,8 @@ def register(sub: Subparsers) -> None:
             key=auth_key(a.key),
             gait=a.gait or "",
             dynamics=a.dynamics,
+            compensate=a.compensate,
+            force=a.force,
             emulate=a.emulate,
             plant=a.plant,
             rviz=not a.no_rviz,
@@ -66,6 +77,8 @@ def run(
     key: str,
     gait: str,
     dynamics: bool,
+    compensate: bool,
+    force: bool,
     emulate: bool,
     plant: Path | None,
     rviz: bool,
@@ -86,6 +99,8 @@ def run(
         key: 32 hex digits for authenticated mode, or "".
         gait: gait name; empty for the one in config/gaits.yaml.
         dynamics: the MFM prediction and compare_node beside the robot.
+        compensate: commands pre-shaped for the robot config's servos (docs/mfm.md eq. 213).
+        force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
         emulate: start the real firmware in simavr and drive it.
         plant: with ``emulate``, the emulated robot's plant file (None: no plant).
         rviz: include RViz.
@@ -93,7 +108,13 @@ def run(
         output: the run's folder (None: ``runs/hardware-<robot>-<gait>-<time>``).
         quiet: only the logs, not the terminal.
         dry_run: print the commands, start nothing (the emulator neither).
+
+    Raises:
+        InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
+    warning = check_servos_follow(robot, gait, force=force)
+    if warning:
+        report_warning(warning)
     out = run_folder(f"hardware-{Path(robot).stem}-{gait or 'default'}", output)
 
     def graph_on(endpoint: Endpoint) -> tuple[NodeSpec, ...]:
@@ -104,6 +125,7 @@ def run(
             endpoint.host,
             gait,
             dynamics=dynamics,
+            compensate=compensate,
             rviz=rviz,
             use_sim_time=use_sim_time,
             robot_clock=emulate,  # the emulated robot's clock drives the graph

@@ -26,6 +26,11 @@ def report_error(message: str) -> None:
     print(f"snake: error: {message}", file=sys.stderr)
 
 
+def report_warning(message: str) -> None:
+    """Print ``snake: warning: <message>`` on stderr: something to know, the run goes on."""
+    print(f"snake: warning: {message}", file=sys.stderr)
+
+
 def name_values(pairs: Sequence[str], option: str) -> dict[str, float]:
     """``NAME=VALUE`` pairs of a repeated option (e.g. ``--set``) as numbers by name.
 
@@ -81,6 +86,23 @@ def graph_options(p: argparse.ArgumentParser, label: str) -> None:
     p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
     p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
+def compensate_options(p: argparse.ArgumentParser) -> None:
+    """``--compensate`` and ``--force``: commands pre-shaped for the servos, and running a gait
+    the servos cannot follow (docs/hardware.md, "Compensated commands")."""
+    p.add_argument(
+        "--compensate",
+        action="store_true",
+        help="pre-shape the commands with the robot config's servo model and body so that the "
+        "joints follow the gait",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run a gait that asks more torque or speed of a servo than it gives (refused "
+        "otherwise)",
+    )
 
 
 def plant_option(p: argparse.ArgumentParser) -> None:

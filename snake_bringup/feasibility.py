@@ -1,0 +1,88 @@
+"""Whether the robot's servos can follow the gait, asked before ``snake demo`` and ``snake
+hardware`` start it (docs/mfm.md eqs. 214, 215; :mod:`snake_dynamics.sim.compensation`).
+
+The gait is the one gait_node will play: ``--gait`` (or config/gaits.yaml's), with
+config/gaits.yaml's parameters; the servos and the body are the robot config's (an
+identified overlay's servo: section when given one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from snake_dynamics.gaits import PeriodicGait, gait_parameters, make_gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.compensation import SaturationError, check_feasible, fixed_tail_load
+from snake_ros.paths import robot_config
+
+from .errors import BringupError
+from .graph import config_file
+
+
+class InfeasibleGaitError(BringupError):
+    """A gait the servos cannot follow, refused before the run (``--force`` runs it)."""
+
+
+def _gait_parameters() -> Mapping[str, Any]:
+    """gait_node's parameters in config/gaits.yaml (``/**: ros__parameters:``)."""
+    path = config_file("gaits.yaml")
+    try:
+        doc = yaml.safe_load(path.read_text())
+        params = doc["/**"]["ros__parameters"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise BringupError(f"{path}: no gait_node parameters under /**: ({exc})") from None
+    if not isinstance(params, Mapping):
+        raise BringupError(f"{path}: /**: ros__parameters: must be a mapping")
+    return params
+
+
+def planned_gait(model: SnakeModel, gait: str) -> PeriodicGait:
+    """The gait gait_node will play on ``model``: ``gait`` (empty: config/gaits.yaml's) with
+    config/gaits.yaml's parameters.
+
+    Raises:
+        GaitError: an unknown gait or parameter out of range.
+    """
+    params = _gait_parameters()
+    name = gait or str(params.get("gait", "serpenoid"))
+    spec = gait_parameters(name)
+    values = {k: float(v) for k, v in (params.get(name) or {}).items() if k in spec}
+    built = make_gait(name, model, **values)
+    assert isinstance(built, PeriodicGait)  # every gait of GAITS is one
+    return built
+
+
+def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
+    """Check that the servos of ``robot`` can give what one period of the gait asks (eq. 215).
+
+    Args:
+        robot: robot YAML file or config name (its body and servo: section).
+        gait: gait name; empty for config/gaits.yaml's.
+        force: run it anyway: return the reason as a warning instead of raising.
+
+    Returns:
+        None if they can (or the robot's base floats: its load is the ground's, not
+        checked), else with ``force`` the one-line warning.
+
+    Raises:
+        InfeasibleGaitError: they cannot, without ``force``: the joint, the time, the demand
+            and the limit.
+        ModelError, GaitError: the robot config or the gait cannot be loaded.
+    """
+    path = robot_config(robot)
+    model = SnakeModel.from_yaml(path)
+    if model.base != "fixed":
+        return None
+    servo = ServoModel.from_yaml(path, model.joint_names)
+    try:
+        check_feasible(planned_gait(model, gait), fixed_tail_load(model), servo, model.joint_names)
+    except SaturationError as exc:
+        reason = f"the servos of {path.name} cannot follow it: {exc}"
+        if not force:
+            raise InfeasibleGaitError(f"{reason} (--force runs it anyway)") from None
+        return reason
+    return None

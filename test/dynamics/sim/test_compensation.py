@@ -1,0 +1,193 @@
+"""Commands that compensate (docs/mfm.md, eqs. 211-215).
+
+References: the servo law itself, the compiled kernel ``recursive.servo_torque`` (eqs.
+202-205), which the inversion must reproduce; and the servo-driven fixed-tail robot,
+:class:`Simulator` (RK4 under eqs. 201-205), fed 100 Hz commands as dynamics_node feeds it
+gait_node's, against which the compensated commands must track the desired gait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.gaits import Gait, PeriodicGait, Transition
+from snake_dynamics.mfm import recursive
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.compensation import (
+    SaturationError,
+    check_feasible,
+    compensated_command,
+    fixed_tail_load,
+    period_times,
+    saturation,
+    servo_demand,
+    servo_error,
+)
+from snake_dynamics.sim.plant import load_plant
+from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
+
+ROOT = Path(__file__).resolve().parents[3]
+DT = 1e-3  # the dynamics node's step [s]
+COMMAND_PERIOD = 0.01  # gait_node's 100 Hz [s]
+
+
+@pytest.fixture(scope="module")
+def robot() -> SnakeModel:
+    return SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
+
+
+def _servos(robot: SnakeModel) -> dict[str, ServoModel]:
+    """The datasheet servo of robot.yaml and the plant's (later, weaker, joint_1 weakest)."""
+    plant = load_plant(ROOT / "config" / "plant.yaml", robot.joint_names)
+    return {
+        "datasheet": ServoModel.from_yaml(ROOT / "config" / "robot.yaml", robot.joint_names),
+        "plant": plant.servo,
+    }
+
+
+def _ramped(gait: PeriodicGait, ramp: float = 1.0) -> Gait:
+    """gait_node's start: from rest into ``gait`` over ``ramp`` [s] (a pure function of t)."""
+    rest = np.zeros(gait.n_joints)
+    return Transition(PeriodicGait(rest, rest, rest, 0.0, "rest"), gait, 0.0, ramp)
+
+
+def test_servo_error_makes_the_servo_deliver_the_torque(robot: SnakeModel) -> None:
+    """Eq. 212 inverts eqs. 202-205: the compiled servo law, told the angle plus that error
+    (no rate reference), gives the torque back to rounding outside the deadband, and at
+    most K e_0 short of it inside."""
+    servo = _servos(robot)["plant"]
+    rng = np.random.default_rng(3)
+    n = robot.n_joints
+    for _ in range(200):
+        q = rng.uniform(-1.0, 1.0, n)
+        qd = rng.uniform(-3.0, 3.0, n)
+        tau = rng.uniform(-0.5, 0.5, n) * servo.column("stall_torque")
+        e = servo_error(servo, tau, qd)
+        low, high = (  # within the torque-speed line: the clamp does not bind
+            -servo.column("stall_torque") * np.minimum(1, 1 + qd / servo.column("no_load_speed")),
+            servo.column("stall_torque") * np.minimum(1, 1 - qd / servo.column("no_load_speed")),
+        )
+        inside = (tau > low) & (tau < high)
+        u = np.concatenate([np.zeros(n), q + e, np.zeros(n)])
+        given = np.asarray(recursive.servo_torque(servo.packed, u, q, qd))
+        e_db = (tau + servo.column("damping") * qd) / servo.column("stiffness")
+        outside_band = np.abs(e_db) >= servo.column("deadband")
+        exact = inside & outside_band
+        assert np.allclose(given[exact], tau[exact], rtol=1e-12, atol=1e-12)
+        band = inside & ~outside_band
+        short = np.abs(given[band] - tau[band])
+        assert np.all(short <= (servo.column("stiffness") * servo.column("deadband"))[band] + 1e-12)
+
+
+def _run(
+    robot: SnakeModel, servo: ServoModel, motion: Gait, duration: float, compensate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The servo-driven robot fed 100 Hz commands (the gait, or eq. 213 on it) through the
+    dynamics node's reference (cubic Hermite between samples, each servo T_d late, no
+    feed-forward, no rate reference); returns the times and joint angles at every step."""
+    load = fixed_tail_load(robot)
+    reference = CommandReference(np.zeros(robot.n_joints), timeout=duration + 2.0)  # keeps all
+    for t in np.arange(-COMMAND_PERIOD, duration + 1.0, COMMAND_PERIOD):
+        when = max(float(t), 0.0)
+        if compensate:
+            q, qd = compensated_command(lambda s: motion(max(s, 0.0)), load, servo, when)
+        else:
+            q, qd = motion(when).q, motion(when).qd
+        reference.push(float(t), q, qd)
+    sim = Simulator(robot, DT, servo=servo)
+    source = PrescribedInput(sim.fast_model, reference, servo.dead_times, feed_forward=False)
+    qs, _ = sim.advance(round(duration / DT), source)
+    return DT * np.arange(1, len(qs) + 1), qs
+
+
+@pytest.mark.parametrize("which", ["datasheet", "plant"])
+def test_compensated_commands_track_the_gait(robot: SnakeModel, which: str) -> None:
+    """The serpenoid gait ramped in from rest over 1 s, 3 s on the servo-driven robot: told
+    the gait, the yaw joints trail it by degrees; told eq. 213, they follow it at least 3x
+    closer (RMS over the run, every moving joint)."""
+    servo = _servos(robot)[which]
+    gait = make_gait("serpenoid", robot)
+    check_feasible(gait, fixed_tail_load(robot), servo, robot.joint_names)
+    motion = _ramped(gait)
+    rms = {}
+    for compensate in (False, True):
+        t, q = _run(robot, servo, motion, 3.0, compensate)
+        desired = np.array([motion(s).q for s in t])
+        rms[compensate] = np.sqrt(np.mean((q - desired) ** 2, axis=0))
+    moving = gait.amplitudes > 0
+    print(
+        f"{which}: RMS vs the gait [deg], raw {np.degrees(rms[False][moving]).round(3)}, "
+        f"compensated {np.degrees(rms[True][moving]).round(3)}"
+    )
+    assert np.all(rms[False][moving] > np.radians(1.0))  # the raw command does trail
+    assert np.all(rms[True][moving] * 3.0 <= rms[False][moving])
+
+
+def _one_joint(robot: SnakeModel, k: int, amplitude: float, frequency: float) -> PeriodicGait:
+    n = robot.n_joints
+    amplitudes = np.zeros(n)
+    amplitudes[k] = amplitude
+    return PeriodicGait(np.zeros(n), amplitudes, np.zeros(n), frequency, "one joint")
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_a_joint_beyond_its_no_load_speed_is_named(robot: SnakeModel, k: int) -> None:
+    """Joint k alone at 1 rad and 2 Hz turns at 4 pi = 12.6 rad/s, beyond the datasheet's
+    7.48 rad/s: the refusal names joint k, a speed and its limit."""
+    servo = _servos(robot)["datasheet"]
+    gait = _one_joint(robot, k, 1.0, 2.0)
+    with pytest.raises(SaturationError) as error:
+        check_feasible(gait, fixed_tail_load(robot), servo, robot.joint_names)
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"{robot.joint_names[k]} would turn at 12.57 rad/s at t = 0.000 s" in message
+    assert "no-load speed 7.48 rad/s" in message
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_a_joint_beyond_its_torque_speed_line_is_named(robot: SnakeModel, k: int) -> None:
+    """The serpenoid gait with yaw joint k's servo at half the torque joint k needs (a torque
+    beyond a joint alone loads the joints nearer the fixed tail too, so the servo is what
+    differs): the refusal names joint k, the inverse dynamics' torque at that sample and
+    eq. 204's bound at its speed."""
+    datasheet = _servos(robot)["datasheet"]
+    load = fixed_tail_load(robot)
+    gait = make_gait("serpenoid", robot)
+    demand = servo_demand(gait, load, period_times(gait))
+    stall = 0.5 * float(np.max(np.abs(demand.tau[:, k])))
+    weak = replace(datasheet.joints[k], stall_torque=stall)
+    servo = ServoModel((*datasheet.joints[:k], weak, *datasheet.joints[k + 1 :]), "test")
+    worst = saturation(demand, servo)
+    assert worst is not None and worst.joint == k and worst.quantity == "torque"
+    i = int(np.flatnonzero(demand.t == worst.t)[0])
+    assert worst.demand == demand.tau[i, k]
+    qd = demand.qd[i, k]
+    line = stall * min(1.0, 1.0 - np.sign(worst.demand) * qd / weak.no_load_speed)
+    assert worst.limit == pytest.approx(np.sign(worst.demand) * line, rel=1e-12)
+    assert abs(worst.demand) > line
+    with pytest.raises(SaturationError) as error:
+        check_feasible(gait, load, servo, robot.joint_names)
+    assert str(error.value) == (
+        f"gait serpenoid: joint_{k + 1} needs {worst.demand:+.3f} N m at t = {worst.t:.3f} s, "
+        f"beyond the {worst.limit:+.3f} N m its servo gives at {qd:+.2f} rad/s "
+        "(torque-speed line)"
+    )
+
+
+def test_the_default_gaits_fit_the_datasheet_servo(robot: SnakeModel) -> None:
+    """config/gaits.yaml's defaults on robot.yaml: nothing to refuse."""
+    servo = _servos(robot)["datasheet"]
+    for name in ("serpenoid", "sidewinding", "rolling"):
+        check_feasible(make_gait(name, robot), fixed_tail_load(robot), servo, robot.joint_names)
+
+
+def test_a_servo_without_stiffness_cannot_be_compensated(robot: SnakeModel) -> None:
+    servo = ServoModel.pd(0.0, 0.5, robot.n_joints)
+    gait = make_gait("serpenoid", robot)
+    with pytest.raises(SaturationError, match="joint 1's servo has stiffness 0"):
+        compensated_command(gait, fixed_tail_load(robot), servo, 0.0)
