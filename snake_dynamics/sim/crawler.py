@@ -144,20 +144,19 @@ def _crawl_steps(
     inputs: FloatArray,
     h: float,
     sub: int,
-    qs: FloatArray,
-    qds: FloatArray,
+    states: FloatArray,
 ) -> int:
     """RK4 steps of eq. (240) in place on ``y``, ``sub`` of length h per step, the inputs at
     the stage times (rows 2i, 2i+1, 2i+2 for RK4 step i); the quaternion renormalised after
-    every RK4 step (eq. 230). q and q_dot at the end of every step into qs, qds. Returns the
+    every RK4 step (eq. 230). The state at the end of every step into ``states``. Returns the
     steps done (fewer: the state left the finite numbers; ``y`` then holds the last finite
     step's state)."""
-    n = qs.shape[1]
+    n = (y.shape[0] - BASE) // 2
     work = floating_workspace(n)
     scratch = np.empty(4 * n + 25)
     k1, k2, k3, k4 = np.empty(y.size), np.empty(y.size), np.empty(y.size), np.empty(y.size)
     stage = np.empty(y.size)
-    for i in range(qs.shape[0]):
+    for i in range(states.shape[0]):
         x = y.copy()
         for j in range(sub):
             row = 2 * (i * sub + j)
@@ -175,9 +174,8 @@ def _crawl_steps(
         if not np.all(np.isfinite(x)):
             return i
         y[:] = x
-        qs[i] = x[BASE : BASE + n]
-        qds[i] = x[BASE + n :]
-    return int(qs.shape[0])
+        states[i] = x
+    return int(states.shape[0])
 
 
 def crawling_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
@@ -335,41 +333,50 @@ class CrawlingSimulator(Simulator):
             SimulationError: the state left the finite numbers; the simulator keeps the
                 last finite state and its time.
         """
+        n = self.model.n_joints
+        states = self.run(steps, source)
+        return states[:, BASE : BASE + n], states[:, BASE + n :]
+
+    def run(self, steps: int, source: InputSource) -> FloatArray:
+        """:meth:`advance`, returning the whole state of eq. (240) at the end of every step,
+        shape (steps, 13 + 2n).
+
+        Raises:
+            SimulationError: as :meth:`advance`.
+        """
         n, sub = self.model.n_joints, self.substeps
         if steps <= 0:
-            return np.empty((0, n)), np.empty((0, n))
+            return np.empty((0, self._y.size))
         inputs = source.inputs(self.stage_times(steps))
         rows = 2 * steps * sub + 1
         if inputs.shape != (rows, 3 * n):
             raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
-        qs, qds = np.empty((steps, n)), np.empty((steps, n))
+        states = np.empty((steps, self._y.size))
         y = self._y.copy()
         done = _crawl_steps(
             self.floating.params, self.floating.ground, self._packed, y, inputs, self._h, sub,
-            qs, qds,
+            states,
         )  # fmt: skip
         if done > 0:
             self._y = y
             self._count += done
             self._u = inputs[2 * done * sub]
-            self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
+            self._q, self._qd = y[BASE : BASE + n].copy(), y[BASE + n :].copy()
         if done < steps:
             raise SimulationError(
                 f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
                 "(torques too large for the model: check the commands and servo gains)"
             )
-        return qs, qds
+        return states
 
     def warm_up(self) -> None:
         """Compile the kernels now (numba's cache), not in the middle of a run."""
         n = self.model.n_joints
         recursive.servo_torque(self._packed, np.zeros(3 * n), np.zeros(n), np.zeros(n))
         crawl_rate(self.floating.params, self.floating.ground, self._packed, self._y, self._u)
-        y = self._y.copy()
-        empty = np.empty((0, n))
         _crawl_steps(
-            self.floating.params, self.floating.ground, self._packed, y,
-            np.zeros((1, 3 * n)), self._h, 1, empty, empty,
+            self.floating.params, self.floating.ground, self._packed, self._y.copy(),
+            np.zeros((1, 3 * n)), self._h, 1, np.empty((0, self._y.size)),
         )  # fmt: skip
 
 

@@ -1,0 +1,244 @@
+"""Floor identification: the path a crawling robot's marker takes, predicted by the servos on
+the free body (eqs. 240-242) driven by what the servos were told, and the least-squares fit
+of the ground's friction coefficients to a measured path (docs/mfm.md, "Identifying the
+floor", eqs. 243-245; no ROS, no I/O).
+
+* :class:`PathRecording` holds a crawling take: the servos' reference at the telemetry's
+  instants and the external pose sensor's marker positions and headings at its own.
+* :func:`predict_path` runs the take's reference through the servo model on the robot lying
+  on a ground, from the marker's first measured pose, and samples the marker (the tail's CM)
+  at the pose sensor's instants (eq. 243).
+* :func:`path_error` is the distance between the measured and the predicted marker in the
+  plane at each pose sample (eq. 244).
+* :func:`fit_ground` finds the friction coefficients that make :func:`predict_path` closest
+  to the measured path over one or more takes (eq. 245).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from snake_dynamics.errors import IdentificationError, ModelError, SimulationError
+from snake_dynamics.floating.literal import FloatingState, lying_state, on_the_ground
+from snake_dynamics.ground import Ground
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import CrawlingSimulator
+from snake_dynamics.sim.identification import SampledReference
+
+FloatArray = NDArray[np.float64]
+
+#: The ground parameters a fit may vary: the Coulomb coefficients (fitted as logs).
+FITTABLE = ("mu_along", "mu_across", "mu_backward")
+#: What :func:`fit_ground` fits unless told otherwise.
+DEFAULT_FITTED = ("mu_along", "mu_across")
+
+
+@dataclass(frozen=True)
+class PathRecording:
+    """A crawling take: what the servos were told, and where the marker was.
+
+    Attributes:
+        t: the reference's sample times [s], increasing, shape (m,).
+        reference: the servos' commanded angles [rad], shape (m, n).
+        pose_t: the pose sensor's sample times [s], increasing, within [t[0], t[-1]], (k,).
+        xy: the marker's measured position in the ground plane [m], shape (k, 2).
+        yaw: the marker's measured heading [rad] (the tail's, eq. 221's R_0 about z), (k,).
+    """
+
+    t: FloatArray
+    reference: FloatArray
+    pose_t: FloatArray
+    xy: FloatArray
+    yaw: FloatArray
+
+    def __post_init__(self) -> None:
+        t, ref, pt, xy, yaw = (
+            np.asarray(x, dtype=np.float64)
+            for x in (self.t, self.reference, self.pose_t, self.xy, self.yaw)
+        )
+        if t.ndim != 1 or t.size < 3 or ref.ndim != 2 or ref.shape[0] != t.size:
+            raise IdentificationError(
+                f"a take needs >= 3 reference samples of its joints, got t {t.shape}, "
+                f"reference {ref.shape}"
+            )
+        if pt.ndim != 1 or pt.size < 2 or xy.shape != (pt.size, 2) or yaw.shape != pt.shape:
+            raise IdentificationError(
+                f"a take needs >= 2 pose samples (t, x, y, yaw), got {pt.shape}, {xy.shape}, "
+                f"{yaw.shape}"
+            )
+        finite = all(np.all(np.isfinite(a)) for a in (t, ref, pt, xy, yaw))
+        if not (finite and np.all(np.diff(t) > 0.0) and np.all(np.diff(pt) > 0.0)):
+            raise IdentificationError("a take's times must increase and every value be finite")
+        if pt[0] < t[0] or pt[-1] > t[-1]:
+            raise IdentificationError(
+                f"the pose samples ({pt[0]:.3f}-{pt[-1]:.3f} s) must lie within the reference's "
+                f"({t[0]:.3f}-{t[-1]:.3f} s)"
+            )
+        for name, value in (("t", t), ("reference", ref), ("pose_t", pt), ("xy", xy)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "yaw", yaw)
+
+
+def start_state(model: SnakeModel, recording: PathRecording) -> FloatingState:
+    """The robot lying straight at rest with its tail at the take's first measured pose
+    (position in the plane and heading), at the height :func:`floating.lying_state` gives."""
+    lying = lying_state(model)
+    yaw = float(recording.yaw[0])
+    position = np.array([recording.xy[0, 0], recording.xy[0, 1], lying.position[2]])
+    quaternion = np.array([0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)])
+    return lying._replace(position=position, quaternion=quaternion)
+
+
+def predict_path(
+    model: SnakeModel,
+    servo: ServoModel,
+    ground: Ground,
+    recording: PathRecording,
+    dt: float = 0.001,
+) -> FloatArray:
+    """The marker's path under the take's reference (eq. 243): the servos on the free body
+    lying on ``ground`` (eqs. 240-242), from rest at the first reference with the tail at
+    the first measured pose, each servo seeing the reference its dead time late.
+
+    Args:
+        model: the robot's body (made floating on ``ground`` under gravity here).
+        servo: the servos (one dead time for every joint).
+        ground: the floor.
+        recording: the take.
+        dt: the step [s].
+
+    Returns:
+        The predicted marker position in the plane at every pose sample [m], shape (k, 2).
+
+    Raises:
+        IdentificationError: servos with different dead times, or a prediction that left
+            the finite numbers.
+    """
+    dead = np.unique(servo.dead_times)
+    if dead.size != 1:
+        raise IdentificationError("predict_path() takes servos with one dead time for every joint")
+    grounded = on_the_ground(dataclasses.replace(model, ground=ground))
+    sim = CrawlingSimulator(grounded, dt, servo=servo, t0=float(recording.t[0]))
+    n = model.n_joints
+    start = start_state(model, recording)
+    sim.reset(float(recording.t[0]), recording.reference[0], np.zeros(n), start)
+    source = SampledReference(recording.t, recording.reference, float(dead[0]))
+    steps = math.ceil((recording.pose_t[-1] - recording.t[0]) / dt) + 1
+    try:
+        states = sim.run(steps, source)
+    except SimulationError as exc:
+        raise IdentificationError(f"the path's prediction diverged: {exc}") from None
+    positions = np.vstack([start.position[None, :2], states[:, :2]])
+    grid = recording.t[0] + dt * np.arange(steps + 1)
+    return np.column_stack([np.interp(recording.pose_t, grid, positions[:, c]) for c in (0, 1)])
+
+
+def path_error(predicted: FloatArray, recording: PathRecording) -> FloatArray:
+    """|measured - predicted| of the marker in the plane at every pose sample (eq. 244) [m]."""
+    return np.asarray(np.hypot(*(recording.xy - predicted).T))
+
+
+@dataclass(frozen=True)
+class GroundFit:
+    """A least-squares fit of the floor (eq. 245).
+
+    Attributes:
+        ground: the fitted floor (the start's other parameters kept).
+        fitted: the names of the fitted parameters.
+        stderr: each fitted parameter's standard error.
+        rms_before: each take's RMS path error with the starting floor [m].
+        rms_after: each take's RMS path error with the fitted floor [m].
+        evaluations: path predictions the fit ran (each covers every take).
+    """
+
+    ground: Ground
+    fitted: tuple[str, ...]
+    stderr: dict[str, float]
+    rms_before: FloatArray
+    rms_after: FloatArray
+    evaluations: int
+
+
+def _rms(errors: FloatArray) -> float:
+    return float(np.sqrt(np.mean(errors**2)))
+
+
+def fit_ground(
+    model: SnakeModel,
+    servo: ServoModel,
+    takes: Sequence[PathRecording],
+    start: Ground,
+    *,
+    fitted: Sequence[str] = DEFAULT_FITTED,
+    dt: float = 0.001,
+    progress: Callable[[int, float], None] | None = None,
+) -> GroundFit:
+    """The floor's friction coefficients that best predict the measured paths (eq. 245:
+    nonlinear least squares over the path errors of every take, scipy's trust-region
+    reflective method, the coefficients as logs).
+
+    Args:
+        model: the robot's body.
+        servo: the robot's servos (identified first: the fit trusts them).
+        takes: crawling takes with measured paths.
+        start: the starting floor (e.g. the robot config's); its other parameters are kept.
+        fitted: which of :data:`FITTABLE` to fit.
+        dt: the prediction's step [s].
+        progress: called with (evaluations, RMS path error [m]) after each prediction.
+
+    Raises:
+        IdentificationError: no takes, an unknown parameter, or no prediction stays finite.
+    """
+    from scipy.optimize import least_squares
+
+    unknown = sorted(set(fitted) - set(FITTABLE))
+    if unknown or not fitted:
+        raise IdentificationError(f"fit some of {list(FITTABLE)}, got {list(fitted)}")
+    if not takes:
+        raise IdentificationError("the floor fit needs at least one crawling take")
+    names = tuple(fitted)
+    first = {name: getattr(start, name) for name in names}
+    if first.get("mu_backward", 0.0) is None:
+        first["mu_backward"] = start.mu_along
+    if any(not (value and value > 0.0) for value in first.values()):
+        raise IdentificationError(f"start the floor fit from coefficients > 0, got {first}")
+    count = [0]
+
+    def floor(x: FloatArray) -> Ground:
+        values: dict[str, Any] = {k: float(math.exp(v)) for k, v in zip(names, x, strict=True)}
+        return dataclasses.replace(start, **values)
+
+    def errors(ground: Ground) -> list[FloatArray]:
+        return [path_error(predict_path(model, servo, ground, take, dt), take) for take in takes]
+
+    def fun(x: FloatArray) -> FloatArray:
+        count[0] += 1
+        try:
+            residual = np.concatenate(errors(floor(x)))
+        except (IdentificationError, ModelError):
+            residual = np.full(sum(t.pose_t.size for t in takes), 1.0)  # far off: step back
+        if progress is not None:
+            progress(count[0], _rms(residual))
+        return residual
+
+    x0 = np.log([first[name] for name in names])
+    before = np.array([_rms(e) for e in errors(floor(x0))])
+    result = least_squares(fun, x0, x_scale=1.0, diff_step=1e-2, ftol=1e-8, xtol=1e-6)
+    fitted_ground = floor(result.x)
+    jac = result.jac
+    dof = max(jac.shape[0] - jac.shape[1], 1)
+    cov = np.linalg.pinv(jac.T @ jac) * (2.0 * result.cost / dof)
+    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    stderr = {
+        name: float(getattr(fitted_ground, name) * s) for name, s in zip(names, sd, strict=True)
+    }
+    after = np.array([_rms(e) for e in errors(fitted_ground)])
+    return GroundFit(fitted_ground, names, stderr, before, after, count[0])

@@ -1,0 +1,72 @@
+"""Floor identification (docs/mfm.md eqs. 243-245): the path prediction starts at the first
+measured pose and follows the crawler; the fit recovers a floor from paths the crawler made
+on it (with the pose sensor's noise) and says why it cannot fit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from snake_dynamics.errors import IdentificationError
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.ground import Ground
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import NOMINAL, ServoModel
+from snake_dynamics.sim.floor_identification import (
+    PathRecording,
+    fit_ground,
+    path_error,
+    predict_path,
+)
+
+MODEL = SnakeModel.uniform(4, 0.1, 0.1, 0.02, axes="xz")
+SERVO = ServoModel.uniform(NOMINAL, 4)
+TRUE = Ground(mu_along=0.13, mu_across=0.42)
+
+
+def take(gait: str, floor: Ground, noise: float, seed: int, yaw: float = 0.0) -> PathRecording:
+    """A 3 s crawl of ``gait`` on ``floor``: the reference at 50 Hz, the marker at 100 Hz."""
+    trajectory = make_gait(gait, MODEL, amplitude=0.6, frequency=1.0)
+    t = np.arange(0.0, 3.0 + 1e-9, 0.02)
+    reference = np.array([trajectory(float(x)).q for x in t])
+    pose_t = np.arange(0.0, 2.95, 0.01)
+    start = np.array([[0.3, -0.2]])
+    blank = PathRecording(
+        t, reference, pose_t, np.repeat(start, pose_t.size, 0), np.full(pose_t.size, yaw)
+    )
+    xy = predict_path(MODEL, SERVO, floor, blank)
+    rng = np.random.default_rng(seed)
+    return dataclasses.replace(blank, xy=xy + rng.normal(0.0, noise, xy.shape))
+
+
+def test_the_prediction_starts_at_the_measured_pose_and_turns_with_its_heading() -> None:
+    straight = take("sidewinding", TRUE, 0.0, 0)
+    turned = take("sidewinding", TRUE, 0.0, 0, yaw=np.pi / 2)
+    np.testing.assert_allclose(straight.xy[0], [0.3, -0.2], atol=1e-12)
+    d0, d1 = straight.xy - straight.xy[0], turned.xy - turned.xy[0]
+    rotated = np.column_stack([-d0[:, 1], d0[:, 0]])  # the same crawl turned 90 deg
+    np.testing.assert_allclose(d1, rotated, atol=1e-9)
+    assert np.linalg.norm(d0[-1]) > 0.05  # it crawls
+    assert path_error(straight.xy, straight).max() == 0.0
+
+
+def test_the_fit_recovers_the_floor_from_noisy_paths() -> None:
+    takes = [take("sidewinding", TRUE, 5e-4, 1), take("serpenoid", TRUE, 5e-4, 2)]
+    fit = fit_ground(MODEL, SERVO, takes, Ground())
+    assert fit.ground.mu_along == pytest.approx(TRUE.mu_along, rel=0.05)
+    assert fit.ground.mu_across == pytest.approx(TRUE.mu_across, rel=0.05)
+    assert fit.ground.stiffness == Ground().stiffness  # the others are kept
+    assert np.all(fit.rms_after < 1e-3) and np.all(fit.rms_after < fit.rms_before)
+    assert set(fit.stderr) == {"mu_along", "mu_across"}
+
+
+def test_bad_fits_are_refused_with_a_reason() -> None:
+    one = take("serpenoid", TRUE, 0.0, 0)
+    with pytest.raises(IdentificationError, match="fit some of"):
+        fit_ground(MODEL, SERVO, [one], Ground(), fitted=("stiffness",))
+    with pytest.raises(IdentificationError, match="at least one crawling take"):
+        fit_ground(MODEL, SERVO, [], Ground())
+    with pytest.raises(IdentificationError, match="must lie within the reference"):
+        dataclasses.replace(one, pose_t=one.pose_t + 1.0)
