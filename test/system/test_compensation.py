@@ -73,7 +73,7 @@ def test_compensated_commands_track_the_gait_through_the_firmware(tmp_path: Path
     for flags in ((), ("--compensate",)):
         out = tmp_path / ("compensated" if flags else "raw")
         proc = subprocess.run(
-            [str(snake), "demo", "--duration", "5", "--robot", str(robot), "-o", str(out), *flags],
+            [str(snake), "demo", "--duration", "6", "--robot", str(robot), "-o", str(out), *flags],
             env=env,
             capture_output=True,
             text=True,
