@@ -16,7 +16,12 @@ import yaml
 from snake_dynamics.gaits import PeriodicGait, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.compensation import SaturationError, check_feasible, fixed_tail_load
+from snake_dynamics.sim.compensation import (
+    SaturationError,
+    check_crawl,
+    check_feasible,
+    fixed_tail_load,
+)
 from snake_ros.paths import robot_config
 
 from .errors import BringupError
@@ -57,7 +62,8 @@ def planned_gait(model: SnakeModel, gait: str) -> PeriodicGait:
 
 
 def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
-    """Check that the servos of ``robot`` can give what one period of the gait asks (eq. 215).
+    """Check that the servos of ``robot`` can give what one period of the gait asks (eq. 215;
+    on a floor eq. 217).
 
     Args:
         robot: robot YAML file or config name (its body and servo: section).
@@ -65,8 +71,9 @@ def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
         force: run it anyway: return the reason as a warning instead of raising.
 
     Returns:
-        None if they can (or the robot's base floats: its load is the ground's, not
-        checked), else with ``force`` the one-line warning.
+        None if they can (on a floor: no servo on its torque-speed line more than a tenth
+        of a period, eq. 217; a robot on wheels is not checked), else with ``force`` the
+        one-line warning.
 
     Raises:
         InfeasibleGaitError: they cannot, without ``force``: the joint, the time, the demand
@@ -75,11 +82,15 @@ def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
     """
     path = robot_config(robot)
     model = SnakeModel.from_yaml(path)
-    if model.base != "fixed":
-        return None
+    if model.wheels:
+        return None  # the wheels, not the servos alone, decide what it follows
     servo = ServoModel.from_yaml(path, model.joint_names)
+    planned = planned_gait(model, gait)
     try:
-        check_feasible(planned_gait(model, gait), fixed_tail_load(model), servo, model.joint_names)
+        if model.base == "floating":
+            check_crawl(model, planned, servo)
+        else:
+            check_feasible(planned, fixed_tail_load(model), servo, model.joint_names)
     except SaturationError as exc:
         reason = f"the servos of {path.name} cannot follow it: {exc}"
         if not force:

@@ -38,10 +38,12 @@ from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, PeriodicGait, make_gai
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import (
+    Load,
     SaturationError,
+    body_load,
+    check_crawl,
     check_feasible,
     compensated_command,
-    fixed_tail_load,
 )
 from snake_ros.paths import robot_config
 
@@ -113,8 +115,9 @@ class GaitNode(Node):
         path = robot_config(config)
         self._model = SnakeModel.from_yaml(path)
         self._servo = ServoModel.from_yaml(path, self._model.joint_names)
-        self._load = fixed_tail_load(self._model) if compensate else None
+        self._compensate = compensate
         self._player = GaitPlayer(self._gait(), transition_time=transition, ramp_time=ramp)
+        self._load = self._body_load()
         self._epoch_ns: int | None = None
         self._last_ns = 0
         self._autostart = autostart
@@ -153,13 +156,23 @@ class GaitNode(Node):
         )
         return f"gait {name}({params})"
 
+    def _body_load(self) -> Load | None:
+        """With ``compensate``, the body's load along the player's gait (eqs. 214, 216)."""
+        gait = self._player.gait
+        if not self._compensate or not isinstance(gait, PeriodicGait):
+            return None
+        return body_load(self._model, gait)
+
     def _warn_if_saturating(self) -> None:
-        """Log a warning if the gait asks more of a servo than it gives (eq. 215)."""
+        """Log a warning if the gait asks more of a servo than it gives (eqs. 215, 217)."""
         gait = self._player.gait
         if self._load is None or not isinstance(gait, PeriodicGait):
             return
         try:
-            check_feasible(gait, self._load, self._servo, self._model.joint_names)
+            if self._model.base == "floating":
+                check_crawl(self._model, gait, self._servo)
+            else:
+                check_feasible(gait, self._load, self._servo, self._model.joint_names)
         except SaturationError as exc:
             self.get_logger().warning(f"the servos cannot follow this gait: {exc}")
 
@@ -267,6 +280,7 @@ class GaitNode(Node):
         if names & {"gait", *GAIT_PARAMETERS}:
             now = self._time()  # None before /clock: then the player is not running yet
             self._player.set_gait(now[1] if now else 0.0, self._gait())
+            self._load = self._body_load()
             when = (
                 f"blending over {self._player.transition_time:g} s"
                 if self._player.running

@@ -13,8 +13,11 @@ the target that makes the servo deliver exactly that torque, sent the dead time 
 * :func:`saturation`: the worst sample where that demand exceeds the servo (eq. 215), and
   :func:`check_feasible`, which raises it as a one-line :class:`SaturationError`.
 
-The body's load comes in as a function (:data:`InverseDynamics`), so another model (a snake
-on the ground) can supply it; :func:`fixed_tail_load` is the fixed-tail MFM body's.
+The body's load comes in as a function (:data:`Load`): :func:`fixed_tail_load` is the
+fixed-tail MFM body's inverse dynamics, :func:`ground_load` the torques that move a snake
+lying on its ground along the gait (eq. 216); :func:`body_load` picks the robot's.
+:func:`crawl_saturation` judges a gait on the ground by the servos themselves: the share of
+a period each servo spends on its torque-speed line carrying the body (eq. 217).
 """
 
 from __future__ import annotations
@@ -26,18 +29,21 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SnakeDynamicsError
+from snake_dynamics.floating.literal import lying_state, on_the_ground
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import JointTrajectory, PeriodicGait
 from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import simulate_crawling
 
 FloatArray = NDArray[np.float64]
 
 #: t [s] -> (q, q_dot, q_ddot) of the desired motion, shape (n,) each.
 Motion = Callable[[float], JointTrajectory]
-#: (q [rad], q_dot [rad/s], q_ddot [rad/s^2]) -> the joint torques that move the body so
-#: [N m], shape (n,) each.
-InverseDynamics = Callable[[FloatArray, FloatArray, FloatArray], FloatArray]
+#: (t [s], the motion's (q, q_dot, q_ddot) there) -> the joint torques that move the body so
+#: [N m], shape (n,).
+Load = Callable[[float, JointTrajectory], FloatArray]
 
 #: Step of the forward difference that gives the command's rate [s]: its error, about
 #: h |q_ref_ddot| / 2, is 1e-3 rad/s for a gait's 10 rad/s^2, its rounding 1e-12 rad/s.
@@ -50,7 +56,7 @@ class SaturationError(SnakeDynamicsError, ValueError):
     """A motion that asks more torque or speed of a servo than it can give."""
 
 
-def fixed_tail_load(model: SnakeModel) -> InverseDynamics:
+def fixed_tail_load(model: SnakeModel) -> Load:
     """The fixed-tail MFM body's inverse dynamics, tau = M* q_ddot + N* q_dot - F*(0)
     (eq. 81, compiled recursion), as the load on the servos.
 
@@ -62,7 +68,60 @@ def fixed_tail_load(model: SnakeModel) -> InverseDynamics:
             f"{model.name}: compensation knows the load of a fixed tail only, and this robot's "
             f"base is {model.base}"
         )
-    return recursive.FastModel(model).inverse_dynamics
+    fast = recursive.FastModel(model)
+    return lambda _, s: fast.inverse_dynamics(s.q, s.qd, s.qdd)
+
+
+#: How long the ground's load is averaged over [s]: two servo pulse periods. A servo's
+#: compliance spreads a landing body's impact over its loop's response; prescribed joints
+#: feel it as a spike no servo could give, and none needs to.
+GROUND_SMOOTHING_S = 0.04
+#: Periods a gait runs on the ground before its load is taken (the start's transient).
+SETTLING_PERIODS = 2
+
+
+def ground_load(model: SnakeModel, gait: PeriodicGait, dt: float = 0.001) -> Load:
+    """The torques that move a snake lying on its ground along ``gait`` (eq. 216): the
+    prescribed-joint torques (eq. 228 under gravity and the ground) over the period after
+    :data:`SETTLING_PERIODS` periods, averaged over :data:`GROUND_SMOOTHING_S`, as a
+    function of the gait's phase (the motion's own time modulo the period).
+
+    Args:
+        model: the robot (made floating on its ground, :func:`floating.on_the_ground`).
+        gait: the periodic gait.
+        dt: the prescribed run's step [s].
+    """
+    if gait.frequency == 0.0:
+        rest = np.zeros(model.n_joints)
+        return lambda _, __: rest  # lying straight and still: the ground carries the body
+    grounded = on_the_ground(model)
+    period = 1.0 / gait.frequency
+    steps = round(period / dt)
+    run = simulate_prescribed_fast(
+        grounded, gait, (SETTLING_PERIODS + 1) * steps * dt, dt, lying_state(grounded)
+    )
+    last = run.tau[-steps - 1 : -1]  # the torques at the starts of the last period's steps
+    width = max(1, round(GROUND_SMOOTHING_S / dt))
+    kernel = np.ones(width) / width
+    wrapped = np.concatenate([last[-width:], last, last[:width]])
+    smooth = np.column_stack(
+        [np.convolve(wrapped[:, j], kernel, "same")[width:-width] for j in range(last.shape[1])]
+    )
+    start = run.t[-steps - 1]
+
+    def load(t: float, _: JointTrajectory) -> FloatArray:
+        row = round(((t - start) % period) / dt) % steps
+        return np.asarray(smooth[row])
+
+    return load
+
+
+def body_load(model: SnakeModel, gait: PeriodicGait) -> Load:
+    """The robot's load on its servos: :func:`ground_load` for a robot on a floor
+    (``base: floating`` with a ground), else :func:`fixed_tail_load`."""
+    if model.base == "floating" and not model.wheels:
+        return ground_load(model, gait)
+    return fixed_tail_load(model)
 
 
 def _stiffness(servo: ServoModel) -> FloatArray:
@@ -105,7 +164,7 @@ def servo_error(servo: ServoModel, tau: FloatArray, qd: FloatArray) -> FloatArra
 
 
 def _ahead(
-    motion: Motion, load: InverseDynamics, servo: ServoModel, t: float
+    motion: Motion, load: Load, servo: ServoModel, t: float
 ) -> tuple[FloatArray, FloatArray]:
     """q_d and the servo error of eqs. 211-212, each joint at t + its dead time [rad]."""
     dead_times = servo.dead_times
@@ -114,13 +173,13 @@ def _ahead(
         cols = dead_times == delay
         late = motion(t + float(delay))
         q[cols], qd[cols] = late.q[cols], late.qd[cols]
-        tau[cols] = load(late.q, late.qd, late.qdd)[cols]
+        tau[cols] = load(t + float(delay), late)[cols]
     return q, servo_error(servo, tau, qd)
 
 
 def compensated_command(
     motion: Motion,
-    load: InverseDynamics,
+    load: Load,
     servo: ServoModel,
     t: float,
     command_delay: float = 0.0,
@@ -163,7 +222,7 @@ class Demand:
     tau: FloatArray
 
 
-def servo_demand(motion: Motion, load: InverseDynamics, times: ArrayLike) -> Demand:
+def servo_demand(motion: Motion, load: Load, times: ArrayLike) -> Demand:
     """tau = ID(q_d, q_dot_d, q_ddot_d) and q_dot_d at every sample (eq. 214).
 
     Args:
@@ -176,7 +235,7 @@ def servo_demand(motion: Motion, load: InverseDynamics, times: ArrayLike) -> Dem
     return Demand(
         t,
         np.array([s.qd for s in samples]),
-        np.array([load(s.q, s.qd, s.qdd) for s in samples]),
+        np.array([load(float(ti), s) for ti, s in zip(t, samples, strict=True)]),
     )
 
 
@@ -261,7 +320,7 @@ def period_times(gait: PeriodicGait, samples: int = PERIOD_SAMPLES) -> FloatArra
 
 
 def check_feasible(
-    gait: PeriodicGait, load: InverseDynamics, servo: ServoModel, joint_names: Sequence[str]
+    gait: PeriodicGait, load: Load, servo: ServoModel, joint_names: Sequence[str]
 ) -> None:
     """Raise if one period of ``gait`` asks more of a servo than it gives (eqs. 214, 215).
 
@@ -272,3 +331,48 @@ def check_feasible(
     worst = saturation(servo_demand(gait, load, period_times(gait)), servo)
     if worst is not None:
         raise SaturationError(f"gait {gait.name}: {worst.describe(joint_names)}")
+
+
+#: The share of a period a servo may spend on its torque-speed line before a gait on the
+#: ground counts as more than it can give (eq. 217).
+SATURATED_SHARE = 0.1
+
+
+def crawl_saturation(
+    model: SnakeModel, gait: PeriodicGait, servo: ServoModel, dt: float = 0.001
+) -> FloatArray:
+    """Each servo's share of a period on its torque-speed line (eq. 217), carrying the body
+    lying on its ground along ``gait`` (:func:`snake_dynamics.sim.crawler.simulate_crawling`,
+    the period after :data:`SETTLING_PERIODS`).
+
+    Returns:
+        The share per joint, 0..1, shape (n,).
+    """
+    grounded = on_the_ground(model)
+    if gait.frequency == 0.0:
+        return np.zeros(model.n_joints)
+    steps = round(1.0 / (gait.frequency * dt))
+    run = simulate_crawling(grounded, gait, (SETTLING_PERIODS + 1) * steps * dt, dt, servo)
+    tau, qd = run.tau[-steps:], run.nu[-steps:, 6:]
+    low, high = torque_limits(servo, qd)
+    on_line = (tau >= high - 1e-9) | (tau <= low + 1e-9)
+    return np.asarray(on_line.mean(axis=0), dtype=np.float64)
+
+
+def check_crawl(
+    model: SnakeModel, gait: PeriodicGait, servo: ServoModel, limit: float = SATURATED_SHARE
+) -> None:
+    """Raise if a servo carrying the body on its ground along ``gait`` spends more than
+    ``limit`` of a period on its torque-speed line (eq. 217).
+
+    Raises:
+        SaturationError: one line naming the joint and its share.
+    """
+    share = crawl_saturation(model, gait, servo)
+    k = int(np.argmax(share))
+    if share[k] > limit:
+        raise SaturationError(
+            f"gait {gait.name}: on the ground {model.joint_names[k]}'s servo is at its torque-"
+            f"speed limit {share[k]:.0%} of a period (more than {limit:.0%}: it cannot carry "
+            "the body along the gait)"
+        )

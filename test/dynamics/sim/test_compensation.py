@@ -8,6 +8,7 @@ gait_node's, against which the compensated commands must track the desired gait.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,21 +16,28 @@ import numpy as np
 import pytest
 
 from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.floating.literal import lying_state, on_the_ground
+from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait, PeriodicGait, Transition
 from snake_dynamics.mfm import recursive
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import (
+    SATURATED_SHARE,
     SaturationError,
+    check_crawl,
     check_feasible,
     compensated_command,
+    crawl_saturation,
     fixed_tail_load,
+    ground_load,
     period_times,
     saturation,
     servo_demand,
     servo_error,
 )
+from snake_dynamics.sim.crawler import simulate_crawling
 from snake_dynamics.sim.plant import load_plant
-from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim.simulator import CommandReference, InputSource, PrescribedInput, Simulator
 
 ROOT = Path(__file__).resolve().parents[3]
 DT = 1e-3  # the dynamics node's step [s]
@@ -191,3 +199,73 @@ def test_a_servo_without_stiffness_cannot_be_compensated(robot: SnakeModel) -> N
     gait = make_gait("serpenoid", robot)
     with pytest.raises(SaturationError, match="joint 1's servo has stiffness 0"):
         compensated_command(gait, fixed_tail_load(robot), servo, 0.0)
+
+
+# ------------------------------------------------------------------ on the ground (216, 217)
+GROUND_ROBOT = ROOT / "config" / "robot_ground.yaml"
+
+
+class _Seen(InputSource):
+    """What the servos see at t: ``seen(t)`` as the target, no rate reference."""
+
+    def __init__(self, n: int, seen: Callable[[float], np.ndarray]) -> None:
+        self.n, self.seen = n, seen
+
+    def inputs(self, t: np.ndarray) -> np.ndarray:
+        out = np.zeros((t.size, 3 * self.n))
+        for i, ti in enumerate(t):
+            out[i, self.n : 2 * self.n] = self.seen(float(ti))
+        return out
+
+
+def test_the_ground_load_is_the_prescribed_torque_averaged_per_phase() -> None:
+    model = on_the_ground(SnakeModel.from_yaml(GROUND_ROBOT))
+    gait = make_gait("sidewinding", model)
+    load = ground_load(model, gait)
+    period = 1.0 / gait.frequency
+    still = gait(0.0)
+    for t in (0.0, 0.123, 1.7):  # periodic in the gait's own time
+        np.testing.assert_array_equal(load(t, still), load(t + 3 * period, still))
+    exact = simulate_prescribed_fast(model, gait, 3 * period, 0.001, lying_state(model))
+    steps = round(period / 0.001)
+    last = exact.tau[-steps - 1 : -1]  # the third period's steps
+    phases = np.arange(0.0, period, 0.001)
+    averaged = np.array([load(float(t), still) for t in phases])
+    np.testing.assert_allclose(averaged.mean(axis=0), last.mean(axis=0), atol=1e-12)
+    for k in (500, 1234):  # the 40 samples about each phase
+        np.testing.assert_allclose(averaged[k], last[k - 20 : k + 20].mean(axis=0), atol=1e-12)
+    assert np.abs(averaged).max() < 0.5 * np.abs(last).max()  # the landings' spikes spread
+
+
+def test_on_the_ground_compensation_with_the_ground_load_tracks_the_gait() -> None:
+    """The servos on the free body (eq. 240) told the gait trail it; told eq. 213 with the
+    ground's load (eq. 216) they follow it, better than with the body's inertia alone."""
+    model = on_the_ground(SnakeModel.from_yaml(GROUND_ROBOT))
+    servo = ServoModel.from_yaml(GROUND_ROBOT, model.joint_names)
+    gait = make_gait("sidewinding", model)
+    dead = servo.dead_times
+    n = model.n_joints
+    told = _Seen(n, lambda t: np.array([gait(t - dead[k]).q[k] for k in range(n)]))
+    loads = {
+        "ground": ground_load(model, gait),
+        "inertia": fixed_tail_load(replace(model, base="fixed", ground=None, gravity=np.zeros(3))),
+    }
+    runs = {"told": simulate_crawling(model, gait, 6.0, DT, servo, every=10, source=told)}
+    for name, load in loads.items():
+        seen = _Seen(n, lambda t, ld=load: compensated_command(gait, ld, servo, t - dead[0])[0])
+        runs[name] = simulate_crawling(model, gait, 6.0, DT, servo, every=10, source=seen)
+    desired = np.array([gait(float(t)).q for t in runs["told"].t])
+    rms = {k: float(np.sqrt(np.mean((r.q - desired)[200:] ** 2))) for k, r in runs.items()}
+    assert rms["told"] > 3.0 * rms["ground"], rms
+    assert rms["inertia"] > 2.0 * rms["ground"], rms
+
+
+def test_on_the_ground_the_servos_judge_the_gait() -> None:
+    model = SnakeModel.from_yaml(GROUND_ROBOT)
+    servo = ServoModel.from_yaml(GROUND_ROBOT, model.joint_names)
+    share = crawl_saturation(model, make_gait("sidewinding", model), servo)
+    assert share.max() < SATURATED_SHARE
+    check_crawl(model, make_gait("sidewinding", model), servo)
+    fast = make_gait("serpenoid", model, amplitude=1.2, frequency=1.5)
+    with pytest.raises(SaturationError, match=r"joint_\d's servo is at its torque-speed limit"):
+        check_crawl(model, fast, servo)
