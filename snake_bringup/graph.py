@@ -438,7 +438,7 @@ def demo_graph(
     endpoint: Endpoint,
     out: Path,
     gait: str = "",
-    robot: str = "robot_feedback",
+    robot: str = "robot_table",
     compensate: bool = False,
 ) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
@@ -451,7 +451,8 @@ def demo_graph(
         endpoint: where the emulated robot listens (``Emulator.endpoint``).
         out: the run folder: the bag goes to ``out/bag``, the live report to ``out/compare``.
         gait: gait name; empty for the one in config/gaits.yaml.
-        robot: robot YAML file or config name (default: the robot with feedback pots).
+        robot: robot YAML file or config name (default: the robot with feedback pots on
+            the table); the emulated pose sensor's poses join it when the emulator has one.
         compensate: gait_node's commands pre-shaped for the servos of ``robot``.
     """
     config = robot_config(robot).resolve()
@@ -474,6 +475,7 @@ def demo_graph(
         rviz=False,
         robot_clock=True,
         report_dir=out,
+        pose_port=endpoint.pose_port,
     )
     return (
         recorder,

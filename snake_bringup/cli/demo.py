@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snake_dynamics.gaits import GAITS
+from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.compare import MEASURED_TOPIC
 
@@ -22,6 +23,9 @@ from .options import compensate_options, positive, report_warning
 if TYPE_CHECKING:
     from .options import Subparsers
 
+#: The demo's gait: it travels about 10 cm/s on the table (bench/README.md).
+DEMO_GAIT = "sidewinding"
+
 
 def register(sub: Subparsers) -> None:
     """Add ``snake demo`` to the ``snake`` command."""
@@ -29,19 +33,27 @@ def register(sub: Subparsers) -> None:
         "demo", help="the emulated robot, MFM prediction, comparison and recording, ~20 s"
     )
     p.add_argument("--duration", type=positive, default=20.0, help="run time [s] (default: 20)")
-    p.add_argument("--gait", choices=sorted(GAITS), help="gait (default: config/gaits.yaml's)")
+    p.add_argument(
+        "--gait",
+        choices=sorted(GAITS),
+        default=DEMO_GAIT,
+        help=f"gait, with config/gaits.yaml's parameters (default: {DEMO_GAIT}, which crawls "
+        "visibly on the table)",
+    )
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
     p.add_argument(
         "--robot",
-        default="robot_feedback",
+        default="robot_table",
         help="robot config of the prediction, the driver and the plant's body (default: "
-        "robot_feedback: robot.yaml with the pots calibrated; e.g. snake identify's overlay)",
+        "robot_table: robot.yaml with the pots calibrated, free on the floor; e.g. snake "
+        "identify's overlay)",
     )
     body = p.add_mutually_exclusive_group()
     body.add_argument(
         "--plant",
         type=Path,
-        help="the emulated robot's servos, body and pots (default: config/plant.yaml)",
+        help="the emulated robot's servos, body, pots, floor and pose sensor (default: "
+        "config/plant_floor.yaml; a robot config with a fixed tail: config/plant.yaml)",
     )
     body.add_argument(
         "--no-plant",
@@ -52,14 +64,22 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(
         run=lambda a: run(
             duration=a.duration,
-            gait=a.gait or "",
+            gait=a.gait,
             output=a.output,
             robot=a.robot,
-            plant=None if a.no_plant else (a.plant or robot_config("plant")),
+            plant=None if a.no_plant else (a.plant or default_plant(a.robot)),
             compensate=a.compensate,
             force=a.force,
         )
     )
+
+
+def default_plant(robot: str) -> Path:
+    """The demo's plant for ``robot``: the table (config/plant_floor.yaml) under a robot
+    that lies on a floor, the fixed-tail plant (config/plant.yaml) under any other."""
+    model = SnakeModel.from_yaml(robot_config(robot))
+    on_floor = model.base == "floating" and model.ground is not None and not model.wheels
+    return robot_config("plant_floor" if on_floor else "plant")
 
 
 def run(

@@ -390,7 +390,12 @@ def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folde
     endpoint = Endpoint("tcp", "5760")
     demo = demo_graph(endpoint, tmp_path, "cobra")
     robot = hardware_graph(
-        str(robot_config("robot").resolve()), "tcp", "5760", gait="cobra", dynamics=True, rviz=False
+        str(robot_config("robot_table").resolve()),
+        "tcp",
+        "5760",
+        gait="cobra",
+        dynamics=True,
+        rviz=False,
     )
     assert demo[0].executable == "recorder_node"
     assert [s.full_name for s in demo[1:]] == [s.full_name for s in robot]

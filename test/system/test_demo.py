@@ -62,7 +62,7 @@ def test_demo_records_compares_and_reports(
     ):
         assert line in proc.stdout, proc.stdout
     # every node stopped cleanly; the emulated servos moved the plant in real time
-    assert proc.stdout.count("exit status 0") == 5, proc.stdout
+    assert proc.stdout.count("exit status 0") == 6, proc.stdout
     assert "plant: PLANT end ticks=" in proc.stdout, proc.stdout
 
     # the bag: every demo topic, and what the recorder got of /joint_commands
@@ -80,6 +80,8 @@ def test_demo_records_compares_and_reports(
         "/sim/joint_states",
         "/measured/joint_states",
         "/compare/error",
+        "/sim/odom",
+        "/measured/pose",
     ):
         assert counts.get(topic, 0) > 50, counts
     # Nothing lost: gait_node says how many it published and the stamps of the first and the
@@ -113,3 +115,11 @@ def test_demo_records_compares_and_reports(
     summary = json.loads((out / "report" / "summary.json").read_text())
     moving = [r for r in summary["rms_rad"] if r]
     assert moving and all(0.0 < r < np.radians(10.0) for r in moving), summary
+    # the robot crawls on the table (sidewinding, ~10 cm/s), and the prediction, with the
+    # robot config's floor and servos (not the table's), travels as far within a fifth
+    path = summary["path"]
+    measured, predicted = path["measured"]["displacement"], path["predicted"]["displacement"]
+    assert path["rejected"]["not newer"] == 0, path  # stamped on the sensor's own times
+    assert measured > 0.3, path
+    assert abs(predicted - measured) < 0.2 * measured, path
+    assert "travel: predicted" in proc.stdout
