@@ -4,7 +4,10 @@ Ours: ``on_the_ground(config/snake20.yaml)`` (joint axes alternate e1 pitch / e3
 serpenoid of ``make_gait("serpenoid", model)`` drives the yaw joints, the pitch joints are
 held at zero), the gait prescribed exactly (eq. 228), RK4 at dt from ``lying_state``, with
 ``snake_dynamics.floating.recursive.simulate_prescribed_fast``, or the literal
-``floating.simulate_prescribed`` (``--implementation literal``). Compilation is paid in a
+``floating.simulate_prescribed`` (``--implementation literal``), or (``--implementation
+servos``) the joints under PD servos with MuJoCo's own gains and targets, angle and rate
+(``snake_dynamics.sim.crawler.simulate_crawling``, eqs. 240-242): the like-for-like match of
+MuJoCo's position and velocity actuators. Compilation is paid in a
 short warm-up run that is not timed. The literal path is slow: ``--duration`` shortens our
 run and its wall time is scaled to ``--seconds`` (the JSON says so).
 
@@ -29,7 +32,7 @@ tracking error; machine and versions. The two contact laws differ (our spring-da
 tanh-regularised Coulomb friction against MuJoCo's soft constraints), so the speeds are
 shown side by side, not claimed to agree.
 
-    python bench/locomotion.py [--implementation fast|literal] [--seconds 10]
+    python bench/locomotion.py [--implementation fast|literal|servos] [--seconds 10]
         [--duration S] [--dt 0.001] [--repeat 3] [--every 10] [--cone pyramidal|elliptic]
         [--servo-omega-dt 1.5] [--output FILE]
 """
@@ -65,6 +68,9 @@ from snake_dynamics.floating.literal import (
 from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.crawler import simulate_crawling
+from snake_dynamics.sim.simulator import MotionInput
 
 FloatArray = NDArray[np.float64]
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "snake20.yaml"
@@ -72,9 +78,23 @@ Simulator = Callable[..., FloatingRun]
 
 
 # ------------------------------------------------------------------------------ ours
-def pick_simulator(choice: str) -> Simulator:
-    """The compiled recursive form (``fast``) or the literal one (``literal``)."""
-    return simulate_prescribed_fast if choice == "fast" else floating.simulate_prescribed
+def pick_simulator(choice: str, gains: dict[str, float], n: int) -> Simulator:
+    """The compiled recursive form (``fast``), the literal one (``literal``), or the joints
+    under PD servos with MuJoCo's gains, angle and rate references (``servos``:
+    :func:`snake_dynamics.sim.crawler.simulate_crawling`, eqs. 240-242)."""
+    if choice == "fast":
+        return simulate_prescribed_fast
+    if choice == "literal":
+        return floating.simulate_prescribed
+    servo = ServoModel.pd(gains["kp"], gains["kv"], n)
+
+    def servos(
+        model: SnakeModel, gait: Gait, t_end: float, dt: float, start: Any, every: int
+    ) -> FloatingRun:
+        source = MotionInput(gait, np.zeros(n), rates=True)
+        return simulate_crawling(model, gait, t_end, dt, servo, every, source=source, start=start)
+
+    return servos
 
 
 def run_ours(
@@ -432,7 +452,7 @@ def rate(wall: float, simulated: float, steps: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--implementation", choices=["fast", "literal"], default="fast")
+    parser.add_argument("--implementation", choices=["fast", "literal", "servos"], default="fast")
     parser.add_argument("--seconds", type=float, default=10.0, help="simulated time (10 s)")
     parser.add_argument(
         "--duration", type=float, help="ours only: simulate this long, scale to --seconds"
@@ -457,7 +477,8 @@ def main() -> None:
     steps = round(seconds / dt)
 
     kind = args.implementation
-    simulate = pick_simulator(kind)
+    gains = servo_gains(model, args.servo_omega_dt, dt, args.cone)
+    simulate = pick_simulator(kind, gains, model.n_joints)
     print(f"ours: {kind}", file=sys.stderr, flush=True)
     ours_time, run = run_ours(model, gait, simulate, duration, dt, args.every, args.repeat)
     ours_wall = min(ours_time["walls_s"])
@@ -465,7 +486,9 @@ def main() -> None:
     moved = locomotion(model, run)
     ours: dict[str, Any] = {
         "implementation": kind,
-        "function": f"{simulate.__module__}.{simulate.__qualname__}",
+        "function": f"{simulate.__module__}.{simulate.__qualname__}"
+        if kind != "servos"
+        else "snake_dynamics.sim.crawler.simulate_crawling",
         "simulated_s": duration,
         "scaled_to_s": seconds if scale != 1.0 else None,
         **rate(ours_wall * scale, seconds, steps),
@@ -480,10 +503,11 @@ def main() -> None:
             "heading_drift_rad": moved.heading_drift,
             "cost_of_transport": moved.cost_of_transport,
         },
-        "tracking": "exact (prescribed joints, eq. 228)",
+        "tracking": "exact (prescribed joints, eq. 228)"
+        if kind != "servos"
+        else "PD servos with MuJoCo's kp and kv, angle and rate references (eqs. 240-242)",
     }
 
-    gains = servo_gains(model, args.servo_omega_dt, dt, args.cone)
     table = np.array([np.concatenate(gait.evaluate((i + 0.5) * dt)[:2]) for i in range(steps)])
     settings = Settings(
         model, gait, gains, args.cone, seconds, duration, dt, args.every, args.repeat

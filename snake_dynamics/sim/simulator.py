@@ -252,24 +252,30 @@ class PrescribedInput(InputSource):
 class MotionInput(InputSource):
     """A gait as the servos' reference, each servo seeing it its dead time late, without
     feed-forward and with a zero rate reference (a hobby servo, as the dynamics node's
-    prescribed mode).
+    prescribed mode), or with the gait's rates as the rate reference (``rates``: a PD
+    servo tracking position and velocity, as a simulator's position and velocity
+    actuators).
 
     Args:
         motion: t -> (q, q_dot, q_ddot), e.g. a gait.
         dead_time: T_d [s] per joint.
+        rates: give the gait's q_dot as the rate reference too.
     """
 
-    def __init__(self, motion: Motion, dead_time: ArrayLike) -> None:
+    def __init__(self, motion: Motion, dead_time: ArrayLike, rates: bool = False) -> None:
         self.motion = motion
         self.dead_time = np.asarray(dead_time, dtype=float)
+        self.rates = rates
 
     def inputs(self, t: FloatArray) -> FloatArray:
         n = self.dead_time.size
         out = np.zeros((t.size, 3 * n))
         for delay in np.unique(self.dead_time):
-            cols = n + np.flatnonzero(self.dead_time == delay)
-            late = np.array([self.motion(float(ti) - delay).q for ti in t])
-            out[:, cols] = late[:, cols - n]
+            joints = np.flatnonzero(self.dead_time == delay)
+            late = [self.motion(float(ti) - delay) for ti in t]
+            out[:, n + joints] = np.array([s.q for s in late])[:, joints]
+            if self.rates:
+                out[:, 2 * n + joints] = np.array([s.qd for s in late])[:, joints]
         return out
 
 

@@ -38,7 +38,7 @@ from snake_dynamics.sim.crawler import (
     crawling_substeps,
     simulate_crawling,
 )
-from snake_dynamics.sim.simulator import InputSource
+from snake_dynamics.sim.simulator import InputSource, MotionInput
 
 FloatArray = NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)
@@ -50,21 +50,6 @@ def crawler(n: int, axes: str, ground: Ground | None = None) -> SnakeModel:
     return SnakeModel.uniform(
         n, 0.1, 0.1, 0.02, axes=axes, gravity=GRAVITY, base="floating", ground=ground or Ground()
     )
-
-
-class Reference(InputSource):
-    """The gait as the servos' angle and rate reference, no dead time, no feed-forward."""
-
-    def __init__(self, model: SnakeModel, gait: object) -> None:
-        self.n, self.gait = model.n_joints, gait
-
-    def inputs(self, t: FloatArray) -> FloatArray:
-        n = self.n
-        out = np.zeros((t.size, 3 * n))
-        for i, ti in enumerate(t):
-            q, qd, _ = self.gait(float(ti))  # type: ignore[operator]
-            out[i, n : 2 * n], out[i, 2 * n :] = q, qd
-        return out
 
 
 class Hold(InputSource):
@@ -115,7 +100,13 @@ def test_stiff_fast_servos_converge_to_prescribed_joints_first_order_in_one_over
     for stiffness in (25.0, 100.0, 400.0, 1600.0):
         servo = ServoModel.pd(stiffness, 0.01 * math.sqrt(stiffness), 4)  # damping ratio kept
         run = simulate_crawling(
-            model, gait, t_end, dt, servo, every=100, source=Reference(model, gait)
+            model,
+            gait,
+            t_end,
+            dt,
+            servo,
+            every=100,
+            source=MotionInput(gait, np.zeros(4), rates=True),
         )
         errors.append(float(np.abs(run.position - exact.position).max()))
         np.testing.assert_allclose(run.t, exact.t)
