@@ -5,6 +5,9 @@ the comparison and the recorder; then the report, the bag and the per-joint RMS 
 from __future__ import annotations
 
 import datetime as dt_module
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,11 +15,13 @@ from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.compare import MEASURED_TOPIC
+from snake_viz.compare_report import ReportSummary
 
 from ..comparison import compare_bag
 from ..emulator import Emulator
 from ..feasibility import check_servos_follow
 from ..graph import DESIRED, demo_graph
+from ..identification.commands import identify
 from ..runner import run_graph
 from .options import compensate_options, positive, report_warning
 
@@ -61,6 +66,13 @@ def register(sub: Subparsers) -> None:
         help="no plant: the pulses drive nothing and the robot reports the firmware's estimates",
     )
     compensate_options(p)
+    p.add_argument(
+        "--tour",
+        action="store_true",
+        help="the whole story (what make demo runs, a few minutes): the demo, snake identify "
+        "(servos and floor), the demo with the identified overlay, and compensated; then a "
+        "table of the three runs",
+    )
     p.set_defaults(
         run=lambda a: run(
             duration=a.duration,
@@ -70,6 +82,7 @@ def register(sub: Subparsers) -> None:
             plant=None if a.no_plant else (a.plant or default_plant(a.robot)),
             compensate=a.compensate,
             force=a.force,
+            tour=a.tour,
         )
     )
 
@@ -82,6 +95,16 @@ def default_plant(robot: str) -> Path:
     return robot_config("plant_floor" if on_floor else "plant")
 
 
+@dataclass(frozen=True)
+class DemoRun:
+    """What one demo run left: the graph's exit status and, after a normal end, its reports
+    (the prediction against the robot; the robot against the desired gait)."""
+
+    code: int
+    report: ReportSummary | None = None
+    tracking: ReportSummary | None = None
+
+
 def run(
     *,
     duration: float,
@@ -91,7 +114,33 @@ def run(
     plant: Path | None,
     compensate: bool,
     force: bool,
+    tour: bool = False,
 ) -> int:
+    """``snake demo``: one run (:func:`demo_once`), or with ``tour`` the whole story
+    (:func:`demo_tour`). Returns the exit status."""
+    if tour:
+        return demo_tour(duration=duration, gait=gait, output=output, robot=robot, plant=plant)
+    return demo_once(
+        duration=duration,
+        gait=gait,
+        output=output,
+        robot=robot,
+        plant=plant,
+        compensate=compensate,
+        force=force,
+    ).code
+
+
+def demo_once(
+    *,
+    duration: float,
+    gait: str,
+    output: Path | None,
+    robot: str,
+    plant: Path | None,
+    compensate: bool,
+    force: bool,
+) -> DemoRun:
     """Run the demo graph on the emulated robot for ``duration`` seconds, then report: the
     prediction against the robot, and the robot against the desired gait.
 
@@ -105,7 +154,7 @@ def run(
         force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
 
     Returns:
-        The graph's exit status (0, or 130 after Ctrl-C).
+        The graph's exit status (0, or 130 after Ctrl-C) and the reports.
 
     Raises:
         InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
@@ -125,7 +174,7 @@ def run(
     if plant:
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     if code not in (0, 130):
-        return code
+        return DemoRun(code)
     report = compare_bag(bag, out / "report", robot_config=robot)
     print()
     print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
@@ -136,7 +185,7 @@ def run(
     shaped = "compensated commands" if compensate else "the gait as commands"
     print()
     print(f"per-joint error, the emulated robot vs the desired gait ({shaped}):")
-    print(tracking.table())
+    print(replace(tracking, travel=None, path=None).table())
     print()
     print(f"comparison report: {report.folder}/ (live report of compare_node: {out / 'compare'}/)")
     print(f"tracking report:   {tracking.folder}/ (the robot against /joint_desired)")
@@ -144,4 +193,98 @@ def run(
     print(f"replay it:         snake replay {bag} --loop    (then: snake view)")
     print(f"compare offline:   snake compare {bag}")
     print("web view, live:    snake view   (beside snake hardware --emulate --dynamics)")
-    return code
+    return DemoRun(code, report, tracking)
+
+
+def _joints_rms(summary: ReportSummary | None) -> str:
+    """The RMS over every joint of the per-joint RMS errors [deg], or n/a."""
+    values = [r for r in summary.rms if math.isfinite(r)] if summary is not None else []
+    if not values:
+        return "n/a"
+    return f"{math.degrees(math.sqrt(sum(r * r for r in values) / len(values))):.2f}"
+
+
+def tour_table(runs: Sequence[tuple[str, DemoRun]]) -> str:
+    """The tour's summary: per run, the joints' RMS error of the prediction against the robot
+    and of the robot against the gait, the predicted and measured travel, the path error."""
+    lines = [
+        f"{'run':<28} {'prediction vs robot':>19} {'robot vs gait':>13} "
+        f"{'travel predicted / measured':>28} {'path error':>10}",
+        f"{'':<28} {'RMS [deg]':>19} {'RMS [deg]':>13} {'[m]':>28} {'RMS [cm]':>10}",
+    ]
+    for label, result in runs:
+        path = result.report.path if result.report is not None else None
+        metrics = path.comparison.metrics if path is not None and path.comparison else None
+        travel = (
+            f"{metrics.predicted.displacement:.3f} / {metrics.measured.displacement:.3f}"
+            if metrics is not None
+            else "n/a"
+        )
+        error = f"{metrics.rms_error * 100:.1f}" if metrics is not None else "n/a"
+        lines.append(
+            f"{label:<28} {_joints_rms(result.report):>19} {_joints_rms(result.tracking):>13} "
+            f"{travel:>28} {error:>10}"
+        )
+    return "\n".join(lines)
+
+
+def demo_tour(
+    *, duration: float, gait: str, output: Path | None, robot: str, plant: Path | None
+) -> int:
+    """The whole story on the emulated robot: the demo with the robot config's servos and
+    floor, ``snake identify`` (servos, then the floor), the demo with the identified overlay,
+    and with compensated commands; then a table of the three runs.
+
+    Returns:
+        0, or the first failing run's status.
+    """
+    out = output or Path("runs") / f"demo-tour-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
+    runs: list[tuple[str, DemoRun]] = []
+
+    def stage(title: str, label: str, folder: str, config: str, compensate: bool) -> int:
+        print(f"== {title}")
+        result = demo_once(
+            duration=duration,
+            gait=gait,
+            output=out / folder,
+            robot=config,
+            plant=plant,
+            compensate=compensate,
+            force=False,
+        )
+        runs.append((label, result))
+        print()
+        return result.code
+
+    code = stage(f"1/4: the demo, predicting with {robot}'s servos and floor", "robot config",
+                 "1-nominal", robot, False)  # fmt: skip
+    if code:
+        return code
+    print("== 2/4: snake identify on the same emulated robot: its servos, then its floor")
+    identified = out / "2-identify"
+    report = identify(
+        robot=robot,
+        endpoint=None,
+        key_hex="",
+        plant=plant,
+        validation_gait="serpenoid",
+        gait_params={},
+        validation_time=8.0,
+        from_bags=None,
+        output=identified,
+        plots=True,
+        say=lambda text: print(f"[identify] {text}", flush=True),
+    )
+    print(report)
+    print()
+    overlay = str(identified / "robot_identified.yaml")
+    for title, label, folder, compensate in (
+        ("3/4: the demo with the identified overlay", "identified", "3-identified", False),
+        ("4/4: the same, commands compensated", "identified, compensated", "4-compensated", True),
+    ):
+        code = stage(title, label, folder, overlay, compensate)
+        if code:
+            return code
+    print(f"the tour ({out}/): the same emulated robot, predicted and commanded three ways")
+    print(tour_table(runs))
+    return 0
