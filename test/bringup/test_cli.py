@@ -415,3 +415,33 @@ def test_a_hardware_run_writes_only_under_its_output_folder(
         ]
         assert targets and all(Path(t).is_relative_to(out) for t in targets), targets
     assert Path(runner.node_environment(out)["ROS_LOG_DIR"]).is_relative_to(out)
+
+
+def test_the_tour_table_sums_up_each_run() -> None:
+    """``snake demo --tour``'s table: the RMS over the joints of each report, the travels
+    and the path error of the run's path section; n/a where a run has no report."""
+    from snake_bringup.cli.demo import DemoRun, tour_table
+    from snake_viz.compare_report import PathSection, ReportSummary
+    from snake_viz.path_compare import PathComparison, PathMetrics, PathTravel
+
+    def summary(rms: tuple[float, ...], path: PathSection | None = None) -> ReportSummary:
+        n = len(rms)
+        return ReportSummary(Path("r"), ("a", "b")[:n], rms, rms, (0.0,) * n, (1,) * n, 1.0,
+                             path=path)  # fmt: skip
+
+    travel = [PathTravel(d, d, d / 10.0, 0.0) for d in (1.25, 1.5)]
+    metrics = PathMetrics(100, 10.0, 0.0321, 0.05, 0.05, travel[0], travel[1], 0.025, 0.0)
+    empty = np.empty((0, 3))
+    path = PathSection(PathComparison(np.empty(0), empty, empty, np.empty(0), metrics))
+    rows = tour_table(
+        [
+            ("robot config", DemoRun(0, summary((0.03, 0.04), path), summary((0.1, 0.0)))),
+            ("failed", DemoRun(1)),
+        ]
+    ).splitlines()
+    assert len(rows) == 4
+    config = rows[2].split()
+    assert config[:2] == ["robot", "config"]
+    # sqrt((0.03^2 + 0.04^2) / 2) = 0.035355 rad = 2.03 deg; sqrt(0.1^2 / 2) = 4.05 deg
+    assert config[2:] == ["2.03", "4.05", "1.250", "/", "1.500", "3.2"]
+    assert rows[3].split()[1:] == ["n/a"] * 4
