@@ -15,11 +15,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from snake_dynamics.floating.literal import FloatingRun, locomotion, lying_state, on_the_ground
 from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.compensation import saturated_share
 from snake_dynamics.sim.crawler import simulate_crawling
 from snake_dynamics.sim.wheeled import simulate_wheeled
 from snake_viz.offline import write_ground_run
@@ -110,7 +113,16 @@ def run_on_the_ground(
         "wall_time_s": wall,
     }
     where = "on the ground, " + ("ideal servos" if servo is None else "under its servos")
+    if servo is not None:
+        share = saturated_share(run, servo)
+        written["servo_saturated_share"] = dict(zip(model.joint_names, share.tolist(), strict=True))
     _report(model, run, written, where, wall, out, duration=duration, dt=dt, plots=plots)
+    if servo is not None:
+        k = int(np.argmax(share))
+        print(
+            f"servos at their torque-speed limit: {model.joint_names[k]} {share[k]:.1%} of the "
+            "run (the most); the efforts in run.csv are the servo torques"
+        )
 
 
 def run_on_wheels(

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SnakeDynamicsError
-from snake_dynamics.floating.literal import lying_state, on_the_ground
+from snake_dynamics.floating.literal import FloatingRun, lying_state, on_the_ground
 from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import JointTrajectory, PeriodicGait
 from snake_dynamics.mfm import recursive
@@ -353,7 +353,13 @@ def crawl_saturation(
         return np.zeros(model.n_joints)
     steps = round(1.0 / (gait.frequency * dt))
     run = simulate_crawling(grounded, gait, (SETTLING_PERIODS + 1) * steps * dt, dt, servo)
-    tau, qd = run.tau[-steps:], run.nu[-steps:, 6:]
+    return saturated_share(run, servo, samples=steps)
+
+
+def saturated_share(run: FloatingRun, servo: ServoModel, samples: int = 0) -> FloatArray:
+    """Each servo's share of a run's samples (the last ``samples``; 0: all) with its torque
+    on its torque-speed line (eq. 217), shape (n,)."""
+    tau, qd = run.tau[-samples:], run.nu[-samples:, 6:]
     low, high = torque_limits(servo, qd)
     on_line = (tau >= high - 1e-9) | (tau <= low + 1e-9)
     return np.asarray(on_line.mean(axis=0), dtype=np.float64)

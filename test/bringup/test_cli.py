@@ -288,6 +288,12 @@ def test_simulate_on_the_ground_reports_and_writes_the_travel(tmp_path) -> None:
     quaternion = np.column_stack([rows[f"base_q{a}"] for a in "xyzw"])
     np.testing.assert_allclose(np.linalg.norm(quaternion, axis=1), 1.0, atol=1e-9)
     assert np.all(rows["base_z"] > 0.0) and np.all(rows["base_z"] < 0.1)  # on the ground
+    # under the robot file's servos, the share of the run each spent on its torque-speed line
+    summary = json.loads((out / "summary.json").read_text())
+    assert "servo model" in summary["servo"]
+    share = summary["servo_saturated_share"]
+    most = max(share, key=share.get)
+    assert f"servos at their torque-speed limit: {most} {share[most]:.1%}" in proc.stdout
 
 
 def test_sweep_maps_the_grid_and_marks_the_best_points(tmp_path) -> None:
