@@ -289,9 +289,9 @@ def test_simulate_on_the_ground_reports_and_writes_the_travel(tmp_path) -> None:
     np.testing.assert_allclose(np.linalg.norm(quaternion, axis=1), 1.0, atol=1e-9)
     assert np.all(rows["base_z"] > 0.0) and np.all(rows["base_z"] < 0.1)  # on the ground
     # under the robot file's servos, the share of the run each spent on its torque-speed line
-    summary = json.loads((out / "summary.json").read_text())
-    assert "servo model" in summary["servo"]
-    share = summary["servo_saturated_share"]
+    config = json.loads((out / "summary.json").read_text())["config"]
+    assert "servo model" in config["servo"]
+    share = config["servo_saturated_share"]
     most = max(share, key=share.get)
     assert f"servos at their torque-speed limit: {most} {share[most]:.1%}" in proc.stdout
 
