@@ -3,6 +3,7 @@ is :func:`snake_bringup.identification.commands.identify`, this module parses an
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,12 +20,14 @@ def register(sub: Subparsers) -> None:
     """Add ``snake identify`` to the ``snake`` command."""
     p = sub.add_parser(
         "identify",
-        help="identify the servo model on the robot (emulated or real): overlay and report",
+        help="identify the servo model (and the floor) on the robot: overlay and report",
         description=(
             "Play steps and a chirp on every joint through the driver, then a validation "
             "gait; record both (bags), fit the servo parameters by least squares, write "
             "them as a robot config overlay and a report (fitted values with standard "
-            "errors, validation error before and after, plots)."
+            "errors, validation error before and after, plots). On a floor with a pose "
+            "sensor (the emulated robot on a plant with ground: and pose_sensor:), crawl "
+            "and fit the floor's friction too, validated on a crawl the fit did not use."
         ),
     )
     p.add_argument(
@@ -58,6 +61,26 @@ def register(sub: Subparsers) -> None:
         help="length of the validation run [s] (default: 8)",
     )
     p.add_argument(
+        "--floor",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="after the servos, crawl and fit the floor (default: when the emulated plant "
+        "has a ground:; the servo stage then runs with the robot held off it)",
+    )
+    p.add_argument(
+        "--crawl-time",
+        type=positive,
+        default=3.0,
+        help="length of each crawl of the floor stage, two fitted and one validation [s] "
+        "(default: 3)",
+    )
+    p.add_argument(
+        "--fit-backward",
+        action="store_true",
+        help="fit the floor's mu_backward too (sliding towards the tail; default: "
+        "mu_along and mu_across)",
+    )
+    p.add_argument(
         "--from-bags",
         type=Path,
         metavar="DIR",
@@ -82,6 +105,9 @@ def register(sub: Subparsers) -> None:
             output=a.output,
             plots=not a.no_plots,
             quiet=a.quiet,
+            floor=a.floor,
+            crawl_time=a.crawl_time,
+            fit_backward=a.fit_backward,
         )
     )
 
@@ -102,6 +128,9 @@ def run(
     output: Path | None,
     plots: bool,
     quiet: bool,
+    floor: bool | None,
+    crawl_time: float,
+    fit_backward: bool,
 ) -> int:
     """Identify, with progress on stderr (unless ``quiet``); print the report."""
 
@@ -121,6 +150,9 @@ def run(
         output=output,
         plots=plots,
         say=say,
+        floor=floor,
+        crawl_time=crawl_time,
+        floor_fitted=("mu_along", "mu_across", *(("mu_backward",) if fit_backward else ())),
     )
     print(report)
     return 0

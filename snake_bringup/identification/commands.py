@@ -3,13 +3,15 @@ fit never sees, played on the robot and recorded as bags (or an earlier run's ba
 again), the servo parameters fitted by least squares
 (:func:`snake_dynamics.sim.identification.fit_servo`), written as a robot config overlay,
 and the report (fitted values with standard errors, the validation gait's prediction error
-with the config's servo model and with the fitted one) and plots."""
+with the config's servo model and with the fitted one) and plots. On a floor with a pose
+sensor the floor stage follows (:mod:`.floor`): crawls, the floor's friction fitted with the
+identified servos, a validation crawl, the ground in the overlay."""
 
 from __future__ import annotations
 
 import datetime as dt_module
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from snake_driver.calibration import load_servo_map
@@ -20,6 +22,16 @@ from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
 from .experiment import IdentifyError, Say, play, robot_link
+from .floor import (
+    FloorResult,
+    fit_floor,
+    fit_json,
+    play_crawls,
+    plot_paths,
+    report_section,
+    stage_plants,
+    wants_floor,
+)
 from .plots import plot
 from .recording import read_recording, write_bag
 from .report import report_text, write_fit, write_overlay
@@ -49,6 +61,9 @@ def identify(
     output: Path | None,
     plots: bool,
     say: Say,
+    floor: bool | None = None,
+    crawl_time: float = 3.0,
+    floor_fitted: Sequence[str] = ("mu_along", "mu_across"),
 ) -> str:
     """Run the experiment and the validation on the robot (or read their bags), fit, and
     write the overlay, the report and the plots to the output folder.
@@ -64,15 +79,22 @@ def identify(
         from_bags: fit the bags of this earlier run's folder again (no robot).
         output: the output folder (None: ``runs/identify-<time>``); new or empty unless
             ``from_bags``.
-        plots: write ``steps.png`` and ``validation.png``.
+        plots: write ``steps.png`` and ``validation.png`` (and ``floor_paths.png``).
         say: progress lines.
+        floor: the floor stage: True, False, or None: wherever the emulated plant has a
+            floor (an earlier run: wherever its folder has the crawls' bags).
+        crawl_time: length of each crawl [s].
+        floor_fitted: the ground parameters fitted
+            (:data:`snake_dynamics.sim.floor_identification.FITTABLE`).
 
     Returns:
         The report (Markdown), as written to ``report.md``.
 
     Raises:
         IdentifyError: a robot without feedback, an output folder in use, no session with
-            the robot or a lost one, bags that are not identification bags.
+            the robot or a lost one, bags that are not identification bags; the floor stage
+            on a real robot, a plant without a floor or on one without a pose sensor, a
+            crawl with too few poses.
         snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
     """
     config = robot_config(robot).resolve()
@@ -90,25 +112,30 @@ def identify(
     out = output or Path("runs") / f"identify-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bags = from_bags or out
     plant_lines: list[str] = []
+    floor = wants_floor(floor, endpoint is not None, from_bags)
+    floor_plant = None
     if from_bags is None:
         if out.exists() and any(out.iterdir()):
             raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
         out.mkdir(parents=True, exist_ok=True)
+        servo_plant = robot_config(str(plant or "plant"))  # a file, or a config name
+        if endpoint is None:
+            servo_plant, floor_plant = stage_plants(floor, servo_plant, names, out)
         excitation = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
         with robot_link(
             servos,
             endpoint=endpoint,
             key_hex=key_hex,
             robot=config,
-            plant=plant or robot_config("plant"),
+            plant=servo_plant,
             say=say,
             plant_report=plant_lines.append,
-        ) as link:
+        ) as session:
             for label, trajectory, seconds in (
                 ("experiment", excitation, excitation.duration),
                 ("validation", validation, validation_time),
             ):
-                take = play(link, trajectory, seconds, say, label)
+                take = play(session.link, trajectory, seconds, say, label)
                 reports = write_bag(out / f"{label}_bag", take, servos)
                 say(f"{label}: {len(take.commands)} commands, {reports} reports -> {label}_bag")
     else:
@@ -127,15 +154,58 @@ def identify(
     before = rms_error(predict(model, config_servo, check), check.measured)
     fitted_model = ServoModel.uniform(fit.params, len(names), "identified")
     after = rms_error(predict(model, fitted_model, check), check.measured)
-    overlay = write_overlay(out / "robot_identified.yaml", config, fit, before, after)
+    floor_result: FloorResult | None = None
+    if floor_plant is not None or (from_bags is not None and floor):
+        unreadable = 0
+        if floor_plant is not None:
+            say(f"floor stage: the robot on the floor of {floor_plant}")
+            unreadable = play_crawls(
+                model=model,
+                servos=servos,
+                config=config,
+                plant=floor_plant,
+                key_hex=key_hex,
+                duration=crawl_time,
+                out=out,
+                say=say,
+                plant_report=plant_lines,
+            )
+        floor_result = fit_floor(
+            model=model,
+            servo=fitted_model,
+            bags=bags,
+            fitted=floor_fitted,
+            unreadable=unreadable,
+            say=say,
+        )
+    overlay = write_overlay(
+        out / "robot_identified.yaml",
+        config,
+        fit,
+        before,
+        after,
+        None if floor_result is None else floor_result.fit.ground,
+    )
     summary = report_text(fit, config_servo, names, before, after, overlay)
+    if floor_result is not None:
+        summary += "\n" + report_section(floor_result)
     for line in plant_lines:  # the emulated robot's own account of real time
         summary += (
             f"\nEmulated robot: {line}\n(the reports are stamped on the robot's own clock: "
             "one that fell behind real time stretches no time constant of the fit)\n"
         )
     (out / "report.md").write_text(summary)
-    write_fit(out / "fit.json", config, fit, config_servo, before, after)
+    write_fit(
+        out / "fit.json",
+        config,
+        fit,
+        config_servo,
+        before,
+        after,
+        None if floor_result is None else fit_json(floor_result),
+    )
     if plots:
         plot(out, model, experiment, check, config_servo, fitted_model)
+        if floor_result is not None:
+            plot_paths(out, floor_result)
     return summary

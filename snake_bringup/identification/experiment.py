@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from snake_driver.link import DriverLink, Measurement
 from snake_driver.protocol import parse_key
 from snake_driver.transport import make_transport
 from snake_dynamics.gaits import Gait
+from snake_dynamics.sim.pose_sensor import PoseReading
 
 from ..emulator import Emulator, Endpoint
 from ..errors import BringupError
@@ -48,10 +50,21 @@ class Take:
     Attributes:
         commands: (host time [s], targets [rad]) as sent.
         measurements: the telemetry received meanwhile.
+        poses: the pose sensor's readings received meanwhile (a crawl on the floor), in
+            arrival order, each with its sample time on the sensor's clock (:mod:`.poses`).
     """
 
     commands: list[tuple[float, dict[str, float]]]
     measurements: list[Measurement]
+    poses: list[PoseReading] = field(default_factory=list)
+
+
+class Session(NamedTuple):
+    """The driver's link to the robot, and where the robot is (with the emulated pose
+    sensor's port, if it has one)."""
+
+    link: DriverLink
+    endpoint: Endpoint
 
 
 def connect(link: DriverLink, say: Say) -> None:
@@ -125,9 +138,9 @@ def robot_link(
     plant: Path,
     say: Say,
     plant_report: Callable[[str], None] | None = None,
-) -> Iterator[DriverLink]:
-    """The driver's link to the robot, connected (:func:`connect`); disabled and closed
-    when the block ends.
+) -> Iterator[Session]:
+    """The driver's link to the robot, connected (:func:`connect`), and its endpoint;
+    disabled and closed when the block ends.
 
     Args:
         servos: the robot's servo calibration.
@@ -159,7 +172,7 @@ def robot_link(
         )
         try:
             connect(link, say)
-            yield link
+            yield Session(link, endpoint)
         finally:
             link.enable(False)
             link.close()

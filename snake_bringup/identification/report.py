@@ -10,11 +10,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 from numpy.typing import NDArray
 
+from snake_dynamics.ground import Ground
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.identification import FITTED, ServoFit
 
@@ -34,14 +36,20 @@ def overall(rms: NDArray[np.float64]) -> float:
     return float(np.sqrt(np.mean(np.square(rms))))
 
 
+def _short(value: object) -> object:
+    """A float to 6 significant digits (the overlay's precision); anything else as is."""
+    return float(f"{value:.6g}") if isinstance(value, float) else value
+
+
 def write_overlay(
     path: Path,
     robot: Path,
     fit: ServoFit,
     before: NDArray[np.float64],
     after: NDArray[np.float64],
+    ground: Ground | None = None,
 ) -> Path:
-    """The fitted servo as a robot config overlay on ``robot`` (``base:``).
+    """The fitted servo (and floor) as a robot config overlay on ``robot`` (``base:``).
 
     Args:
         path: the overlay to write.
@@ -49,8 +57,10 @@ def write_overlay(
         fit: the fit.
         before: the validation gait's per-joint RMS error with the config's servo [rad].
         after: the same with the fitted servo [rad].
+        ground: the identified floor, written as ``model: ground:`` (None: none): a floating
+            use of the overlay (``snake simulate --ground``, a floating base) crawls on it.
     """
-    servo = {k: float(f"{v:.6g}") for k, v in asdict(fit.params).items()}
+    servo = {k: _short(v) for k, v in asdict(fit.params).items()}
     header = (
         "# Servo model identified by `snake identify` (docs/mfm.md, eqs. 207-210): the fitted\n"
         f"# servo at every joint, over {robot.name}. Validation gait RMS error, all joints:\n"
@@ -58,7 +68,10 @@ def write_overlay(
         f"{math.degrees(overall(after)):.3f} deg with this one.\n"
         "# Use it as any robot config: --robot <this file>, robot_config:=<this file>.\n"
     )
-    doc = {"base": str(robot), "servo": {"defaults": servo, "joints": {}}}
+    doc: dict[str, object] = {"base": str(robot), "servo": {"defaults": servo, "joints": {}}}
+    if ground is not None:
+        header += "# model: ground: the floor identified by its crawls (eqs. 243-245).\n"
+        doc["model"] = {"ground": {k: _short(v) for k, v in asdict(ground).items()}}
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -119,9 +132,11 @@ def write_fit(
     config_servo: ServoModel,
     before: NDArray[np.float64],
     after: NDArray[np.float64],
+    floor: dict[str, Any] | None = None,
 ) -> None:
     """``fit.json``: the fitted parameters, their standard errors, the fit's and the
-    validation's RMS errors [rad], the config's servo model."""
+    validation's RMS errors [rad], the config's servo model; ``floor``: the floor stage's
+    entry (:func:`.floor.fit_json`), if it ran."""
     path.write_text(
         json.dumps(
             {
@@ -134,6 +149,7 @@ def write_fit(
                 "validation_rms_after_rad": after.tolist(),
                 "config_servo": config_servo.describe(),
                 "evaluations": fit.evaluations,
+                **({} if floor is None else {"floor": floor}),
             },
             indent=2,
         )

@@ -51,6 +51,9 @@ class PathRecording:
         pose_t: the pose sensor's sample times [s], increasing, within [t[0], t[-1]], (k,).
         xy: the marker's measured position in the ground plane [m], shape (k, 2).
         yaw: the marker's measured heading [rad] (the tail's, eq. 221's R_0 about z), (k,).
+        orientation: the marker's measured orientation at the first pose, (x, y, z, w),
+            shape (4,): a straight snake of cylinders rolls freely about its length, and a
+            crawl may leave it rolled; None: lying flat at ``yaw[0]``.
     """
 
     t: FloatArray
@@ -58,6 +61,7 @@ class PathRecording:
     pose_t: FloatArray
     xy: FloatArray
     yaw: FloatArray
+    orientation: FloatArray | None = None
 
     def __post_init__(self) -> None:
         t, ref, pt, xy, yaw = (
@@ -85,15 +89,29 @@ class PathRecording:
         for name, value in (("t", t), ("reference", ref), ("pose_t", pt), ("xy", xy)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "yaw", yaw)
+        if self.orientation is not None:
+            quat = np.asarray(self.orientation, dtype=np.float64)
+            norm = float(np.linalg.norm(quat)) if quat.shape == (4,) else math.nan
+            if not abs(norm - 1.0) < 1e-3:
+                raise IdentificationError(
+                    f"a take's first orientation must be a unit quaternion (x, y, z, w), got "
+                    f"{self.orientation!r}"
+                )
+            object.__setattr__(self, "orientation", quat / norm)
 
 
 def start_state(model: SnakeModel, recording: PathRecording) -> FloatingState:
     """The robot lying straight at rest with its tail at the take's first measured pose
-    (position in the plane and heading), at the height :func:`floating.lying_state` gives."""
+    (position in the plane, and the measured orientation, or the heading lying flat), at
+    the height :func:`floating.lying_state` gives."""
     lying = lying_state(model)
     yaw = float(recording.yaw[0])
     position = np.array([recording.xy[0, 0], recording.xy[0, 1], lying.position[2]])
-    quaternion = np.array([0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)])
+    quaternion = (
+        np.array([0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)])
+        if recording.orientation is None
+        else recording.orientation
+    )
     return lying._replace(position=position, quaternion=quaternion)
 
 

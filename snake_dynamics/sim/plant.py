@@ -211,12 +211,46 @@ REALISTIC_RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def random_plant(rng: np.random.Generator) -> dict[str, object]:
+#: Realistic ranges of a table's Coulomb coefficients for a robot's printed shells (PLA or
+#: PETG on laminate, wood, lino, card): name -> (low, high). A snake crawls on a floor that
+#: grips across its bodies more than along them: :func:`random_plant` draws mu_across at
+#: least :data:`MIN_ANISOTROPY` times mu_along.
+FLOOR_RANGES: dict[str, tuple[float, float]] = {
+    "mu_along": (0.06, 0.25),
+    "mu_across": (0.25, 0.8),
+}
+#: The least mu_across / mu_along of a drawn floor.
+MIN_ANISOTROPY = 2.0
+#: The pose sensor of a drawn floor plant: config/plant_floor.yaml's motion capture.
+RANDOM_POSE_SENSOR: dict[str, float | int] = {
+    "rate": 100.0,
+    "latency": 0.015,
+    "position_noise": 0.0005,
+    "yaw_noise": 0.005,
+    "dropout": 0.02,
+    "dropout_burst": 3.0,
+    "body": 0,
+    "seed": 2,
+}
+
+
+def random_plant(rng: np.random.Generator, floor: bool = False) -> dict[str, object]:
     """A plant file's content drawn uniformly within :data:`REALISTIC_RANGES` (the same
-    servo on every joint, the default potentiometers)."""
+    servo on every joint, the default potentiometers); with ``floor``, on a table drawn
+    within :data:`FLOOR_RANGES` (mu_along first, then mu_across within its range and at
+    least :data:`MIN_ANISOTROPY` times it; the Ground's other defaults), tracked by
+    :data:`RANDOM_POSE_SENSOR`. The servo's draws come first: a seed gives the same servo
+    with or without the floor."""
     drawn = {k: float(rng.uniform(low, high)) for k, (low, high) in REALISTIC_RANGES.items()}
     mass_scale = drawn.pop("mass_scale")
-    return {"servo": {"defaults": drawn}, "mass_scale": mass_scale}
+    doc: dict[str, object] = {"servo": {"defaults": drawn}, "mass_scale": mass_scale}
+    if floor:
+        along = float(rng.uniform(*FLOOR_RANGES["mu_along"]))
+        low, high = FLOOR_RANGES["mu_across"]
+        across = float(rng.uniform(max(low, MIN_ANISOTROPY * along), high))
+        doc["ground"] = {"mu_along": along, "mu_across": across}
+        doc["pose_sensor"] = dict(RANDOM_POSE_SENSOR)
+    return doc
 
 
 @dataclass(frozen=True)

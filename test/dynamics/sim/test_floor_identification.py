@@ -70,3 +70,17 @@ def test_bad_fits_are_refused_with_a_reason() -> None:
         fit_ground(MODEL, SERVO, [], Ground())
     with pytest.raises(IdentificationError, match="must lie within the reference"):
         dataclasses.replace(one, pose_t=one.pose_t + 1.0)
+
+
+def test_a_take_may_start_rolled_about_the_body() -> None:
+    """A straight chain of cylinders rests at any roll about its length; rolled half a turn
+    its yaw joints bend the other way, and the serpenoid's path is the flat one mirrored
+    across the body's axis (e2, the world's y at yaw 0): x - x_0 changes sign."""
+    flat = take("serpenoid", TRUE, 0.0, 0)
+    half = dataclasses.replace(flat, orientation=np.array([0.0, 1.0, 0.0, 0.0]))
+    mirrored = predict_path(MODEL, SERVO, TRUE, half)
+    d_flat, d_half = flat.xy - flat.xy[0], mirrored - mirrored[0]
+    np.testing.assert_allclose(d_half, d_flat * [-1.0, 1.0], atol=1e-9)
+    assert np.abs(d_flat[:, 0]).max() > 1e-3  # it sways: the mirror is not trivial
+    with pytest.raises(IdentificationError, match="unit quaternion"):
+        dataclasses.replace(flat, orientation=np.array([0.0, 0.0, 0.0, 2.0]))
