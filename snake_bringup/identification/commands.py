@@ -9,10 +9,13 @@ identified servos, a validation crawl, the ground in the overlay."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt_module
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from snake_driver.calibration import load_servo_map
 from snake_dynamics.gaits import make_gait
@@ -98,7 +101,9 @@ def identify(
         snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
     """
     config = robot_config(robot).resolve()
-    model, servos = load_servo_map(config)
+    config_model, servos = load_servo_map(config)
+    # the servo stage's body: the tail held, no gravity (the plant without a floor, eq. 208)
+    model = dataclasses.replace(config_model, gravity=np.zeros(3))
     names = model.joint_names
     missing = [c.joint for c in servos.channels if c.feedback is None]
     if missing and from_bags is None:

@@ -330,7 +330,9 @@ class Plant:
 
     Args:
         model: the robot's body (the robot config's; ``params.mass_scale`` is applied here,
-            and with ``params.ground`` it is put on that floor under gravity).
+            and with ``params.ground`` it is put on that floor under gravity; without one its
+            tail is held and gravity is off, as the paper's snake, even under a robot
+            config that lies on a floor).
         pulses: each joint's channel and calibration, in joint order.
         params: the plant file.
         dt: the dynamics' step [s].
@@ -355,6 +357,8 @@ class Plant:
         scale = params.mass_scale
         if params.ground is not None:
             model = on_the_ground(dataclasses.replace(model, ground=params.ground))
+        else:  # held by its tail and carried (the paper's zero gravity), whatever the config
+            model = dataclasses.replace(model, gravity=np.zeros(3))
         self.model = dataclasses.replace(
             model, masses=model.masses * scale, inertias=model.inertias * scale
         )

@@ -412,3 +412,17 @@ def test_the_pose_sensor_reads_its_bodys_pose(body: int) -> None:
         assert np.abs(turn).max() < 1e-12
     if body == 0:
         assert readings[-1].position == pytest.approx(state.position, abs=1e-15)
+
+
+def test_without_a_floor_the_tail_is_held_in_zero_gravity() -> None:
+    """A plant file without ``ground:`` under a robot config that lies on a floor (gravity
+    on, robot_table): the body is held by its tail in zero gravity, as the servo stage of
+    snake identify assumes; the same robot with the plant's floor feels gravity."""
+    table = load_servo_map(robot_config("robot_table"))[0]
+    assert np.any(table.gravity)
+    held = Plant(table, build_plant(ROBOT, PLANT).pulses, load_plant(PLANT, table.joint_names))
+    assert not np.any(held.model.gravity) and held.model.base == "floating"  # (as its config)
+    assert type(held.sim) is Simulator  # the fixed tail
+    floor = load_plant(robot_config("plant_floor"), table.joint_names)
+    on_floor = Plant(table, build_plant(ROBOT, PLANT).pulses, floor)
+    np.testing.assert_allclose(on_floor.model.gravity, [0.0, 0.0, -9.81])
