@@ -16,7 +16,7 @@ REQS := requirements.txt requirements-ros.txt tools/bootstrap.sh tools/apt-avail
 
 .PHONY: demo test lint typecheck unit bench firmware web clean help
 help:
-	@echo "make demo   run the demo (sets up .venv on first use)"
+	@echo "make demo   the crawling robot on an emulated table, identified and compensated (a few minutes; sets up .venv on first use)"
 	@echo "make test   run the whole test suite: ruff, mypy, pytest"
 	@echo "make unit   the quick loop: pytest without the ros, simavr, browser and slow tests"
 	@echo "make bench  run the benchmarks (JSON to stdout and bench/results/)"
@@ -47,7 +47,7 @@ $(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(WEB_OK) $(PKG_SOURCES)
 	touch $@
 
 demo: $(VENV)/.pkg-ok
-	$(BIN)/snake demo
+	$(BIN)/snake demo --tour --duration 15
 
 lint: $(VENV)/.dev-ok
 	$(BIN)/ruff check .
