@@ -45,9 +45,11 @@ def _gait_parameters() -> Mapping[str, Any]:
     return params
 
 
-def planned_gait(model: SnakeModel, gait: str) -> PeriodicGait:
+def planned_gait(
+    model: SnakeModel, gait: str, overrides: Mapping[str, float] | None = None
+) -> PeriodicGait:
     """The gait gait_node will play on ``model``: ``gait`` (empty: config/gaits.yaml's) with
-    config/gaits.yaml's parameters.
+    config/gaits.yaml's parameters, ``overrides`` replacing some.
 
     Raises:
         GaitError: an unknown gait or parameter out of range.
@@ -56,12 +58,14 @@ def planned_gait(model: SnakeModel, gait: str) -> PeriodicGait:
     name = gait or str(params.get("gait", "serpenoid"))
     spec = gait_parameters(name)
     values = {k: float(v) for k, v in (params.get(name) or {}).items() if k in spec}
-    built = make_gait(name, model, **values)
+    built = make_gait(name, model, **{**values, **(overrides or {})})
     assert isinstance(built, PeriodicGait)  # every gait of GAITS is one
     return built
 
 
-def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
+def check_servos_follow(
+    robot: str, gait: str, *, force: bool, overrides: Mapping[str, float] | None = None
+) -> str | None:
     """Check that the servos of ``robot`` can give what one period of the gait asks (eq. 215;
     on a floor eq. 217).
 
@@ -69,6 +73,7 @@ def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
         robot: robot YAML file or config name (its body and servo: section).
         gait: gait name; empty for config/gaits.yaml's.
         force: run it anyway: return the reason as a warning instead of raising.
+        overrides: gait parameters replacing config/gaits.yaml's.
 
     Returns:
         None if they can (on a floor: no servo on its torque-speed line more than a tenth
@@ -85,7 +90,7 @@ def check_servos_follow(robot: str, gait: str, *, force: bool) -> str | None:
     if model.wheels:
         return None  # the wheels, not the servos alone, decide what it follows
     servo = ServoModel.from_yaml(path, model.joint_names)
-    planned = planned_gait(model, gait)
+    planned = planned_gait(model, gait, overrides)
     try:
         if model.base == "floating":
             check_crawl(model, planned, servo)

@@ -440,6 +440,7 @@ def demo_graph(
     gait: str = "",
     robot: str = "robot_table",
     compensate: bool = False,
+    gait_parameters: Mapping[str, float] | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
     on the emulated robot with the MFM prediction and the comparison node beside it, the
@@ -454,8 +455,15 @@ def demo_graph(
         robot: robot YAML file or config name (default: the robot with feedback pots on
             the table); the emulated pose sensor's poses join it when the emulator has one.
         compensate: gait_node's commands pre-shaped for the servos of ``robot``.
+        gait_parameters: ``gait``'s parameters replacing config/gaits.yaml's.
     """
     config = robot_config(robot).resolve()
+    if gait_parameters and not gait:
+        raise GraphError("demo_graph: gait parameters need the gait's name")
+    gait_node_parameters: dict[str, Any] = {
+        "wait_for_subscribers": 3,  # the recorder listens too
+        **{f"{gait}.{k}": float(v) for k, v in (gait_parameters or {}).items()},
+    }
     recorder = NodeSpec(
         PACKAGE,
         "recorder_node",
@@ -480,8 +488,8 @@ def demo_graph(
     return (
         recorder,
         *(
-            replace(spec, parameters=(*spec.parameters, {"wait_for_subscribers": 3}))
-            if spec.executable == "gait_node"  # the recorder listens too
+            replace(spec, parameters=(*spec.parameters, gait_node_parameters))
+            if spec.executable == "gait_node"
             else spec
             for spec in nodes
         ),
