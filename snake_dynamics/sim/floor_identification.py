@@ -31,7 +31,7 @@ from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import CrawlingSimulator
-from snake_dynamics.sim.identification import SampledReference
+from snake_dynamics.sim.identification import SampledReference, standard_errors
 
 FloatArray = NDArray[np.float64]
 
@@ -251,10 +251,7 @@ def fit_ground(
     before = np.array([_rms(e) for e in errors(floor(x0))])
     result = least_squares(fun, x0, x_scale=1.0, diff_step=1e-2, ftol=1e-8, xtol=1e-6)
     fitted_ground = floor(result.x)
-    jac = result.jac
-    dof = max(jac.shape[0] - jac.shape[1], 1)
-    cov = np.linalg.pinv(jac.T @ jac) * (2.0 * result.cost / dof)
-    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    sd = standard_errors(result.jac, result.cost)
     stderr = {
         name: float(getattr(fitted_ground, name) * s) for name, s in zip(names, sd, strict=True)
     }

@@ -284,6 +284,20 @@ def _to_x(params: ServoParams) -> FloatArray:
     )
 
 
+def standard_errors(jac: FloatArray, cost: float) -> FloatArray:
+    """The fitted unknowns' standard errors from a least-squares optimum (eq. 209):
+    sqrt(diag(s^2 (JᵀJ)⁻¹)), s^2 = 2 cost / (residuals - unknowns) the residual variance
+    (white residuals assumed: read them as a lower bound).
+
+    Args:
+        jac: the residuals' Jacobian at the optimum, shape (residuals, unknowns).
+        cost: scipy's cost there, half the sum of squared residuals.
+    """
+    dof = max(jac.shape[0] - jac.shape[1], 1)
+    cov = np.linalg.pinv(jac.T @ jac) * (2.0 * cost / dof)
+    return np.asarray(np.sqrt(np.maximum(np.diag(cov), 0.0)), dtype=np.float64)
+
+
 def fit_servo(
     model: SnakeModel,
     recording: Recording,
@@ -339,10 +353,7 @@ def fit_servo(
         fun, x0, bounds=(low, high), x_scale="jac", diff_step=1e-3, ftol=1e-6, xtol=1e-6
     )
     params = _to_params(result.x)
-    jac = result.jac
-    dof = max(jac.shape[0] - jac.shape[1], 1)
-    cov = np.linalg.pinv(jac.T @ jac) * (2.0 * result.cost / dof)
-    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    sd = standard_errors(result.jac, result.cost)
     stderr = {
         name: float(getattr(params, name) * s) if name in _LOG else float(s) * _SCALE[name]
         for name, s in zip(FITTED, sd, strict=True)
