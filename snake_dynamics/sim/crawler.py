@@ -71,6 +71,12 @@ BASE = 13
 
 
 @compiled
+def scratch_size(n: int) -> int:
+    """The length of :func:`_rate_into`'s work space for n joints: 3n + 25."""
+    return 3 * n + 25
+
+
+@compiled
 def _rate_into(
     params: FloatingParams,
     ground: FloatArray,
@@ -83,8 +89,8 @@ def _rate_into(
 ) -> None:
     """y_dot of eq. (240) into ``out``; the servo torques (eq. 241) stay in scratch[:n].
 
-    ``scratch``: (4n + 6 + 9 + 4,) work space: tau (n), nu (6+n), nu_dot (6+n), R_0 (9),
-    the normalised quaternion (4).
+    ``scratch``: (3n + 25,) work space (:func:`scratch_size`): tau (n), nu (6+n), nu_dot (6+n),
+    R_0 (9), the normalised quaternion (4).
     """
     n = (y.shape[0] - BASE) // 2
     tau = scratch[:n]
@@ -130,7 +136,7 @@ def crawl_rate(
     """
     n = (y.shape[0] - BASE) // 2
     out = np.empty(y.shape[0])
-    scratch = np.empty(4 * n + 25)
+    scratch = np.empty(scratch_size(n))
     _rate_into(params, ground, servo, y, u, floating_workspace(n), scratch, out)
     return out, scratch[:n].copy()
 
@@ -153,7 +159,7 @@ def _crawl_steps(
     step's state)."""
     n = (y.shape[0] - BASE) // 2
     work = floating_workspace(n)
-    scratch = np.empty(4 * n + 25)
+    scratch = np.empty(scratch_size(n))
     k1, k2, k3, k4 = np.empty(y.size), np.empty(y.size), np.empty(y.size), np.empty(y.size)
     stage = np.empty(y.size)
     for i in range(states.shape[0]):
