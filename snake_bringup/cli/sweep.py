@@ -1,6 +1,8 @@
 """``snake sweep``: a grid of two gait parameters, each point a run on the ground
-(``snake simulate --ground``'s), in parallel over the cores; a speed and cost-of-transport
-map (PNG heatmaps and CSV) with the best points marked."""
+(``snake simulate --ground``'s), on a Dask cluster (a local one over the cores, or
+``--scheduler ADDRESS``); every finished point kept in ``points.jsonl`` so a stopped sweep
+resumes; a speed and cost-of-transport map (PNG heatmaps and CSV) with the best points
+marked."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +21,7 @@ import numpy as np
 
 from snake_dynamics.errors import SimulationError
 from snake_dynamics.floating.literal import (
+    Locomotion,
     check_step,
     locomotion,
     on_the_ground,
@@ -28,6 +31,7 @@ from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
+from ..cluster import ClusterError, Counts, Job, PointLog, ProgressLine, connect, run_jobs, threads
 from ..errors import UsageError
 from ..locomotion import IDEAL, ground_servos, simulate_on_the_ground
 from .options import name_values, positive
@@ -100,6 +104,8 @@ def run(
     dt: float,
     ideal_servos: bool,
     jobs: int,
+    scheduler: str | None,
+    connect_timeout: float,
     output: Path | None,
     plots: bool,
     quiet: bool,
@@ -112,12 +118,17 @@ def run(
         gait: gait name.
         duration: simulated time per point [s], a whole number (>= 10) of ``dt`` steps.
         dt: step [s].
-        jobs: parallel runs (0: one per core).
-        output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``).
+        jobs: worker processes of the local cluster (0: one per core).
+        scheduler: address of a running Dask scheduler (None: a local cluster).
+        connect_timeout: how long to try ``scheduler`` [s].
+        output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``); a folder
+            of the same sweep resumes it (only its missing points run).
         plots: write the PNG heatmaps beside the CSV and JSON.
 
     Raises:
         UsageError: options that do not make a grid (one line naming the option).
+        ClusterError: an unreachable scheduler, an output folder of another sweep, points
+            that failed (those done are kept for a resume).
     """
     config_path = str(robot_config(robot))
     model = on_the_ground(SnakeModel.from_yaml(config_path))
@@ -147,34 +158,71 @@ def run(
     )
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    workers = jobs or os.cpu_count() or 1
+    if not connect_timeout > 0:
+        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
     servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
-    start = time.monotonic()
-    results: list[SweepPoint | None] = [None] * len(points)
-    with ProcessPoolExecutor(max_workers=min(workers, len(points))) as pool:
-        futures = {
-            pool.submit(run_point, config_path, gait, p, duration, dt, ideal_servos): i
-            for i, p in enumerate(points)
-        }
-        for done, future in enumerate(as_completed(futures), 1):
-            results[futures[future]] = future.result()
-            if not quiet:
-                print(
-                    f"sweep: {done}/{len(points)} runs ({time.monotonic() - start:.1f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-    grid = [r for r in results if r is not None]
-    config = {
+    study = {
         "robot": config_path,
         "gait": gait,
-        "x": x.name,
-        "y": y.name,
+        "x": [x.name, x.low, x.high, x.count],
+        "y": [y.name, y.low, y.high, y.count],
         "fixed": dict(fixed),
         "duration_s": duration,
         "dt_s": dt,
         "servo": IDEAL if servo is None else servo.describe(),
+    }
+    log = PointLog(Path(out), study)
+    jobs_todo = [
+        Job(str(i), run_point, (config_path, gait, p, duration, dt, ideal_servos))
+        for i, p in enumerate(points)
+        if str(i) not in log.records
+    ]
+    counts = Counts(total=len(points), resumed=len(points) - len(jobs_todo))
+    progress = ProgressLine("sweep")
+    start = time.monotonic()
+    failures: list[str] = []
+    workers = min(jobs or os.cpu_count() or 1, len(points))
+    with connect(scheduler, workers, connect_timeout) if jobs_todo else nullcontext() as c:
+        workers = threads(c) if c is not None else 0
+        try:
+            for outcome in run_jobs(c, jobs_todo, None if quiet else progress, counts):
+                if outcome.result is None:
+                    params = points[int(outcome.key)]
+                    where = " ".join(f"{k}={v:g}" for k, v in params.items())
+                    failures.append(f"{where}: {outcome.error}")
+                    continue
+                point = outcome.result
+                log.append(outcome.key, {"params": point.params, "travel": point.travel._asdict()})
+        except KeyboardInterrupt:
+            if not quiet:
+                progress.finish(counts)
+            print(
+                f"sweep: interrupted, {len(log.records)}/{len(points)} points done in "
+                f"{log.path}; run the same command with -o {out} to run the other "
+                f"{len(points) - len(log.records)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 130
+    if not quiet:
+        progress.finish(counts)
+    if failures:
+        raise ClusterError(
+            f"{len(failures)} of {len(points)} points failed (first: {failures[0]}); the "
+            f"{len(log.records)} done are in {log.path}: run the same command with -o {out} "
+            "to retry the others"
+        )
+    grid = [
+        SweepPoint(log.records[str(i)]["params"], Locomotion(**log.records[str(i)]["travel"]))
+        for i in range(len(points))
+    ]
+    config = {
+        **study,
+        "x": x.name,
+        "y": y.name,
+        "scheduler": scheduler or "local",
         "jobs": workers,
+        "resumed_points": counts.resumed,
         "wall_time_s": time.monotonic() - start,
     }
     files, best = write_sweep(
@@ -225,8 +273,31 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
     )
-    p.add_argument("--jobs", "-j", type=int, default=0, help="parallel runs (default: the cores)")
-    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/sweep-...)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        help="worker processes of the local Dask cluster (default: one per core)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of a "
+        "local cluster",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=positive,
+        default=10.0,
+        help="how long to try --scheduler [s] (default: 10)",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        help="output folder (default: runs/sweep-...); a folder of the same sweep resumes it",
+    )
     p.add_argument("--no-plots", action="store_true", help="only the CSV and JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     p.set_defaults(
@@ -240,6 +311,8 @@ def register(sub: Subparsers) -> None:
             dt=a.dt,
             ideal_servos=a.ideal_servos,
             jobs=a.jobs,
+            scheduler=a.scheduler,
+            connect_timeout=a.connect_timeout,
             output=a.output,
             plots=not a.no_plots,
             quiet=a.quiet,

@@ -304,7 +304,13 @@ def test_sweep_maps_the_grid_and_marks_the_best_points(tmp_path) -> None:
     proc = snake("sweep", *grid, "--jobs", "2", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "sweep: 4/4 runs" in proc.stderr
-    assert {p.name for p in out.iterdir()} == {"sweep.csv", "summary.json", "sweep.png"}
+    assert {p.name for p in out.iterdir()} == {
+        "sweep.csv",
+        "summary.json",
+        "sweep.png",
+        "points.jsonl",
+        "study.json",
+    }
     rows = np.genfromtxt(out / "sweep.csv", delimiter=",", names=True)
     assert [(r["amplitude"], r["frequency"]) for r in rows] == [
         (0.3, 0.5),

@@ -1,0 +1,303 @@
+"""Studies on a Dask distributed cluster: start a local one or connect to a scheduler, run a
+list of independent jobs (a callable and its arguments each) and stream each result back as
+it finishes, with a progress line and a resume file (``points.jsonl``) that keeps every
+finished job on disk.
+
+``snake sweep`` runs its grid points through here; the jobs are generic (any picklable
+callable), so a search (``snake optimize``) can submit its trials the same way.
+
+A worker that dies loses nothing: the scheduler runs its tasks again on another worker (up to
+``distributed.scheduler.allowed-failures`` deaths per task, 3 by default, after which the
+task fails with ``KilledWorker``). A job whose callable raises fails once (no retries): it is
+reported as failed, never retried forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TextIO, TypeVar
+
+from .errors import BringupError
+
+T = TypeVar("T")
+
+#: Deaths of its worker a task survives before it fails with ``KilledWorker`` (local cluster).
+ALLOWED_FAILURES = 3
+#: The resume file: one JSON object per finished job, in the order they finished.
+POINTS_FILE = "points.jsonl"
+#: What the study is (its options), checked before a resume.
+STUDY_FILE = "study.json"
+
+
+class ClusterError(BringupError):
+    """A scheduler that cannot be reached, a resume folder from another study, jobs that
+    failed."""
+
+
+@dataclass(frozen=True)
+class Job(Generic[T]):
+    """One unit of work: ``function(*args)`` on a worker.
+
+    Attributes:
+        key: the job's name, unique in its study (e.g. the grid index), as written to the
+            resume file.
+        function: a picklable callable (a module-level function).
+        args: its positional arguments (picklable).
+    """
+
+    key: str
+    function: Callable[..., T]
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finished(Generic[T]):
+    """A job's outcome: ``result`` if it returned, else ``error`` (``Type: message``)."""
+
+    key: str
+    result: T | None
+    error: str | None = None
+
+
+@dataclass
+class Counts:
+    """How far a study is: of ``total`` jobs, ``done``, ``running`` (on a worker now) and
+    ``failed``; ``resumed`` were done by an earlier run."""
+
+    total: int
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+    resumed: int = 0
+
+
+@contextmanager
+def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iterator[Any]:
+    """A Dask client: on a new local cluster (``scheduler`` None) or on the scheduler at
+    ``scheduler``; closed (with the local cluster) on exit, also after Ctrl-C.
+
+    Args:
+        scheduler: address of a running scheduler (e.g. ``tcp://127.0.0.1:8786``), or None.
+        workers: worker processes of the local cluster (1 thread each, no dashboard).
+        connect_timeout: how long to try the scheduler [s].
+
+    Yields:
+        The ``distributed.Client``.
+
+    Raises:
+        ClusterError: the scheduler cannot be reached within ``connect_timeout``.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        if scheduler is None:
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            try:
+                with Client(cluster) as client:
+                    yield client
+            finally:
+                cluster.close()
+            return
+        try:
+            client = Client(scheduler, timeout=connect_timeout)
+        except (OSError, TimeoutError, ValueError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ClusterError(
+                f"--scheduler {scheduler}: no Dask scheduler reached within "
+                f"{connect_timeout:g} s ({reason}); start one (`dask scheduler`, then "
+                "`dask worker ADDRESS`) or drop --scheduler for a local cluster"
+            ) from None
+        with client:
+            yield client
+
+
+def threads(client: Any) -> int:
+    """The cluster's worker threads (0 if no worker has joined yet)."""
+    info = client.scheduler_info(n_workers=-1)
+    return int(sum(w.get("nthreads", 1) for w in info["workers"].values()))
+
+
+def run_jobs(
+    client: Any,
+    jobs: Sequence[Job[T]],
+    on_progress: Callable[[Counts], None] | None = None,
+    counts: Counts | None = None,
+    tick: float = 0.5,
+) -> Iterator[Finished[T]]:
+    """Submit ``jobs`` to the cluster and yield each outcome as it finishes.
+
+    Every task is impure (always run, never taken from a cache) with no retries: a worker's
+    death reschedules its task (the scheduler's ``allowed-failures``), an exception in the
+    job is that job's final ``error``. Closing the iterator early (e.g. Ctrl-C) cancels what
+    has not finished.
+
+    Args:
+        client: a ``distributed.Client``.
+        jobs: the jobs, keys unique.
+        on_progress: called with the counts at least every ``tick`` seconds and on each
+            outcome.
+        counts: the counts to update (e.g. with ``resumed`` set); new ones if None.
+        tick: the progress period [s].
+    """
+    from distributed import TimeoutError as DaskTimeout
+    from distributed import wait
+
+    counts = counts if counts is not None else Counts(total=len(jobs))
+    run = uuid.uuid4().hex[:8]
+    futures = {
+        client.submit(j.function, *j.args, key=f"{j.key}-{run}", pure=False, retries=0): j.key
+        for j in jobs
+    }
+    pending = set(futures)
+    try:
+        while pending:
+            try:
+                finished = wait(pending, timeout=tick, return_when="FIRST_COMPLETED").done
+            except (DaskTimeout, TimeoutError):
+                finished = set()
+            for future in finished:
+                pending.discard(future)
+                if future.status == "finished":
+                    outcome: Finished[T] = Finished(futures[future], future.result())
+                    counts.done += 1
+                else:
+                    exc = future.exception()
+                    error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                    outcome = Finished(futures[future], None, error)
+                    counts.failed += 1
+                future.release()
+                yield outcome
+            if on_progress is not None:
+                counts.running = _running(client, {f.key for f in pending})
+                on_progress(counts)
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def _running(client: Any, keys: set[str]) -> int:
+    """How many of ``keys`` a worker holds now (at most one per worker thread)."""
+    try:
+        processing = client.processing()
+        nthreads = client.nthreads()
+    except (OSError, TimeoutError):
+        return 0
+    return sum(
+        min(len(keys.intersection(tasks)), nthreads.get(worker, 1))
+        for worker, tasks in processing.items()
+    )
+
+
+@dataclass
+class ProgressLine:
+    """``label: 3/10 done, 2 running, 0 failed (4.2 s)`` on ``stream``: one updating line on
+    a terminal, else a line every ``every`` seconds and the last one."""
+
+    label: str
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    every: float = 5.0
+    start: float = field(default_factory=time.monotonic)
+    _last: float = float("-inf")
+    _text: str = ""
+
+    def __call__(self, counts: Counts) -> None:
+        text = (
+            f"{self.label}: {counts.done + counts.resumed}/{counts.total} runs done, "
+            f"{counts.running} running, {counts.failed} failed"
+            + (f" ({counts.resumed} from before)" if counts.resumed else "")
+        )
+        now = time.monotonic()
+        line = f"{text} ({now - self.start:.1f} s)"
+        if self.stream.isatty():
+            self.stream.write(f"\r{line}\033[K")
+        elif text != self._text and now - self._last >= self.every:
+            self.stream.write(line + "\n")
+            self._last = now
+        else:
+            return
+        self._text = text
+        self.stream.flush()
+
+    def finish(self, counts: Counts) -> None:
+        """The final line (always printed)."""
+        self._last = float("-inf")
+        self._text = ""
+        self(counts)
+        if self.stream.isatty():
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class PointLog:
+    """A study's folder: ``study.json`` (what the study is) and ``points.jsonl`` (one JSON
+    object per finished job, appended, flushed and fsync'd as it arrives), so that a study
+    resumes where it stopped."""
+
+    def __init__(self, folder: Path, study: Mapping[str, Any], option: str = "--output") -> None:
+        """Open ``folder`` for ``study``, creating it, or check it holds the same study.
+
+        Raises:
+            ClusterError: the folder holds another study (one line naming the first field
+                that differs).
+        """
+        self.folder = folder
+        self.path = folder / POINTS_FILE
+        folder.mkdir(parents=True, exist_ok=True)
+        wanted = json.loads(json.dumps(dict(study)))
+        study_path = folder / STUDY_FILE
+        if study_path.exists():
+            recorded = json.loads(study_path.read_text())
+            for name in sorted(set(recorded) | set(wanted)):
+                if recorded.get(name) != wanted.get(name):
+                    raise ClusterError(
+                        f"{option} {folder} holds another study ({name}: "
+                        f"{recorded.get(name)!r} there, {wanted.get(name)!r} here): give a "
+                        "new folder, or that study's options to resume it"
+                    )
+        else:
+            tmp = study_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(wanted, indent=2) + "\n")
+            os.replace(tmp, study_path)
+        self.records = self._load()
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        """The finished jobs by key; a line torn by a crash (the last, unterminated) is cut."""
+        if not self.path.exists():
+            return {}
+        data = self.path.read_bytes()
+        whole = data[: data.rfind(b"\n") + 1]
+        if len(whole) != len(data):
+            with self.path.open("r+b") as f:
+                f.truncate(len(whole))
+        records = {}
+        for line in whole.decode().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                records[str(record["key"])] = record
+        return records
+
+    def append(self, key: str, record: Mapping[str, Any]) -> None:
+        """Write one finished job (``record`` with its ``key``) to disk before returning."""
+        entry = {"key": key, **record}
+        with self.path.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.records[key] = entry
