@@ -102,7 +102,7 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
     logging.getLogger("distributed").setLevel(logging.ERROR)
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         if scheduler is None:
-            cluster = LocalCluster(
+            cluster = LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
@@ -110,13 +110,13 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
                 silence_logs=logging.ERROR,
             )
             try:
-                with Client(cluster) as client:
+                with Client(cluster) as client:  # type: ignore[no-untyped-call]
                     yield client
             finally:
                 cluster.close()
             return
         try:
-            client = Client(scheduler, timeout=connect_timeout)
+            client = Client(scheduler, timeout=connect_timeout)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(
@@ -169,7 +169,8 @@ def run_jobs(
     try:
         while pending:
             try:
-                finished = wait(pending, timeout=tick, return_when="FIRST_COMPLETED").done
+                done = wait(pending, timeout=tick, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+                finished = done.done
             except (DaskTimeout, TimeoutError):
                 finished = set()
             for future in finished:

@@ -1,0 +1,256 @@
+"""``snake sweep`` on Dask distributed: a real scheduler and two real worker processes
+(``dask scheduler`` / ``dask worker`` on 127.0.0.1, random free ports). The reference is the
+same sweep on the default local cluster: the simulation is deterministic, so every point must
+be equal, exactly. A worker killed in mid-sweep and a Ctrl-C followed by a resume lose nothing
+and run no point twice (counted in ``points.jsonl``, which each run appends to)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()}
+#: 2 x 3 points of 4 s simulated (about 0.6 s each): slow enough to kill a worker holding one.
+GRID = [
+    "--x",
+    "amplitude=0.3:0.9:2",
+    "--y",
+    "frequency=0.5:1.0:3",
+    "--duration",
+    "4",
+    "--no-plots",
+]
+POINTS = 6
+#: A worker on 127.0.0.1 without its dashboard.
+QUIET = ("--no-dashboard", "--host", "127.0.0.1")
+
+
+def snake_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "snake_bringup.cli", "sweep", *GRID, *args]
+
+
+def snake(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        snake_command(*args), cwd=ROOT, capture_output=True, text=True, timeout=300, env=ENV
+    )
+
+
+def records(folder: Path) -> list[dict[str, Any]]:
+    """Every line of ``points.jsonl``, in order (one per point a run finished)."""
+    return [json.loads(line) for line in (folder / "points.jsonl").read_text().splitlines()]
+
+
+def by_key(folder: Path) -> dict[str, dict[str, Any]]:
+    lines = records(folder)
+    keys = [r["key"] for r in lines]
+    assert len(keys) == len(set(keys)), f"a point ran twice: {sorted(keys)}"
+    return {r["key"]: r for r in lines}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference: the sweep on the default local cluster, two workers."""
+    out = tmp_path_factory.mktemp("local")
+    proc = snake("--jobs", "2", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "sweep: 6/6 runs done, 0 running, 0 failed" in proc.stderr
+    assert len(records(out)) == POINTS
+    return out
+
+
+class Cluster:
+    """A ``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker stays
+    dead), on 127.0.0.1."""
+
+    def __init__(self, workers: int = 2) -> None:
+        from distributed import Client
+
+        port = str(free_port())
+        self.address = f"tcp://127.0.0.1:{port}"
+        dask = [sys.executable, "-m", "dask"]
+        self.procs = [
+            subprocess.Popen(
+                [*dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"],
+                cwd=tempfile.gettempdir(),
+                env=ENV,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        ]
+        self.client: Any = None
+        try:
+            self.client = wait_for(self._connect, 60, "the scheduler")
+            for _ in range(workers):
+                self.procs.append(
+                    subprocess.Popen(
+                        [*dask, "worker", self.address, "--nthreads", "1", "--no-nanny", *QUIET],
+                        cwd=tempfile.gettempdir(),
+                        env=ENV,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+            wait_for(lambda: len(self.workers()) == workers, 60, f"{workers} workers")
+        except BaseException:
+            self.close()
+            raise
+        del Client
+
+    def _connect(self) -> Any:
+        from distributed import Client
+
+        try:
+            return Client(self.address, timeout=2)
+        except (OSError, TimeoutError):
+            return None
+
+    def workers(self) -> dict[str, Any]:
+        return dict(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        for proc in reversed(self.procs):
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def assert_same_points(folder: Path, reference: Path) -> None:
+    """Every point of ``folder`` equal to the reference's, exactly, and the same CSV."""
+    assert by_key(folder) == by_key(reference)
+    assert (folder / "sweep.csv").read_text() == (reference / "sweep.csv").read_text()
+
+
+def test_a_sweep_on_a_scheduler_equals_the_local_run(
+    local: Path, cluster: Cluster, tmp_path: Path
+) -> None:
+    proc = snake("--scheduler", cluster.address, "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert len(records(tmp_path)) == POINTS
+    assert_same_points(tmp_path, local)
+    summary = json.loads((tmp_path / "summary.json").read_text())["config"]
+    assert summary["scheduler"] == cluster.address and summary["jobs"] == 2
+
+
+def test_a_worker_killed_in_mid_sweep_loses_nothing(
+    local: Path, cluster: Cluster, tmp_path: Path
+) -> None:
+    """SIGKILL of a worker that holds a point, after at least one point is done: its points run
+    again on the other worker, and the results are complete and equal the local run's."""
+    sweep = subprocess.Popen(
+        snake_command("--scheduler", cluster.address, "-o", str(tmp_path)),
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        points = tmp_path / "points.jsonl"
+
+        def busy_worker() -> tuple[str, list[str]] | None:
+            if not points.exists() or not points.read_text():
+                return None
+            busy = {w: list(t) for w, t in cluster.client.processing().items() if t}
+            return next(iter(busy.items()), None)
+
+        worker, held = wait_for(busy_worker, 120, "a point done and a worker holding another")
+        pid = cluster.client.run(os.getpid, workers=[worker])[worker]
+        killed = next(p for p in cluster.procs if p.pid == pid)
+        done_before = len(records(tmp_path))
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        _, stderr = sweep.communicate(timeout=300)
+    finally:
+        sweep.kill()
+        sweep.wait(timeout=30)
+    assert sweep.returncode == 0, stderr
+    assert done_before < POINTS and held  # the worker died holding work not yet done
+    assert len(cluster.workers()) == 1
+    assert len(records(tmp_path)) == POINTS
+    assert_same_points(tmp_path, local)
+
+
+def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -> None:
+    """SIGINT once a point is written: exit 130 and how to resume; the same command again runs
+    only the missing points (each run appends the points it ran: six lines, six keys)."""
+    sweep = subprocess.Popen(
+        snake_command("--jobs", "2", "-o", str(tmp_path)),
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        points = tmp_path / "points.jsonl"
+        wait_for(lambda: points.exists() and points.read_text(), 120, "a point in points.jsonl")
+        sweep.send_signal(signal.SIGINT)
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+        sweep.wait(timeout=30)
+    assert sweep.returncode == 130, stderr
+    first = [r["key"] for r in records(tmp_path)]
+    assert 1 <= len(first) < POINTS
+    assert f"sweep: interrupted, {len(first)}/{POINTS} points done in" in stderr
+    assert f"run the same command with -o {tmp_path} to run the other" in stderr
+    assert "Traceback" not in stderr
+
+    proc = snake("--jobs", "2", "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert f"({len(first)} from before)" in proc.stderr
+    lines = records(tmp_path)
+    assert len(lines) == POINTS and [r["key"] for r in lines[: len(first)]] == first
+    assert_same_points(tmp_path, local)
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
+    port = free_port()  # closed: nothing listens on it
+    proc = snake(
+        "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", "1", "-o", str(tmp_path)
+    )
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(
+        f"snake: error: --scheduler tcp://127.0.0.1:{port}: no Dask scheduler reached within 1 s"
+    )
+    assert not (tmp_path / "points.jsonl").exists()
+
+
+def test_a_folder_of_another_sweep_is_one_line(local: Path) -> None:
+    before = (local / "points.jsonl").read_text()
+    proc = snake("--jobs", "2", "-o", str(local), "--duration", "2")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(
+        f"snake: error: --output {local} holds another study (duration_s: 4.0 there, 2.0 here)"
+    )
+    assert (local / "points.jsonl").read_text() == before
