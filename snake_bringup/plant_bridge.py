@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SnakeError as exc:
         print(exc, file=sys.stderr)
         return 1
-    plant.sim.warm_up()
+    plant.warm_up()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
     sock = socket.socket(fileno=args.fd)
     pose_port = args.pose_port if plant.pose_sensor is not None else None

@@ -707,6 +707,31 @@ def mass_centre_and_heading(
     return com, heading
 
 
+@compiled
+def body_pose(
+    params: FloatingParams, position: FloatArray, quaternion: FloatArray, q: FloatArray, body: int
+) -> tuple[FloatArray, FloatArray]:
+    """One body's world rotation R_b = R_0 R_b^0, shape (3, 3), and CM
+    r_b = x_0 + R_0 r_b^0 [m], shape (3,) (eq. 221), from the tail's CM ``position`` [m],
+    its unit ``quaternion`` (x, y, z, w) and the joint angles ``q`` [rad]; body 0 is the
+    tail (:func:`snake_dynamics.floating.literal.world_poses` for one body, compiled)."""
+    axes, offsets, masses, inertias = params[0], params[1], params[2], params[3]
+    n = q.shape[0]
+    rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
+    twist, inert = np.empty((n, 6)), np.empty((n, 6, 6))
+    rotation0 = np.empty((3, 3))
+    body_frames(axes, offsets, masses, inertias, q, rot, pos, twist, inert)
+    quaternion_matrix(quaternion, rotation0)
+    rotation, centre = np.empty((3, 3)), np.empty(3)
+    rb, pb = rot[body], pos[body]
+    for i in range(3):
+        r = rotation0[i]
+        centre[i] = position[i] + r[0] * pb[0] + r[1] * pb[1] + r[2] * pb[2]
+        for j in range(3):
+            rotation[i, j] = r[0] * rb[0, j] + r[1] * rb[1, j] + r[2] * rb[2, j]
+    return rotation, centre
+
+
 # --------------------------------------------------------------------------- public API
 class FastFloatingModel:
     """A floating-base :class:`SnakeModel` packed for the compiled kernels, with its own

@@ -29,6 +29,7 @@ The plant file (:func:`load_plant`, e.g. config/plant.yaml, config/plant_floor.y
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -40,7 +41,8 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import ModelError
-from snake_dynamics.floating.literal import FloatingState, on_the_ground, world_poses
+from snake_dynamics.floating.literal import FloatingState, on_the_ground
+from snake_dynamics.floating.recursive import body_pose
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.servo import ServoModel, ServoParams
@@ -298,8 +300,9 @@ class PulseTargets(InputSource):
 
     def __init__(self, rest: FloatArray, dead_time: FloatArray) -> None:
         self.dead_time = np.asarray(dead_time, dtype=np.float64)
-        self._times = [np.array([-math.inf]) for _ in rest]
-        self._targets = [np.array([float(x)]) for x in rest]
+        self._lags = [float(x) for x in self.dead_time]
+        self._times = [[-math.inf] for _ in rest]  # ascending, per joint
+        self._targets = [[float(x)] for x in rest]
 
     def set(self, joint: int, t: float, target: float) -> None:
         """The servo of ``joint`` gets ``target`` [rad] from time t [s] on (before its dead
@@ -307,21 +310,27 @@ class PulseTargets(InputSource):
         times, targets = self._times[joint], self._targets[joint]
         if target == targets[-1] or t <= times[-1]:
             return
-        keep = times >= t - self.dead_time[joint] - 1.0
-        keep[-1] = True
-        self._times[joint] = np.append(times[keep], t)
-        self._targets[joint] = np.append(targets[keep], target)
+        keep = min(bisect.bisect_left(times, t - self._lags[joint] - 1.0), len(times) - 1)
+        del times[:keep], targets[:keep]
+        times.append(t)
+        targets.append(target)
 
     def latest(self, joint: int) -> float:
         """The newest target of ``joint`` [rad]."""
-        return float(self._targets[joint][-1])
+        return self._targets[joint][-1]
 
     def inputs(self, t: FloatArray) -> FloatArray:
         n = len(self._times)
         u = np.zeros((t.size, 3 * n))
-        for j in range(n):
-            k = np.searchsorted(self._times[j], t - self.dead_time[j], side="right") - 1
-            u[:, n + j] = self._targets[j][np.maximum(k, 0)]
+        first, last = float(t[0]), float(t[-1])
+        joints = zip(self._times, self._targets, self._lags, strict=True)
+        for j, (times, targets, lag) in enumerate(joints):
+            k = bisect.bisect_right(times, first - lag) - 1
+            if k == bisect.bisect_right(times, last - lag) - 1:  # one target over all of t
+                u[:, n + j] = targets[max(k, 0)]
+            else:
+                ks = np.searchsorted(times, t - lag, side="right") - 1
+                u[:, n + j] = np.asarray(targets)[np.maximum(ks, 0)]
         return u
 
 
@@ -363,6 +372,9 @@ class Plant:
             model, masses=model.masses * scale, inertias=model.inertias * scale
         )
         self.pulses = tuple(pulses)
+        self._channels = np.array([p.channel for p in pulses], dtype=np.intp)
+        self._directions = np.array([float(p.direction) for p in pulses])
+        self._zero_offsets = np.array([p.zero_offset for p in pulses])
         self.params = params
         self.dt = dt
         n = model.n_joints
@@ -442,6 +454,12 @@ class Plant:
         self.sim.run_until(t, self.targets, max_steps=1_000_000)
         return self.millivolts(len(width_us))
 
+    def warm_up(self) -> None:
+        """Compile the kernels a run takes (numba's cache), not in its first milliseconds."""
+        self.sim.warm_up()
+        if self.pose_sensor is not None:
+            self.marker_pose()
+
     def marker_pose(self) -> Pose:
         """The pose sensor's marker now: its body's CM [m], shape (3,), and orientation
         (x, y, z, w), shape (4,), in the world frame.
@@ -449,12 +467,14 @@ class Plant:
         Raises:
             ModelError: a fixed-tail plant (no ground: nothing to track).
         """
-        state = self.base_state
-        if state is None or self.params.pose_sensor is None:
+        sim = self.sim
+        if not isinstance(sim, CrawlingSimulator) or self.params.pose_sensor is None:
             raise ModelError("a pose sensor needs a plant on a ground with pose_sensor:")
-        rotations, centres = world_poses(self.model, state)
-        body = self.params.pose_sensor.body
-        return centres[body], np.asarray(Rotation.from_matrix(rotations[body]).as_quat())
+        y = sim.y
+        rotation, centre = body_pose(
+            sim.floating.params, y[:3], y[3:7], sim.q, self.params.pose_sensor.body
+        )
+        return centre, np.asarray(Rotation.from_matrix(rotation).as_quat())
 
     def pose_readings(self) -> list[PoseReading]:
         """The pose sensor's readings delivered at the plant's time, oldest first (none
@@ -467,9 +487,9 @@ class Plant:
         """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""
         pot = self.params.potentiometer
         out = np.full(channels, float(NO_VOLTAGE))
-        noise = self._rng.normal(0.0, pot.noise_mv, len(self.pulses)) if pot.noise_mv else None
-        for j, pulse in enumerate(self.pulses):
-            mv = pot.offset_mv + pot.mv_per_rad * pulse.shaft(float(self.q[j]))
-            mv += 0.0 if noise is None else float(noise[j])
-            out[pulse.channel] = min(max(round(mv), 0), NO_VOLTAGE - 1)
+        shaft = self._directions * self.q + self._zero_offsets  # PulseMap.shaft, every joint
+        mv = pot.offset_mv + pot.mv_per_rad * shaft
+        if pot.noise_mv:
+            mv += self._rng.normal(0.0, pot.noise_mv, len(self.pulses))
+        out[self._channels] = np.clip(np.rint(mv), 0, NO_VOLTAGE - 1)
         return out

@@ -44,6 +44,20 @@ def test_forward_and_prescribed_dynamics_equal_the_literal_forms(
         assert rel_err(nu_dot, np.concatenate([a_fast, qdd])) < 1e-9
 
 
+@pytest.mark.parametrize(("n", "gravity", "random_axes"), MODEL_CASES)
+def test_body_pose_equals_the_literal_world_poses(
+    rng: np.random.Generator, n: int, gravity: bool, random_axes: bool
+) -> None:
+    model = random_model(rng, n, gravity, random_axes)
+    params = ff.FastFloatingModel(model).params
+    s = random_floating_state(rng, model, scale=0.5)
+    rotations, centres = fl.world_poses(model, s)
+    for body in range(n + 1):
+        rotation, centre = ff.body_pose(params, s.position, s.quaternion, s.q, body)
+        assert rel_err(rotation, rotations[body]) < TOL
+        assert rel_err(centre, centres[body]) < TOL
+
+
 GROUNDS = [
     gr.Ground(),
     gr.Ground(contacts=1, viscous_along=0.5, viscous_across=2.0),
