@@ -7,6 +7,7 @@ and run no point twice (counted in ``points.jsonl``, which each run appends to).
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -19,6 +20,8 @@ from typing import Any
 
 import pytest
 from conftest import wait_for
+
+from snake_bringup.cluster import Counts, Finished, Job, run_jobs
 
 pytestmark = pytest.mark.slow
 
@@ -159,6 +162,16 @@ def test_a_sweep_on_a_scheduler_equals_the_local_run(
     assert_same_points(tmp_path, local)
     summary = json.loads((tmp_path / "summary.json").read_text())["config"]
     assert summary["scheduler"] == cluster.address and summary["jobs"] == 2
+
+
+def test_a_job_that_raises_fails_once_and_the_others_finish(cluster: Cluster) -> None:
+    """``run_jobs`` streams each outcome; an exception in a job is its error, not a retry."""
+    jobs = [Job("bad", math.sqrt, (-1.0,)), Job("good", math.sqrt, (4.0,))]
+    counts = Counts(total=2)
+    outcomes = {o.key: o for o in run_jobs(cluster.client, jobs, counts=counts)}
+    assert outcomes["good"] == Finished("good", 2.0)
+    assert outcomes["bad"] == Finished("bad", None, "ValueError: math domain error")
+    assert (counts.done, counts.failed) == (1, 1)
 
 
 def test_a_worker_killed_in_mid_sweep_loses_nothing(
