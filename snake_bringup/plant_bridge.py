@@ -1,5 +1,7 @@
 """The emulated robot's physical plant as a process: serves simavr_runner's lock-step records
-(firmware/tools/plant_link.h) over an inherited socket with :class:`snake_dynamics.sim.plant.Plant`.
+(firmware/tools/plant_link.h) over an inherited socket with
+:class:`snake_dynamics.sim.plant.Plant`, each answered at once and the next period computed
+while the MCU runs it (:func:`serve`).
 
 Started by :class:`snake_bringup.emulator.Emulator` (``--plant FILE``) before the runner;
 prints ``PLANT ready ...`` once its kernels are compiled, then answers every emulated
@@ -117,11 +119,21 @@ def serve(
     send_pose: Callable[[bytes], object] | None = None,
 ) -> ServeStats:
     """Answer the runner's records until it closes the socket; hand each pose sensor
-    reading's datagram to ``send_pose`` when it is delivered (None: drop them)."""
+    reading's datagram to ``send_pose`` when it is delivered (None: drop them).
+
+    Each record is answered at once from the state its period was computed to ahead of it;
+    then the plant takes the record's pulses and computes the next period while the MCU
+    runs it, so the two share the cores instead of taking turns. That is exact whenever
+    every servo's dead time is at least a period (a pulse that ended by t acts after
+    t + period, outside the period computed ahead); a joint's power (pulses, or limp)
+    follows one period later than its pulses. With a shorter dead time each record's pulses
+    are taken before its period is computed, and the runner waits for it.
+    """
     request = bytearray(REQUEST.size)
     view = memoryview(request)
     stats = ServeStats()
     n = plant.model.n_joints
+    shortest_dead_time = float(min(plant.params.servo.dead_times, default=0.0))
     t_first = wall_first = 0.0
     while True:
         got = 0
@@ -132,16 +144,26 @@ def serve(
             got += chunk
         wall = time.monotonic()
         fields = REQUEST.unpack(request)
-        tick, period_us, freq = fields[0], fields[1], float(fields[2])
+        tick, period, freq = fields[0], fields[1] * 1e-6, float(fields[2])
         widths = [w / freq * 1e6 for w in fields[3:19]]
         ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
-        t = tick * period_us * 1e-6
-        mv = plant.step(t, widths, ages)
-        sock.sendall(REPLY.pack(*(int(v) for v in mv)))
+        t = tick * fields[1] * 1e-6
+        ahead = period <= shortest_dead_time  # this record's targets act after t + period
+        if not ahead:
+            plant.take_pulses(t, widths, ages)
+        plant.advance(t)  # done already when the last record's pass went ahead
+        sock.sendall(REPLY.pack(*(int(v) for v in plant.millivolts(len(widths)))))
         for reading in plant.pose_readings():
             if send_pose is not None:
                 send_pose(encode(reading))
                 stats.poses_sent += 1
+        if ahead:
+            plant.take_pulses(t, widths, ages)
+        if log is not None:
+            row = [*plant.q, *(plant.targets.latest(j) for j in range(n))]
+            log.write(f"{t:.3f}," + ",".join(f"{x:.6f}" for x in row) + "\n")
+        if ahead:  # the next period, while the MCU runs it
+            plant.advance(t + period)
         if stats.ticks == 0:
             t_first, wall_first = t, wall
         stats.ticks += 1
@@ -149,9 +171,6 @@ def serve(
         stats.behind_s = max(stats.behind_s, stats.wall_s - stats.emulated_s)
         stats.busy_s += time.monotonic() - wall
         stats.ignored_pulses = plant.ignored_pulses
-        if log is not None:
-            row = [*plant.q, *(plant.targets.latest(j) for j in range(n))]
-            log.write(f"{t:.3f}," + ",".join(f"{x:.6f}" for x in row) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -310,7 +310,8 @@ class PulseTargets(InputSource):
         times, targets = self._times[joint], self._targets[joint]
         if target == targets[-1] or t <= times[-1]:
             return
-        keep = min(bisect.bisect_left(times, t - self._lags[joint] - 1.0), len(times) - 1)
+        # the target in force a second before the oldest time still looked up stays
+        keep = max(bisect.bisect_right(times, t - self._lags[joint] - 1.0) - 1, 0)
         del times[:keep], targets[:keep]
         times.append(t)
         targets.append(target)
@@ -429,6 +430,14 @@ class Plant:
             every channel's potentiometer voltage [mV], whole, :data:`NO_VOLTAGE` for a
             channel without a joint, shape (16,).
         """
+        self.take_pulses(t, width_us, age_s)
+        self.advance(t)
+        return self.millivolts(len(width_us))
+
+    def take_pulses(self, t: float, width_us: Sequence[float], age_s: Sequence[float]) -> None:
+        """Take the pulses seen at time t [s] (:meth:`step`'s arguments) without moving: each
+        new pulse's target acts from its end plus its servo's dead time on; a joint with
+        pulses is powered, and limp without, from the plant's present time on."""
         powered = np.zeros_like(self.powered)
         for j, pulse in enumerate(self.pulses):
             width, age = width_us[pulse.channel], age_s[pulse.channel]
@@ -451,8 +460,11 @@ class Plant:
             else:
                 sim.reset(self.sim.time, self.sim.q, self.sim.qd)
             self.sim, self.powered = sim, powered
+
+    def advance(self, t: float) -> None:
+        """Move the joints (and the body) to the last step at or before time t [s] under the
+        pulses taken so far."""
         self.sim.run_until(t, self.targets, max_steps=1_000_000)
-        return self.millivolts(len(width_us))
 
     def warm_up(self) -> None:
         """Compile the kernels a run takes (numba's cache), not in its first milliseconds."""

@@ -5,11 +5,14 @@ plant files, and a step through the real firmware ELF in simavr against the serv
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from snake_bringup.emulator import ROBOT_NICE, Emulator
-from snake_bringup.plant_bridge import build_plant, pulse_map
+from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, pulse_map, serve
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
@@ -78,6 +81,71 @@ def _pulses(plant: Plant, t: float, angles: dict[int, float]) -> tuple[list[floa
         widths[pulse.channel] = centre + (pulse.direction * angle + pulse.zero_offset) * us_per_rad
         ages[pulse.channel] = 0.0
     return widths, ages
+
+
+def _records(plant: Plant, ticks: int, freq: int = 16_000_000) -> list[bytes]:
+    """The runner's records (plant_link.h) of a sweep on every joint: each channel's pulse
+    every 20 ms, ended j + 0.7 ms into the frame for joint j, from the first millisecond on
+    (never on a step boundary, where float rounding decides which step sees it first)."""
+    widths, ages = [0] * CHANNELS, [NO_PULSE] * CHANNELS
+    out = []
+    for tick in range(1, ticks + 1):
+        t = tick * 1e-3
+        for j, pulse in enumerate(plant.pulses):
+            if (tick - j) % 20 == 0 or widths[pulse.channel] == 0:
+                width, _ = _pulses(plant, t, {j: 0.6 * math.sin(2.0 * math.pi * t + j)})
+                widths[pulse.channel] = round(width[pulse.channel] * freq * 1e-6)
+                ages[pulse.channel] = 3 * freq // 10_000  # ended 0.3 ms before the tick
+            else:
+                ages[pulse.channel] += freq // 1000
+        out.append(REQUEST.pack(tick, 1000, freq, *widths, *ages))
+    return out
+
+
+@pytest.mark.parametrize("dead_time", [0.008, 0.0001], ids=["ahead", "in-turn"])
+def test_the_bridge_answers_every_record_as_the_plant_steps(dead_time: float) -> None:
+    """serve() answers the runner bit for bit as Plant.step would: computing each period
+    ahead while the MCU runs it when every dead time is at least a period (a pulse's target
+    acts only after it), in turn otherwise. Held plant, at rest until the first pulses."""
+    plant = _plant()
+    params = dataclasses.replace(
+        plant.params,
+        servo=ServoModel(
+            tuple(dataclasses.replace(p, dead_time=dead_time) for p in plant.params.servo.joints),
+            "test",
+        ),
+    )
+    model, _ = load_servo_map(ROBOT)
+    served, stepped = Plant(model, plant.pulses, params), Plant(model, plant.pulses, params)
+    records = _records(served, 600)
+    ours, theirs = socket.socketpair()
+    replies: list[bytes] = []
+
+    def runner() -> None:
+        for record in records:
+            ours.sendall(record)
+            replies.append(ours.recv(REPLY.size, socket.MSG_WAITALL))
+        ours.close()
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    log = io.StringIO()  # per record: t, the joints, their targets (6 decimals)
+    stats = serve(served, theirs, log)
+    thread.join()
+    theirs.close()
+    assert stats.ticks == len(records) == len(replies)
+    rows = log.getvalue().splitlines()
+    for record, reply, row in zip(records, replies, rows, strict=True):
+        fields = REQUEST.unpack(record)
+        freq = fields[2]
+        widths = [w / freq * 1e6 for w in fields[3:19]]
+        ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
+        t = fields[0] * fields[1] * 1e-6
+        expected = stepped.step(t, widths, ages)
+        assert REPLY.unpack(reply) == tuple(int(v) for v in expected)
+        joints = [*stepped.q, *(stepped.targets.latest(j) for j in range(len(stepped.q)))]
+        assert row == f"{t:.3f}," + ",".join(f"{x:.6f}" for x in joints)
+    assert np.abs(stepped.q).max() > 0.3  # the joints swept
 
 
 def test_no_pulses_no_torque_but_the_gearbox() -> None:
