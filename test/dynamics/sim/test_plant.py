@@ -148,6 +148,24 @@ def test_the_bridge_answers_every_record_as_the_plant_steps(dead_time: float) ->
     assert np.abs(stepped.q).max() > 0.3  # the joints swept
 
 
+def test_the_true_table_overlay_holds_the_plant_s_body_floor_and_servos() -> None:
+    """config/robot_table_true.yaml is the demo's robot as config/plant_floor.yaml makes it:
+    a prediction from it has nothing left to identify."""
+    names = [f"joint_{k}" for k in range(1, 9)]
+    plant = load_plant(robot_config("plant_floor"), names)
+    table = SnakeModel.from_yaml(robot_config("robot_table"))
+    true = SnakeModel.from_yaml(robot_config("robot_table_true"))
+    assert true.lengths == pytest.approx(table.lengths) and true.radii == pytest.approx(table.radii)
+    assert true.masses == pytest.approx(table.masses * plant.mass_scale, rel=1e-12)
+    assert true.inertias == pytest.approx(table.inertias * plant.mass_scale, rel=1e-12)
+    assert true.ground == plant.ground
+    servo = ServoModel.from_yaml(robot_config("robot_table_true"), names)
+    for ours, theirs in zip(servo.joints, plant.servo.joints, strict=True):
+        # the prediction starts at the command, the plant at the pulse: 10 ms later on average
+        assert ours.dead_time == pytest.approx(theirs.dead_time + 0.010, abs=1e-12)
+        assert dataclasses.replace(ours, dead_time=theirs.dead_time) == theirs
+
+
 def test_no_pulses_no_torque_but_the_gearbox() -> None:
     plant = _plant()
     t = 0.0
