@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -102,13 +104,22 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
     logging.getLogger("distributed").setLevel(logging.ERROR)
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         if scheduler is None:
-            cluster = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            # The worker processes start with SIGINT ignored (inherited through exec): a
+            # Ctrl-C on the terminal reaches the whole process group, and only this process
+            # should act on it (closing the cluster), not each worker with its traceback.
+            main = threading.current_thread() is threading.main_thread()
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+            try:
+                cluster = LocalCluster(  # type: ignore[no-untyped-call]
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            finally:
+                if main:
+                    signal.signal(signal.SIGINT, previous)
             try:
                 with Client(cluster) as client:  # type: ignore[no-untyped-call]
                     yield client
