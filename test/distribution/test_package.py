@@ -71,6 +71,8 @@ PYTHON_DEPENDS = {
     "numba": "python3-numba",
     "websockets": "python3-websockets",
     "rosbags": "python3-rosbags-pip",
+    "dask": "python3-dask",
+    "distributed": "python3-distributed",
 }
 OWN = {"snake_dynamics", "snake_ros", "snake_driver", "snake_viz", "snake_bringup"}
 
