@@ -276,10 +276,6 @@ class PulseMap:
     pulse_max_us: float
     travel: float
 
-    def shaft(self, q: float) -> float:
-        """The servo shaft's angle at joint angle ``q`` [rad]."""
-        return self.direction * q + self.zero_offset
-
     def target(self, pulse_us: float) -> float:
         """The joint angle a servo turns to for a pulse of ``pulse_us`` [us] (a servo knows
         no joint limits: pulses outside the range drive to its ends) [rad]."""
@@ -299,8 +295,7 @@ class PulseTargets(InputSource):
     """
 
     def __init__(self, rest: FloatArray, dead_time: FloatArray) -> None:
-        self.dead_time = np.asarray(dead_time, dtype=np.float64)
-        self._lags = [float(x) for x in self.dead_time]
+        self._lags = [float(x) for x in dead_time]
         self._times = [[-math.inf] for _ in rest]  # ascending, per joint
         self._targets = [[float(x)] for x in rest]
 
@@ -499,7 +494,7 @@ class Plant:
         """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""
         pot = self.params.potentiometer
         out = np.full(channels, float(NO_VOLTAGE))
-        shaft = self._directions * self.q + self._zero_offsets  # PulseMap.shaft, every joint
+        shaft = self._directions * self.q + self._zero_offsets  # s of every PulseMap
         mv = pot.offset_mv + pot.mv_per_rad * shaft
         if pot.noise_mv:
             mv += self._rng.normal(0.0, pot.noise_mv, len(self.pulses))
