@@ -144,10 +144,10 @@ def serve(
             got += chunk
         wall = time.monotonic()
         fields = REQUEST.unpack(request)
-        tick, period, freq = fields[0], fields[1] * 1e-6, float(fields[2])
+        tick, period_us, freq = fields[0], fields[1], float(fields[2])
         widths = [w / freq * 1e6 for w in fields[3:19]]
         ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
-        t = tick * fields[1] * 1e-6
+        t, period = tick * period_us * 1e-6, period_us * 1e-6
         ahead = period <= shortest_dead_time  # this record's targets act after t + period
         if not ahead:
             plant.take_pulses(t, widths, ages)
