@@ -36,19 +36,6 @@ from .process import die_with_parent
 
 #: The firmware's default USART0 speed [baud].
 DEFAULT_BAUD = 115200
-#: The emulated robot's nice value (its simavr runner and plant). It stands for the robot's
-#: own MCU and body, which no work on the host slows, so it goes before the graph and any
-#: other work when the cores are busy. Raising a priority needs root or CAP_SYS_NICE;
-#: without either it runs at the default (0), and its report says so.
-ROBOT_NICE = -10
-
-
-def _robot_process() -> None:
-    """In an emulated robot's process, before it runs (``preexec_fn``): die with the parent,
-    and take :data:`ROBOT_NICE` where allowed."""
-    die_with_parent()
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, ROBOT_NICE)
 
 
 class EmulatorError(BringupError, RuntimeError):
@@ -216,7 +203,6 @@ class Emulator:
         self.robot = robot
         self.plant_log = plant_log
         self.pose_port: int | None = None  # the plant's pose sensor sends here (if it has one)
-        self.nice = 0  # the emulated robot's nice value, once started
         self.plant_proc: subprocess.Popen[str] | None = None
         self.started = 0.0  # time.monotonic() when simavr started [s]
         self._drainer: threading.Thread | None = None
@@ -261,13 +247,11 @@ class Emulator:
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            preexec_fn=_robot_process,
+            preexec_fn=die_with_parent,
             pass_fds=() if plant_fd is None else (plant_fd.fileno(),),
         )
         if plant_fd is not None:
             plant_fd.close()  # the runner's now: it alone closes it, which ends the plant
-        with contextlib.suppress(OSError):  # the runner ran _robot_process before exec
-            self.nice = os.getpriority(os.PRIO_PROCESS, self.runner.pid)
         assert self.runner.stdout is not None
         seen = []
         for _ in range(20):  # simavr prints a few loader lines first
@@ -309,7 +293,7 @@ class Emulator:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            preexec_fn=_robot_process,
+            preexec_fn=die_with_parent,
             pass_fds=(theirs.fileno(),),
         )
         theirs.close()
@@ -398,10 +382,8 @@ class Emulator:
 
     @property
     def plant_report(self) -> str:
-        """How the plant kept real time, once stopped (its ``PLANT end ...`` line and the
-        emulated robot's nice value, :data:`ROBOT_NICE` where it could be raised), or ""."""
-        line = next((x for x in reversed(self.output) if x.startswith("PLANT end ")), "")
-        return f"{line} nice={self.nice}" if line else ""
+        """How the plant kept real time, once stopped (its ``PLANT end ...`` line), or ""."""
+        return next((x for x in reversed(self.output) if x.startswith("PLANT end ")), "")
 
     def __enter__(self) -> Emulator:
         self.start()
