@@ -1,7 +1,7 @@
 """``snake sweep``'s throughput on Dask: runs per minute against local workers, the scaling
 efficiency from 1 to 2 workers, and the overhead per point against the point's own time.
 
-The points are ``snake_bringup.cli.sweep.run_point`` on the default robot on its ground
+The points are ``snake_bringup.cluster.ground_point`` on the default robot on its ground
 (serpenoid, amplitudes and frequencies on a grid, ``--seconds`` simulated each at 1 ms),
 submitted through ``snake_bringup.cluster.run_jobs`` to a ``LocalCluster`` of N worker
 processes (1 thread each), every worker warmed up first (``client.run``: imports and the
@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_bringup.cli.sweep import run_point
-from snake_bringup.cluster import Job, connect, run_jobs
+from snake_bringup.cluster import Job, connect, ground_point, run_jobs
 from snake_ros.paths import robot_config
 
 
@@ -50,14 +49,14 @@ def points(n: int) -> list[dict[str, float]]:
 
 def warm(robot: str) -> bool:
     """A short point: imports and the numba kernels loaded (on a worker, or here)."""
-    run_point(robot, "serpenoid", {"amplitude": 0.5, "frequency": 0.5}, 0.1, 0.001, False)
+    ground_point(robot, "serpenoid", {"amplitude": 0.5, "frequency": 0.5}, 0.1, 0.001, False)
     return True
 
 
 def timed_point(robot: str, params: dict[str, float], seconds: float) -> float:
     """One point on a worker; its own time [s] (perf_counter, in the worker)."""
     start = time.perf_counter()
-    run_point(robot, "serpenoid", params, seconds, 0.001, False)
+    ground_point(robot, "serpenoid", params, seconds, 0.001, False)
     return time.perf_counter() - start
 
 
@@ -73,7 +72,7 @@ def main() -> None:
     warm(robot)
     start = time.perf_counter()
     for p in grid:
-        run_point(robot, "serpenoid", p, args.seconds, 0.001, False)
+        ground_point(robot, "serpenoid", p, args.seconds, 0.001, False)
     serial = time.perf_counter() - start
     point_s = serial / len(grid)
     runs: list[dict[str, Any]] = []

@@ -3,8 +3,8 @@ list of independent jobs (a callable and its arguments each) and stream each res
 it finishes, with a progress line and a resume file (``points.jsonl``) that keeps every
 finished job on disk.
 
-``snake sweep`` runs its grid points through here; the jobs are generic (any picklable
-callable), so a search (``snake optimize``) can submit its trials the same way.
+``snake sweep`` runs its grid points through here, and ``snake optimize`` its trials; the
+jobs are generic (any picklable callable), and both studies' job is :func:`ground_point`.
 
 A worker that dies loses nothing: the scheduler runs its tasks again on another worker (up to
 ``distributed.scheduler.allowed-failures`` deaths per task, 3 by default, after which the
@@ -26,9 +26,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TextIO, TypeVar
+from typing import Any, Generic, NamedTuple, TextIO, TypeVar
+
+from snake_dynamics.floating.literal import Locomotion, locomotion, on_the_ground
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.sim.compensation import saturated_share
 
 from .errors import BringupError
+from .locomotion import ground_servos, simulate_on_the_ground
 
 T = TypeVar("T")
 
@@ -80,6 +86,32 @@ class Counts:
     running: int = 0
     failed: int = 0
     resumed: int = 0
+
+
+class GroundPoint(NamedTuple):
+    """What one gait did on the ground: its travel (eq. 238) and each servo's share of the
+    run on its torque-speed line (eq. 217; None with ideal servos)."""
+
+    travel: Locomotion
+    saturated: tuple[float, ...] | None
+
+
+def ground_point(
+    robot: str, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
+) -> GroundPoint:
+    """One point of a study (a worker's job): the gait with ``params`` on the robot lying on
+    its ground for ``duration`` [s] at step ``dt`` [s], under the robot file's servos or
+    (``ideal``) with the joints exactly on the gait.
+
+    Raises:
+        snake_dynamics.errors.SimulationError: a step the ground refuses.
+    """
+    model = SnakeModel.from_yaml(robot)
+    trajectory = make_gait(gait, model, **params)
+    servo = ground_servos(Path(robot), model, 0.0, 0.0, ideal)
+    run = simulate_on_the_ground(model, trajectory, duration, dt, servo, every=10)
+    share = None if servo is None else tuple(saturated_share(run, servo).tolist())
+    return GroundPoint(locomotion(on_the_ground(model), run), share)
 
 
 @contextmanager
@@ -220,9 +252,11 @@ def _running(client: Any, keys: set[str]) -> int:
 @dataclass
 class ProgressLine:
     """``label: 3/10 done, 2 running, 0 failed (4.2 s)`` on ``stream``: one updating line on
-    a terminal, else a line every ``every`` seconds and the last one."""
+    a terminal, else a line every ``every`` seconds and the last one; ``detail`` (e.g. the
+    best so far), when set, after the counts."""
 
     label: str
+    detail: str = ""
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     every: float = 5.0
     start: float = field(default_factory=time.monotonic)
@@ -234,6 +268,7 @@ class ProgressLine:
             f"{self.label}: {counts.done + counts.resumed}/{counts.total} runs done, "
             f"{counts.running} running, {counts.failed} failed"
             + (f" ({counts.resumed} from before)" if counts.resumed else "")
+            + (f", {self.detail}" if self.detail else "")
         )
         now = time.monotonic()
         line = f"{text} ({now - self.start:.1f} s)"

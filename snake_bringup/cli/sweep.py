@@ -20,20 +20,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snake_dynamics.errors import SimulationError
-from snake_dynamics.floating.literal import (
-    Locomotion,
-    check_step,
-    locomotion,
-    on_the_ground,
-)
+from snake_dynamics.floating.literal import Locomotion, check_step, on_the_ground
 from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
-from ..cluster import ClusterError, Counts, Job, PointLog, ProgressLine, connect, run_jobs, threads
+from ..cluster import (
+    ClusterError,
+    Counts,
+    Job,
+    PointLog,
+    ProgressLine,
+    connect,
+    ground_point,
+    run_jobs,
+    threads,
+)
 from ..errors import UsageError
-from ..locomotion import IDEAL, ground_servos, simulate_on_the_ground
+from ..locomotion import IDEAL, ground_servos
 from .options import name_values, positive
 
 if TYPE_CHECKING:
@@ -81,16 +86,24 @@ def parse_axis(text: str, option: str) -> Axis:
     return Axis(name.strip(), low, high, count)
 
 
-def run_point(
-    robot: str, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
-) -> SweepPoint:
-    """One grid point: the gait with ``params`` on the robot on its ground, under the robot
-    file's servos or (``ideal``) with the joints exactly on the gait (a worker)."""
-    model = SnakeModel.from_yaml(robot)
-    trajectory = make_gait(gait, model, **params)
-    servo = ground_servos(Path(robot), model, 0.0, 0.0, ideal)
-    run = simulate_on_the_ground(model, trajectory, duration, dt, servo, every=10)
-    return SweepPoint(params, locomotion(on_the_ground(model), run))
+def check_run_length(model: SnakeModel, duration: float, dt: float, ideal: bool) -> None:
+    """A run on the ground of ``duration`` [s] at step ``dt`` [s]: a whole number (>= 10) of
+    steps, and with ``ideal`` servos a step the ground takes (under servos the RK4 step is
+    split to suit the ground, eq. 242).
+
+    Raises:
+        UsageError: naming --dt or --duration.
+    """
+    if ideal:
+        try:
+            check_step(model, dt)
+        except SimulationError as exc:
+            raise UsageError(f"--dt: {exc}") from None
+    steps = round(duration / dt)
+    if steps < 10 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
+        raise UsageError(
+            f"--duration {duration} s must be a whole number (>= 10) of --dt {dt} s steps"
+        )
 
 
 def run(
@@ -143,16 +156,7 @@ def run(
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
     for params in points:  # every point's parameters valid before any run starts
         make_gait(gait, model, **params)
-    if ideal_servos:  # under servos the RK4 step is split to suit the ground (eq. 242)
-        try:
-            check_step(model, dt)
-        except SimulationError as exc:
-            raise UsageError(f"--dt: {exc}") from None
-    steps = round(duration / dt)
-    if steps < 10 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
-        raise UsageError(
-            f"--duration {duration} s must be a whole number (>= 10) of --dt {dt} s steps"
-        )
+    check_run_length(model, duration, dt, ideal_servos)
     out = output or Path("runs") / (
         f"sweep-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
@@ -173,7 +177,7 @@ def run(
     }
     log = PointLog(Path(out), study)
     jobs_todo = [
-        Job(str(i), run_point, (config_path, gait, p, duration, dt, ideal_servos))
+        Job(str(i), ground_point, (config_path, gait, p, duration, dt, ideal_servos))
         for i, p in enumerate(points)
         if str(i) not in log.records
     ]
@@ -191,8 +195,10 @@ def run(
                     where = " ".join(f"{k}={v:g}" for k, v in params.items())
                     failures.append(f"{where}: {outcome.error}")
                     continue
-                point = outcome.result
-                log.append(outcome.key, {"params": point.params, "travel": point.travel._asdict()})
+                log.append(
+                    outcome.key,
+                    {"params": points[int(outcome.key)], "travel": outcome.result.travel._asdict()},
+                )
         except KeyboardInterrupt:
             if not quiet:
                 progress.finish(counts)

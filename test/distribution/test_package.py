@@ -73,6 +73,8 @@ PYTHON_DEPENDS = {
     "rosbags": "python3-rosbags-pip",
     "dask": "python3-dask",
     "distributed": "python3-distributed",
+    "optuna": "python3-optuna",
+    "sqlalchemy": "python3-sqlalchemy",
 }
 OWN = {"snake_dynamics", "snake_ros", "snake_driver", "snake_viz", "snake_bringup"}
 

@@ -1,0 +1,371 @@
+"""``snake optimize``'s study: an Optuna search over a gait's parameters whose trials are
+:func:`snake_bringup.cluster.ground_point` runs (``snake sweep``'s points), stored in an
+Optuna storage (SQLite by default) so that the same command resumes it.
+
+The objective is the run's mean speed (maximised) or its cost of transport (minimised),
+penalised by the servos' torque-speed limits (eq. 217): with ``s`` the largest share of the
+run any servo spends on its torque-speed line, the value the sampler sees is
+``speed * (1 - s)`` or ``cost_of_transport / (1 - s)``. Each trial keeps its raw speed, cost
+of transport and ``s`` (as user attributes), and the trials CSV lists them.
+
+Trials run in batches of as many as the cluster has worker threads: the batch is asked for,
+run, and told back in trial order, so a seeded study gives the same trials on any cluster of
+the same size.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from snake_dynamics.gaits import gait_parameters
+
+from .cluster import Counts, Finished, GroundPoint, Job, ProgressLine, ground_point, run_jobs
+from .errors import BringupError, UsageError
+
+if TYPE_CHECKING:
+    import optuna
+
+#: What a study written by this module records (user attribute ``format``); a storage of
+#: another format is refused, not migrated.
+FORMAT = 1
+#: The study's name in its storage.
+STUDY_NAME = "snake-optimize"
+#: What each objective does: the Optuna direction.
+DIRECTIONS = {"speed": "maximize", "cot": "minimize"}
+#: The samplers by option value.
+SAMPLERS = ("tpe", "cmaes")
+#: How long a locked SQLite storage is waited for [s] before it is refused.
+LOCK_TIMEOUT_S = 2.0
+#: The files a study writes beside its storage.
+BEST_FILE, TRIALS_FILE = "best_gait.yaml", "trials.csv"
+HISTORY_FILE, IMPORTANCE_FILE = "history.png", "importance.png"
+#: The trials CSV's last columns: the servos' saturation (eq. 217), a failed run's error.
+SATURATION_COLUMNS = ("saturated_share", "saturated_joint", "error")
+
+
+class StudyError(BringupError):
+    """A storage that cannot hold this study: locked, of another format or Optuna schema, or
+    holding another study setup."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """One searched parameter: a float in [``low``, ``high``]."""
+
+    name: str
+    low: float
+    high: float
+
+
+def parse_range(text: str, option: str = "--param") -> Range:
+    """``NAME=LOW:HIGH`` with finite LOW < HIGH.
+
+    Raises:
+        UsageError: any other form, or an empty range, in one line.
+    """
+    name, sep, spec = text.partition("=")
+    low_text, colon, high_text = spec.partition(":")
+    if not sep or not name.strip() or not colon:
+        raise UsageError(f"{option} expects NAME=LOW:HIGH, got {text!r}")
+    try:
+        low, high = float(low_text), float(high_text)
+    except ValueError:
+        raise UsageError(f"{option} {name}: expected numbers LOW:HIGH, got {spec!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise UsageError(
+            f"{option} {name}={spec}: an empty range; give finite LOW < HIGH (e.g. "
+            f"{name}={min(low, high):g}:{max(low, high):g})"
+        )
+    return Range(name.strip(), low, high)
+
+
+def check_ranges(gait: str, ranges: Sequence[Range], fixed: Mapping[str, float]) -> None:
+    """Every range a parameter of ``gait``, searched once, not fixed too, and inside the
+    gait's limits (``snake gaits``).
+
+    Raises:
+        UsageError: the first range that is not, in one line.
+    """
+    limits = gait_parameters(gait)
+    if not ranges:
+        raise UsageError("give at least one --param NAME=LOW:HIGH to search")
+    seen: set[str] = set()
+    for r in ranges:
+        if r.name not in limits:
+            raise UsageError(
+                f"--param {r.name}: gait {gait} has no such parameter; it takes "
+                f"{', '.join(sorted(limits))}"
+            )
+        if r.name in seen:
+            raise UsageError(f"--param {r.name} given twice: give each parameter once")
+        if r.name in fixed:
+            raise UsageError(f"--set {r.name} is searched by --param: drop it from --set")
+        seen.add(r.name)
+        _, low, high, unit = limits[r.name]
+        if r.low < low or r.high > high:
+            raise UsageError(
+                f"--param {r.name}={r.low:g}:{r.high:g} leaves gait {gait}'s limits "
+                f"{low:g}:{high:g} {unit} (`snake gaits`): search inside them"
+            )
+
+
+def objective_value(objective: str, point: GroundPoint) -> float:
+    """The value the sampler sees: mean speed [m/s] times ``1 - s``, or cost of transport
+    divided by ``1 - s`` (inf at ``s = 1``), ``s`` the largest saturated share of a servo
+    (0 with ideal servos)."""
+    share = max(point.saturated or (0.0,))
+    if objective == "speed":
+        return point.travel.mean_speed * (1.0 - share)
+    return point.travel.cost_of_transport / (1.0 - share) if share < 1.0 else math.inf
+
+
+def _quiet() -> None:
+    """Optuna's per-trial log lines off, its experimental warnings too (imported on first
+    use: ``snake`` starts without it)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """The seeded sampler: ``tpe`` (any parameters) or ``cmaes`` (continuous ones; Optuna
+    samples a single parameter independently)."""
+    from optuna.samplers import CmaEsSampler, TPESampler
+
+    _quiet()
+    if name == "cmaes":
+        return CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    return TPESampler(seed=seed)
+
+
+def open_study(
+    storage: str, option: str, setup: Mapping[str, Any], sampler: optuna.samplers.BaseSampler
+) -> optuna.Study:
+    """The study in ``storage`` (an SQLAlchemy URL), created with ``setup`` (what the study
+    searches, as JSON) or checked to hold that very setup.
+
+    Args:
+        option: the option that named the storage, for the messages.
+
+    Raises:
+        StudyError: the storage is locked, of another Optuna schema or study format, or
+            holds another setup (one line naming the first field that differs); nothing is
+            written to it then.
+    """
+    import optuna
+    from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+    _quiet()
+    wanted = json.loads(json.dumps(dict(setup)))
+    engine = {"connect_args": {"timeout": LOCK_TIMEOUT_S}} if storage.startswith("sqlite") else {}
+    try:
+        rdb = optuna.storages.RDBStorage(storage, engine_kwargs=engine, skip_table_creation=False)
+        names = [s.study_name for s in rdb.get_all_studies()]
+        if STUDY_NAME not in names:
+            study: optuna.Study = optuna.create_study(
+                storage=rdb, study_name=STUDY_NAME, sampler=sampler, direction=setup["direction"]
+            )
+            study.set_user_attr("format", FORMAT)
+            study.set_user_attr("setup", wanted)
+            return study
+        study = optuna.load_study(storage=rdb, study_name=STUDY_NAME, sampler=sampler)
+    except OperationalError as exc:
+        reason = str(exc.orig) if exc.orig is not None else type(exc).__name__
+        raise StudyError(
+            f"{option} {storage}: {reason} (another snake optimize, or another program, holds "
+            "it): wait for it, or give another storage"
+        ) from None
+    except (RuntimeError, SQLAlchemyError) as exc:  # Optuna's schema check raises RuntimeError
+        raise StudyError(f"{option} {storage}: {str(exc).splitlines()[0]}") from None
+    attrs = study.user_attrs
+    if attrs.get("format") != FORMAT:
+        raise StudyError(
+            f"{option} {storage} holds a study of format {attrs.get('format')!r}, not "
+            f"{FORMAT} (another version of snake optimize): give a new storage"
+        )
+    recorded = attrs.get("setup", {})
+    for name in sorted(set(recorded) | set(wanted)):
+        if recorded.get(name) != wanted.get(name):
+            raise StudyError(
+                f"{option} {storage} holds another study ({name}: {recorded.get(name)!r} "
+                f"there, {wanted.get(name)!r} here): give a new storage, or that study's "
+                "options to resume it"
+            )
+    return study
+
+
+def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The trials that ran to the end: complete, or failed by their own run (not those an
+    interrupt stopped, which run again)."""
+    from optuna.trial import TrialState
+
+    return [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state == TrialState.COMPLETE
+        or (t.state == TrialState.FAIL and "error" in t.user_attrs)
+    ]
+
+
+def best_line(study: optuna.Study, objective: str) -> str:
+    """``best 6.1 cm/s (amplitude=0.93)`` (or the cost of transport), "" before any."""
+    complete = [t for t in finished(study) if t.value is not None and math.isfinite(t.value)]
+    if not complete:
+        return ""
+    best = study.best_trial
+    assert best.value is not None  # a complete trial's
+    where = " ".join(f"{k}={v:.4g}" for k, v in best.params.items())
+    value = f"{best.value * 100:.3g} cm/s" if objective == "speed" else f"CoT {best.value:.3g}"
+    return f"best {value} ({where})"
+
+
+def _record(
+    trial: optuna.Trial, objective: str, point: GroundPoint, joints: Sequence[str]
+) -> float:
+    """Keep the trial's raw figures as user attributes; return its objective value."""
+    travel = point.travel
+    trial.set_user_attr("travel", {k: v for k, v in travel._asdict().items() if math.isfinite(v)})
+    share = max(point.saturated or (0.0,))
+    trial.set_user_attr("saturated_share", share)
+    if point.saturated is not None:
+        worst = max(range(len(point.saturated)), key=point.saturated.__getitem__)
+        trial.set_user_attr("saturated_joint", joints[worst])
+    return objective_value(objective, point)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How every trial runs: :func:`ground_point` with these arguments and the trial's
+    parameters over ``fixed``."""
+
+    robot: str
+    gait: str
+    fixed: Mapping[str, float]
+    duration: float
+    dt: float
+    ideal: bool
+    joints: tuple[str, ...]
+
+
+def run_study(
+    study: optuna.Study,
+    client: Any,
+    ranges: Sequence[Range],
+    evaluation: Evaluation,
+    objective: str,
+    total: int,
+    batch: int,
+    progress: ProgressLine | None,
+) -> Counts:
+    """Run ``study`` until ``total`` trials are finished, ``batch`` at a time on ``client``
+    (a ``distributed.Client``); return the counts. A trial whose run raises
+    is told as failed (its ``error`` kept); on Ctrl-C the trials in flight are told as
+    failed and queued again (their parameters run first on a resume)."""
+    from optuna.trial import TrialState
+
+    counts = Counts(total=total, resumed=len(finished(study)))
+    on_progress: Callable[[Counts], None] | None = progress
+    while counts.done + counts.resumed + counts.failed < total:
+        size = min(batch, total - counts.done - counts.resumed - counts.failed)
+        trials = [study.ask() for _ in range(size)]
+        params = [{r.name: t.suggest_float(r.name, r.low, r.high) for r in ranges} for t in trials]
+        args = (evaluation.robot, evaluation.gait)
+        rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
+        jobs = [
+            Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
+            for t, p in zip(trials, params, strict=True)
+        ]
+        outcomes: dict[str, Finished[GroundPoint]] = {}
+        try:
+            for outcome in run_jobs(client, jobs, on_progress, counts):
+                outcomes[outcome.key] = outcome
+        finally:  # in trial order, also after Ctrl-C: those not finished then run again
+            for t, p in zip(trials, params, strict=True):
+                done = outcomes.get(str(t.number))
+                if done is None:
+                    study.tell(t, state=TrialState.FAIL)
+                    study.enqueue_trial(p, skip_if_exists=False)
+                elif done.result is None:
+                    t.set_user_attr("error", done.error)
+                    study.tell(t, state=TrialState.FAIL)
+                else:
+                    study.tell(t, _record(t, objective, done.result, evaluation.joints))
+        if progress is not None:
+            progress.detail = best_line(study, objective)
+    return counts
+
+
+def write_results(
+    study: optuna.Study, folder: Path, gait: str, defaults: Mapping[str, float], plots: bool
+) -> list[Path]:
+    """The trials CSV, the best gait as a gaits-file entry (config/gaits.yaml's schema, every
+    parameter of the gait) and, with ``plots``, the optimization history and parameter
+    importances (PNG); returns the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    trials = finished(study)
+    names = sorted({k for t in trials for k in t.params})
+    travel_names = ["distance", "mean_speed", "forward_speed", "heading_drift"]
+    travel_names += ["positive_work", "cost_of_transport"]
+    path = folder / TRIALS_FILE
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["trial", "state", *names, "objective", *travel_names, *SATURATION_COLUMNS])
+        for t in trials:
+            travel = t.user_attrs.get("travel", {})
+            out.writerow(
+                [t.number, t.state.name, *(t.params.get(n, "") for n in names)]
+                + ["" if t.value is None else repr(t.value)]
+                + [repr(travel[k]) if k in travel else "" for k in travel_names]
+                + [t.user_attrs.get("saturated_share", ""), t.user_attrs.get("saturated_joint", "")]
+                + [t.user_attrs.get("error", "")]
+            )
+    files = [path]
+    best = study.best_trial
+    entry = {**defaults, **best.params}
+    header = (
+        f"# snake optimize: trial {best.number} of {len(trials)}, objective {best.value:.6g} "
+        f"(servos saturated {best.user_attrs.get('saturated_share', 0.0):.1%} of the run).\n"
+        "# Load it into a running gait_node: ros2 param load /sim/gait_node best_gait.yaml\n"
+    )
+    body = {
+        "/**": {"ros__parameters": {"gait": gait, gait: {k: float(v) for k, v in entry.items()}}}
+    }
+    (folder / BEST_FILE).write_text(header + yaml.safe_dump(body, sort_keys=False))
+    files.append(folder / BEST_FILE)
+    if plots:
+        files += _plots(study, folder)
+    return files
+
+
+def _plots(study: optuna.Study, folder: Path) -> list[Path]:
+    """Optuna's optimization history and parameter importances, as PNG (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from optuna.visualization import matplotlib as vis
+
+    _quiet()
+    files = []
+    for name, plot in (
+        (HISTORY_FILE, vis.plot_optimization_history),
+        (IMPORTANCE_FILE, vis.plot_param_importances),
+    ):
+        if name == IMPORTANCE_FILE and len(finished(study)) < 2:
+            continue
+        plot(study)
+        figure = plt.gcf()
+        figure.savefig(folder / name, dpi=100, bbox_inches="tight")
+        plt.close(figure)
+        files.append(folder / name)
+    return files
