@@ -3,10 +3,13 @@
 Optuna storage (SQLite by default) so that the same command resumes it.
 
 The objective is the run's mean speed (maximised) or its cost of transport (minimised),
-penalised by the servos' torque-speed limits (eq. 217): with ``s`` the largest share of the
-run any servo spends on its torque-speed line, the value the sampler sees is
-``speed * (1 - s)`` or ``cost_of_transport / (1 - s)``. Each trial keeps its raw speed, cost
-of transport and ``s`` (as user attributes), and the trials CSV lists them.
+penalised by the servos' torque-speed limits (eq. 217). With ``s`` the largest share of the
+run any servo spends on its torque-speed line and ``s0`` the share beyond which a servo
+cannot carry the body along the gait (:data:`SATURATED_SHARE`, 10 %, as ``check_crawl``),
+the value the sampler sees is the speed times ``exp(-max(0, s - s0) / s0)``, or the cost of
+transport divided by it: free up to ``s0``, then a factor e lost per further ``s0``. Each
+trial keeps its raw speed, cost of transport and ``s`` (user attributes), and the trials CSV
+lists them: a saturating gait is penalised, never hidden.
 
 Trials run in batches of as many as the cluster has worker threads: the batch is asked for,
 run, and told back in trial order, so a seeded study gives the same trials on any cluster of
@@ -26,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from snake_dynamics.floating.literal import Locomotion
 from snake_dynamics.gaits import gait_parameters
+from snake_dynamics.sim.compensation import SATURATED_SHARE
 
 from .cluster import Counts, Finished, GroundPoint, Job, ProgressLine, ground_point, run_jobs
 from .errors import BringupError, UsageError
@@ -118,14 +123,20 @@ def check_ranges(gait: str, ranges: Sequence[Range], fixed: Mapping[str, float])
             )
 
 
+def saturation_penalty(share: float) -> float:
+    """``exp(-max(0, s - s0) / s0)``: 1 up to :data:`SATURATED_SHARE` ``s0``, then e times
+    less per further ``s0`` of the run a servo spends on its torque-speed line (eq. 217)."""
+    return math.exp(-max(0.0, share - SATURATED_SHARE) / SATURATED_SHARE)
+
+
 def objective_value(objective: str, point: GroundPoint) -> float:
-    """The value the sampler sees: mean speed [m/s] times ``1 - s``, or cost of transport
-    divided by ``1 - s`` (inf at ``s = 1``), ``s`` the largest saturated share of a servo
-    (0 with ideal servos)."""
-    share = max(point.saturated or (0.0,))
+    """The value the sampler sees: mean speed [m/s] times :func:`saturation_penalty` of the
+    largest saturated share of a servo (0 with ideal servos), or the cost of transport
+    divided by it."""
+    penalty = saturation_penalty(max(point.saturated or (0.0,)))
     if objective == "speed":
-        return point.travel.mean_speed * (1.0 - share)
-    return point.travel.cost_of_transport / (1.0 - share) if share < 1.0 else math.inf
+        return point.travel.mean_speed * penalty
+    return point.travel.cost_of_transport / penalty
 
 
 def _quiet() -> None:
@@ -139,7 +150,7 @@ def _quiet() -> None:
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     """The seeded sampler: ``tpe`` (any parameters) or ``cmaes`` (continuous ones; Optuna
-    samples a single parameter independently)."""
+    samples a single parameter independently, with its random sampler)."""
     from optuna.samplers import CmaEsSampler, TPESampler
 
     _quiet()
@@ -148,11 +159,11 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     return TPESampler(seed=seed)
 
 
-def open_study(
-    storage: str, option: str, setup: Mapping[str, Any], sampler: optuna.samplers.BaseSampler
-) -> optuna.Study:
+def open_study(storage: str, option: str, setup: Mapping[str, Any]) -> optuna.Study:
     """The study in ``storage`` (an SQLAlchemy URL), created with ``setup`` (what the study
-    searches, as JSON) or checked to hold that very setup.
+    searches, as JSON) or checked to hold that very setup; its sampler ``setup["sampler"]``
+    seeded with ``setup["seed"]`` plus the trials already stored (a resumed study draws new
+    points, not its first ones again).
 
     Args:
         option: the option that named the storage, for the messages.
@@ -173,12 +184,15 @@ def open_study(
         names = [s.study_name for s in rdb.get_all_studies()]
         if STUDY_NAME not in names:
             study: optuna.Study = optuna.create_study(
-                storage=rdb, study_name=STUDY_NAME, sampler=sampler, direction=setup["direction"]
+                storage=rdb,
+                study_name=STUDY_NAME,
+                sampler=make_sampler(setup["sampler"], setup["seed"]),
+                direction=setup["direction"],
             )
             study.set_user_attr("format", FORMAT)
             study.set_user_attr("setup", wanted)
             return study
-        study = optuna.load_study(storage=rdb, study_name=STUDY_NAME, sampler=sampler)
+        study = optuna.load_study(storage=rdb, study_name=STUDY_NAME)
     except OperationalError as exc:
         reason = str(exc.orig) if exc.orig is not None else type(exc).__name__
         raise StudyError(
@@ -201,6 +215,7 @@ def open_study(
                 f"there, {wanted.get(name)!r} here): give a new storage, or that study's "
                 "options to resume it"
             )
+    study.sampler = make_sampler(setup["sampler"], setup["seed"] + len(study.trials))
     return study
 
 
@@ -218,15 +233,20 @@ def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 
 def best_line(study: optuna.Study, objective: str) -> str:
-    """``best 6.1 cm/s (amplitude=0.93)`` (or the cost of transport), "" before any."""
-    complete = [t for t in finished(study) if t.value is not None and math.isfinite(t.value)]
-    if not complete:
+    """``best 5.69 cm/s at amplitude=1.015 (9.45 cm/s, servos saturated 40%)``: the best
+    objective value so far, its parameters, its raw figure and saturation ("" before any)."""
+    if not any(t.value is not None and math.isfinite(t.value) for t in finished(study)):
         return ""
     best = study.best_trial
     assert best.value is not None  # a complete trial's
     where = " ".join(f"{k}={v:.4g}" for k, v in best.params.items())
-    value = f"{best.value * 100:.3g} cm/s" if objective == "speed" else f"CoT {best.value:.3g}"
-    return f"best {value} ({where})"
+    travel, share = best.user_attrs["travel"], best.user_attrs.get("saturated_share")
+    servos = "ideal servos" if share is None else f"servos saturated {share:.0%}"
+    if objective == "speed":
+        value, raw = f"{best.value * 100:.3g} cm/s", f"{travel['mean_speed'] * 100:.3g} cm/s"
+    else:
+        value, raw = f"CoT {best.value:.3g}", f"CoT {travel.get('cost_of_transport', math.inf):.3g}"
+    return f"best {value} at {where} ({raw}, {servos})"
 
 
 def _record(
@@ -235,10 +255,9 @@ def _record(
     """Keep the trial's raw figures as user attributes; return its objective value."""
     travel = point.travel
     trial.set_user_attr("travel", {k: v for k, v in travel._asdict().items() if math.isfinite(v)})
-    share = max(point.saturated or (0.0,))
-    trial.set_user_attr("saturated_share", share)
-    if point.saturated is not None:
+    if point.saturated is not None:  # None with ideal servos
         worst = max(range(len(point.saturated)), key=point.saturated.__getitem__)
+        trial.set_user_attr("saturated_share", point.saturated[worst])
         trial.set_user_attr("saturated_joint", joints[worst])
     return objective_value(objective, point)
 
@@ -306,7 +325,12 @@ def run_study(
 
 
 def write_results(
-    study: optuna.Study, folder: Path, gait: str, defaults: Mapping[str, float], plots: bool
+    study: optuna.Study,
+    folder: Path,
+    gait: str,
+    defaults: Mapping[str, float],
+    objective: str,
+    plots: bool,
 ) -> list[Path]:
     """The trials CSV, the best gait as a gaits-file entry (config/gaits.yaml's schema, every
     parameter of the gait) and, with ``plots``, the optimization history and parameter
@@ -314,8 +338,7 @@ def write_results(
     folder.mkdir(parents=True, exist_ok=True)
     trials = finished(study)
     names = sorted({k for t in trials for k in t.params})
-    travel_names = ["distance", "mean_speed", "forward_speed", "heading_drift"]
-    travel_names += ["positive_work", "cost_of_transport"]
+    travel_names = Locomotion._fields
     path = folder / TRIALS_FILE
     with path.open("w", newline="") as f:
         out = csv.writer(f)
@@ -333,9 +356,10 @@ def write_results(
     best = study.best_trial
     entry = {**defaults, **best.params}
     header = (
-        f"# snake optimize: trial {best.number} of {len(trials)}, objective {best.value:.6g} "
-        f"(servos saturated {best.user_attrs.get('saturated_share', 0.0):.1%} of the run).\n"
-        "# Load it into a running gait_node: ros2 param load /sim/gait_node best_gait.yaml\n"
+        f"# snake optimize, trial {best.number} of {len(trials)}: {best_line(study, objective)}\n"
+        "# Into a running gait_node (it blends to the gait): ros2 param load /gait_node FILE\n"
+        "# under snake hardware or snake demo, /sim/gait_node under snake sim; or copy the\n"
+        "# gait's section into config/gaits.yaml (docs/cli.md, snake optimize).\n"
     )
     body = {
         "/**": {"ros__parameters": {"gait": gait, gait: {k: float(v) for k, v in entry.items()}}}

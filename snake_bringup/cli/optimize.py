@@ -31,7 +31,6 @@ from ..optimization import (
     best_line,
     check_ranges,
     finished,
-    make_sampler,
     open_study,
     parse_range,
     run_study,
@@ -128,7 +127,7 @@ def run(
         "dt_s": dt,
         "servo": IDEAL if servo is None else servo.describe(),
     }
-    study = open_study(url, option, setup, make_sampler(sampler, seed))
+    study = open_study(url, option, setup)
     evaluation = Evaluation(
         config_path, gait, dict(fixed), duration, dt, ideal_servos, tuple(model.joint_names)
     )
@@ -161,7 +160,7 @@ def run(
             f"study is in {url}"
         )
     defaults = {name: spec[0] for name, spec in gait_parameters(gait).items()}
-    files = write_results(study, out, gait, {**defaults, **fixed}, plots)
+    files = write_results(study, out, gait, {**defaults, **fixed}, objective, plots)
     print(f"{best_line(study, objective)}, trial {study.best_trial.number} of {len(done)}")
     print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
     return 0
