@@ -61,6 +61,8 @@ COMMAND_TIMEOUT_S = 10.0  # longest one `ip` command may take [s]
 DRAIN_MAX = 256  # frames read from one socket per wake-up, so no port starves the others
 SOL_PACKET = 263  # <linux/socket.h>
 PACKET_VNET_HDR = 15  # <linux/if_packet.h>: frames carry a virtio_net_hdr (GSO, checksum)
+VNET_HDR_LEN = 10  # sizeof(struct virtio_net_hdr) before each frame [bytes]
+BROADCAST = b"\xff" * 6
 ETH_P_ALL = 0x0003
 PREFIX_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]{0,23}")
 
@@ -354,14 +356,23 @@ def packet_socket(interface: str) -> socket.socket:
     return sock
 
 
-def layer2_routes(impairment: Impairment, robot_if: str, station_if: str) -> dict[str, Route]:
-    """The two directions between two interfaces of this namespace."""
+def layer2_routes(
+    impairment: Impairment, robot_if: str, station_if: str, multicast: bool = True
+) -> dict[str, Route]:
+    """The two directions between two interfaces of this namespace; without ``multicast``
+    every multicast frame is discarded (broadcast, which ARP needs, still crosses), as an
+    access point that filters multicast does."""
     socks = {"robot": packet_socket(robot_if), "station": packet_socket(station_if)}
 
     def reader(sock: socket.socket) -> Callable[[], bytes | None]:
         def recv() -> bytes | None:
             frame, address = sock.recvfrom(1 << 17)
-            return None if address[2] == socket.PACKET_OUTGOING else frame
+            if address[2] == socket.PACKET_OUTGOING:
+                return None
+            dst = frame[VNET_HDR_LEN : VNET_HDR_LEN + 6]
+            if not multicast and dst[:1] and dst[0] & 1 and dst != BROADCAST:
+                return None
+            return frame
 
         return recv
 
@@ -371,10 +382,10 @@ def layer2_routes(impairment: Impairment, robot_if: str, station_if: str) -> dic
     }
 
 
-def forward(robot_if: str, station_if: str, impairment: Impairment) -> int:
+def forward(robot_if: str, station_if: str, impairment: Impairment, multicast: bool) -> int:
     """The forwarder process (in the link namespace): bridge two interfaces, obey JSON-line
     commands on stdin (``outage``, ``down``, ``up``, ``stats``), answer on stdout, end at EOF."""
-    pump = Pump(layer2_routes(impairment, robot_if, station_if))
+    pump = Pump(layer2_routes(impairment, robot_if, station_if, multicast))
     stdin, stdout = sys.stdin.buffer, sys.stdout
     done = False
 
@@ -584,6 +595,8 @@ class WifiLink:
             second.
         static_arp: give each host a permanent neighbour entry for the other, so a lost
             ARP exchange does not stall the first datagrams for a second.
+        multicast: let multicast frames cross; False filters them out, as many access
+            points do (then DDS needs ROS_STATIC_PEERS).
     """
 
     def __init__(
@@ -592,6 +605,7 @@ class WifiLink:
         impairment: Impairment | None = None,
         subnet: str = "10.77.0.0/24",
         static_arp: bool = True,
+        multicast: bool = True,
     ) -> None:
         self.prefix = prefix or f"wl{os.getpid()}x{random.randrange(16**4):04x}"
         if not PREFIX_RE.fullmatch(self.prefix):
@@ -607,6 +621,7 @@ class WifiLink:
         self.addresses = {"robot": str(next(hosts)), "station": str(next(hosts))}
         self.prefixlen = net.prefixlen
         self.static_arp = static_arp
+        self.multicast = multicast
         self.namespaces = namespaces(self.prefix)
         self._forwarder: subprocess.Popen[str] | None = None
         self._children: list[subprocess.Popen[Any]] = []
@@ -715,6 +730,7 @@ class WifiLink:
                 "station",
                 "--impairment",
                 self.impairment.to_json(),
+                *([] if self.multicast else ["--no-multicast"]),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -879,10 +895,10 @@ def _interrupt_on_signals() -> None:
         signal.signal(sig, handler)
 
 
-def run_up(prefix: str, impairment: Impairment, subnet: str) -> int:
+def run_up(prefix: str, impairment: Impairment, subnet: str, multicast: bool) -> int:
     """Bring a link up and hold it until Ctrl-C (or SIGTERM); then print the statistics."""
     _interrupt_on_signals()
-    with WifiLink(prefix, impairment, subnet) as link:
+    with WifiLink(prefix, impairment, subnet, multicast=multicast) as link:
         me = f"{sys.executable} {os.path.abspath(__file__)}"
         for host in HOSTS:
             print(
@@ -957,8 +973,11 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="bring a link up until Ctrl-C (root)")
     up.add_argument("--prefix", default="lab", help="namespaces are PREFIX-robot, ...")
     up.add_argument("--subnet", default="10.77.0.0/24")
+    up.add_argument("--no-multicast", action="store_true", help="filter multicast out")
     impairment_options(up)
-    up.set_defaults(run=lambda a: run_up(a.prefix, impairment_from(a), a.subnet))
+    up.set_defaults(
+        run=lambda a: run_up(a.prefix, impairment_from(a), a.subnet, not a.no_multicast)
+    )
 
     run = sub.add_parser("run", help="run a command on one side of a link that is up (root)")
     run.add_argument("--prefix", default="lab")
@@ -982,8 +1001,11 @@ def build_parser() -> argparse.ArgumentParser:
     fwd.add_argument("--robot-if", required=True)
     fwd.add_argument("--station-if", required=True)
     fwd.add_argument("--impairment", required=True)
+    fwd.add_argument("--no-multicast", action="store_true")
     fwd.set_defaults(
-        run=lambda a: forward(a.robot_if, a.station_if, Impairment.from_json(a.impairment))
+        run=lambda a: forward(
+            a.robot_if, a.station_if, Impairment.from_json(a.impairment), not a.no_multicast
+        )
     )
     return parser
 

@@ -464,6 +464,52 @@ def test_namespaces_multicast_crosses(link_of: Callable[[Any], Any]) -> None:
 
 
 @pytest.mark.slow
+def test_namespaces_multicast_filter(netns: None) -> None:
+    """With multicast=False the group's datagrams stay behind while unicast to the same
+    port crosses (numbered from 1000, so the receiver's report tells them apart)."""
+    with wl.WifiLink(None, Impairment(delay_ms=(1, 3)), multicast=False) as link:
+
+        def on(host: str) -> Callable[..., Any]:
+            return lambda argv, **kw: link.popen(host, argv, **kw)
+
+        receiver = Probe(
+            [], "recv", "--bind", "0.0.0.0:0", "--group", "239.255.0.1", popen=on("robot")
+        )
+        port = receiver.read()["port"]
+        group = Probe(
+            [],
+            "send",
+            "--to",
+            f"239.255.0.1:{port}",
+            "--count",
+            "50",
+            "--no-end",
+            "--pace-ms",
+            "1",
+            popen=on("station"),
+        )
+        assert len(group.finish()["sent"]) == 50
+        unicast = Probe(
+            [],
+            "send",
+            "--to",
+            f"{link.address('robot')}:{port}",
+            "--count",
+            "50",
+            "--first",
+            "1000",
+            "--pace-ms",
+            "1",
+            popen=on("station"),
+        )
+        assert len(unicast.finish()["sent"]) == 50
+        seqs = [int(r[0]) for r in receiver.read()["received"]]
+        assert sorted(seqs) == list(range(1000, 1050))
+        receiver.kill()
+    assert our_namespaces(link.prefix) == []
+
+
+@pytest.mark.slow
 def test_namespaces_tcp_bulk_crosses(link_of: Callable[[Any], Any]) -> None:
     """2 MB over TCP under loss: GSO super-frames and offloaded checksums cross the raw
     forwarder intact (the SHA-256 at both ends agrees)."""

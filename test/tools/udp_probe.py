@@ -5,8 +5,9 @@ receiver's time minus it is the datagram's delay.
 
     udp_probe.py recv --bind 0.0.0.0:0 [--group 239.255.0.1]   prints {"port": P}, then at the
         sender's end marker {"received": [[seq, t_sent, t_recv], ...]}
-    udp_probe.py send --to HOST:PORT --pace-ms 2 [--count N]    without --count: until its
-        stdin closes; then end markers; prints {"sent": [[seq, t_sent], ...]}
+    udp_probe.py send --to HOST:PORT --pace-ms 2 [--count N] [--first K] [--no-end]
+        numbers from K; without --count: until its stdin closes; then end markers (unless
+        --no-end); prints {"sent": [[seq, t_sent], ...]}
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def receive(bind: str, group: str | None) -> int:
     return 0
 
 
-def send(to: str, pace_ms: float, count: int | None) -> int:
+def send(to: str, pace_ms: float, count: int | None, first: int, end: bool) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     target = endpoint(to)
     stop = threading.Event()
@@ -59,16 +60,16 @@ def send(to: str, pace_ms: float, count: int | None) -> int:
         threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     sent = []
     start = time.monotonic()
-    seq = 0
-    while not stop.is_set() and (count is None or seq < count):
-        delay = start + seq * pace_ms / 1000.0 - time.monotonic()
+    seq = first
+    while not stop.is_set() and (count is None or seq < first + count):
+        delay = start + (seq - first) * pace_ms / 1000.0 - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         now = time.monotonic()
         sock.sendto(DATA.pack(seq, now), target)
         sent.append([seq, now])
         seq += 1
-    for _ in range(END_MARKERS):
+    for _ in range(END_MARKERS if end else 0):
         time.sleep(END_GAP_S)
         sock.sendto(DATA.pack(-1, time.monotonic()), target)
     print(json.dumps({"sent": sent}), flush=True)
@@ -85,8 +86,14 @@ def main() -> int:
     s.add_argument("--to", required=True)
     s.add_argument("--pace-ms", type=float, default=2.0)
     s.add_argument("--count", type=int)
+    s.add_argument("--first", type=int, default=0, help="number of the first datagram")
+    s.add_argument("--no-end", action="store_true", help="send no end markers")
     a = parser.parse_args()
-    return receive(a.bind, a.group) if a.mode == "recv" else send(a.to, a.pace_ms, a.count)
+    return (
+        receive(a.bind, a.group)
+        if a.mode == "recv"
+        else send(a.to, a.pace_ms, a.count, a.first, not a.no_end)
+    )
 
 
 if __name__ == "__main__":
