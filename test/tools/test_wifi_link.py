@@ -9,7 +9,7 @@ and `ip netns list` for the teardown. No wall-clock upper bound is asserted anyw
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import math
 import os
@@ -31,12 +31,12 @@ PROBE = Path(__file__).with_name("udp_probe.py")
 
 
 def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("wifi_link", ROOT / "tools" / "wifi_link.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["wifi_link"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """tools/wifi_link.py (tools/ is not a package: its folder goes on sys.path, as when the
+    script runs)."""
+    tools = str(ROOT / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module("wifi_link")
 
 
 wl = _load_tool()
