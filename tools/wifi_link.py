@@ -45,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
-from types import TracebackType
 from typing import Any, Self
 
 from wifi_model import (
@@ -56,6 +55,7 @@ from wifi_model import (
     Pump,
     Relay,
     Route,
+    Running,
     parse_endpoint,
 )
 
@@ -216,7 +216,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class WifiLink:
+class WifiLink(Running):
     """Robot and station namespaces joined through a link namespace whose forwarder
     impairs the traffic. Set up on ``with`` (or :meth:`start`), torn down on exit, at
     interpreter exit, or by :meth:`close`, whatever happened in between.
@@ -401,17 +401,6 @@ class WifiLink:
         if self._forwarder is not None and self._forwarder.stdout is not None:
             self._forwarder.stdout.close()
         teardown(self.prefix)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ---------------------------------------------------------------- use
     def address(self, host: str) -> str:

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from types import TracebackType
 from typing import IO, Self
 
 HISTOGRAM_BIN_MS = 5.0  # width of a delay histogram bin [ms]
@@ -322,7 +321,25 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class Relay:
+class Running:
+    """Started on entering a ``with`` block, closed on leaving it, whatever happened there."""
+
+    def start(self) -> Self:
+        """Start; returns self."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop and release everything (idempotent)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Relay(Running):
     """A UDP relay with the link's impairment: datagrams to ``listen`` go to ``target``;
     the target's answers go to the latest client. Runs in a daemon thread.
 
@@ -387,14 +404,7 @@ class Relay:
         self._front.close()
         self._back.close()
 
-    def __enter__(self) -> Self:
+    def start(self) -> Self:
+        """Start relaying (in a daemon thread)."""
         self._thread.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

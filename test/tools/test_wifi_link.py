@@ -476,33 +476,13 @@ def test_namespaces_multicast_filter(netns: None) -> None:
             [], "recv", "--bind", "0.0.0.0:0", "--group", "239.255.0.1", popen=on("robot")
         )
         port = receiver.read()["port"]
-        group = Probe(
-            [],
-            "send",
-            "--to",
-            f"239.255.0.1:{port}",
-            "--count",
-            "50",
-            "--no-end",
-            "--pace-ms",
-            "1",
-            popen=on("station"),
-        )
-        assert len(group.finish()["sent"]) == 50
-        unicast = Probe(
-            [],
-            "send",
-            "--to",
-            f"{link.address('robot')}:{port}",
-            "--count",
-            "50",
-            "--first",
-            "1000",
-            "--pace-ms",
-            "1",
-            popen=on("station"),
-        )
-        assert len(unicast.finish()["sent"]) == 50
+
+        def send(to: str, *extra: str) -> int:
+            args = ["send", "--to", f"{to}:{port}", "--count", "50", "--pace-ms", "1", *extra]
+            return len(Probe([], *args, popen=on("station")).finish()["sent"])
+
+        assert send("239.255.0.1", "--no-end") == 50
+        assert send(link.address("robot"), "--first", "1000") == 50
         seqs = [int(r[0]) for r in receiver.read()["received"]]
         assert sorted(seqs) == list(range(1000, 1050))
         receiver.kill()
