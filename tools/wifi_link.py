@@ -43,7 +43,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Self
 
@@ -406,6 +406,28 @@ class WifiLink(Running):
     def address(self, host: str) -> str:
         """The IPv4 address of ``host`` ("robot" or "station")."""
         return self.addresses[self._host(host)]
+
+    def ros_env(
+        self, host: str, base: Mapping[str, str] | None = None, static_peers: bool | None = None
+    ) -> dict[str, str]:
+        """An environment for ROS 2 processes on ``host`` that find the other side:
+        discovery over the subnet, and the other host as a static peer where multicast does
+        not cross (docs/two-hosts.md). ROS_DOMAIN_ID is left as ``base`` has it: use the same
+        on both sides.
+
+        Args:
+            host: "robot" or "station".
+            base: the environment to start from (default: this process's).
+            static_peers: set ROS_STATIC_PEERS to the other host; None: only when the link
+                filters multicast.
+        """
+        other = HOSTS[1 - HOSTS.index(self._host(host))]
+        env = dict(os.environ if base is None else base)
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SUBNET"
+        env.pop("ROS_LOCALHOST_ONLY", None)  # the pre-Jazzy switch would keep it on lo
+        if static_peers if static_peers is not None else not self.multicast:
+            env["ROS_STATIC_PEERS"] = self.addresses[other]
+        return env
 
     def exec_prefix(self, host: str) -> list[str]:
         """The argv prefix that runs a command in ``host``'s namespace."""

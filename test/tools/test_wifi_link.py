@@ -349,6 +349,17 @@ def test_cli_without_ip_says_so() -> None:
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_ros_env_points_each_side_at_the_other() -> None:
+    """No namespaces needed: the addresses are known before the link is up."""
+    base = {"ROS_DOMAIN_ID": "7", "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    plain = wl.WifiLink("envtest").ros_env("robot", base)
+    assert plain == {"ROS_DOMAIN_ID": "7", "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
+    filtered = wl.WifiLink("envtest", multicast=False, subnet="10.78.0.0/24")
+    assert filtered.ros_env("robot", base)["ROS_STATIC_PEERS"] == "10.78.0.2"
+    assert filtered.ros_env("station", base)["ROS_STATIC_PEERS"] == "10.78.0.1"
+    assert "ROS_STATIC_PEERS" not in filtered.ros_env("station", base, static_peers=False)
+
+
 # ---------------------------------------------------------------------- two namespaces
 def netns_unavailable() -> str | None:
     """Why the namespace tests cannot run here, or None."""
