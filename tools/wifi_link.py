@@ -60,7 +60,7 @@ from wifi_model import (
 )
 
 HOSTS = ("robot", "station")
-#: Directions of a link, named by (from, to); the relay's "up" is client to target.
+#: The directions of a link, named from and to (the relay's are to_target and to_client).
 DIRECTIONS = ("robot_to_station", "station_to_robot")
 COMMAND_TIMEOUT_S = 10.0  # longest one `ip` command may take [s]
 SOL_PACKET = 263  # <linux/socket.h>
