@@ -21,8 +21,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import signal
+import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -262,6 +265,45 @@ def _record(
     return objective_value(objective, point)
 
 
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back until the block's end, then raised: the storage's
+    bookkeeping (asking, telling) is never cut in half. Only in the main thread, where
+    Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _tell(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    outcome: Finished[GroundPoint] | None,
+    objective: str,
+    joints: Sequence[str],
+) -> None:
+    """Tell ``study`` how ``trial`` ended: its objective value, failed by its run (the error
+    kept), or (``outcome`` None) stopped by Ctrl-C: failed, its parameters queued again."""
+    from optuna.trial import TrialState
+
+    if outcome is None:
+        study.tell(trial, state=TrialState.FAIL)
+        study.enqueue_trial(trial.params, skip_if_exists=False)
+    elif outcome.result is None:
+        trial.set_user_attr("error", outcome.error)
+        study.tell(trial, state=TrialState.FAIL)
+    else:
+        study.tell(trial, _record(trial, objective, outcome.result, joints))
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """How every trial runs: :func:`ground_point` with these arguments and the trial's
@@ -290,16 +332,17 @@ def run_study(
     (a ``distributed.Client``); return the counts. A trial whose run raises
     is told as failed (its ``error`` kept); on Ctrl-C the trials in flight are told as
     failed and queued again (their parameters run first on a resume)."""
-    from optuna.trial import TrialState
-
     counts = Counts(total=total, resumed=len(finished(study)))
     on_progress: Callable[[Counts], None] | None = progress
+    args = (evaluation.robot, evaluation.gait)
+    rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
     while counts.done + counts.resumed + counts.failed < total:
         size = min(batch, total - counts.done - counts.resumed - counts.failed)
-        trials = [study.ask() for _ in range(size)]
-        params = [{r.name: t.suggest_float(r.name, r.low, r.high) for r in ranges} for t in trials]
-        args = (evaluation.robot, evaluation.gait)
-        rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
+        with _uninterrupted():  # a trial in the storage is always one this loop tells
+            trials = [study.ask() for _ in range(size)]
+            params = [
+                {r.name: t.suggest_float(r.name, r.low, r.high) for r in ranges} for t in trials
+            ]
         jobs = [
             Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
             for t, p in zip(trials, params, strict=True)
@@ -309,16 +352,9 @@ def run_study(
             for outcome in run_jobs(client, jobs, on_progress, counts):
                 outcomes[outcome.key] = outcome
         finally:  # in trial order, also after Ctrl-C: those not finished then run again
-            for t, p in zip(trials, params, strict=True):
-                done = outcomes.get(str(t.number))
-                if done is None:
-                    study.tell(t, state=TrialState.FAIL)
-                    study.enqueue_trial(p, skip_if_exists=False)
-                elif done.result is None:
-                    t.set_user_attr("error", done.error)
-                    study.tell(t, state=TrialState.FAIL)
-                else:
-                    study.tell(t, _record(t, objective, done.result, evaluation.joints))
+            with _uninterrupted():
+                for t in trials:
+                    _tell(study, t, outcomes.get(str(t.number)), objective, evaluation.joints)
         if progress is not None:
             progress.detail = best_line(study, objective)
     return counts
