@@ -167,13 +167,19 @@ def _gait_node(
     )
 
 
-def _dynamics_node(robot_params: Mapping[str, Any]) -> NodeSpec:
+#: dynamics_node's ``max_lag`` on the robot's clock [s]: a prediction starved of the CPU
+#: catches up on the commands it has instead of skipping (docs/hardware.md, "Emulated time").
+ROBOT_CLOCK_MAX_LAG = 2.0
+
+
+def _dynamics_node(robot_params: Mapping[str, Any], robot_clock: bool = False) -> NodeSpec:
+    lag = {"max_lag": ROBOT_CLOCK_MAX_LAG} if robot_clock else {}
     return NodeSpec(
         PACKAGE,
         "dynamics_node",
         "dynamics_node",
         SIM_NAMESPACE,
-        (config_file("dynamics_node.yaml"), robot_params),
+        (config_file("dynamics_node.yaml"), {**robot_params, **lag}),
         (*COMMANDS, ("joint_efforts", "/joint_efforts")),
     )
 
@@ -346,7 +352,7 @@ def hardware_graph(
         nodes.append(NodeSpec(PACKAGE, "pose_sensor_node", "pose_sensor_node", parameters=(pose,)))
     if dynamics:
         nodes += [
-            _dynamics_node(robot_params),
+            _dynamics_node(robot_params, robot_clock),
             *_robot_description(SIM_NAMESPACE, urdf, common, floating),
             _compare_node(robot_params, report_dir),
         ]

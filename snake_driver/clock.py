@@ -137,14 +137,16 @@ class RobotClock:
     A report's time is its unwrapped MCU timestamp, placed at the host stamp of the first
     report that had one: t = stamp_0 + (mcu - mcu_0), so intervals are the MCU's own and an
     emulated robot that falls behind real time stretches no interval. Between reports
-    :meth:`now` runs on with the host's clock from the last report (its time plus the host
-    time since its host stamp: on a robot that keeps real time, the host's clock itself), but
-    never more than two telemetry periods plus the reports' delivery delay past it (the
-    least, over the last ``window`` reports, of arrival less host stamp): a robot that falls
-    behind holds the clock back with it, at most that far ahead. A restarted MCU (its clock
-    back by more than :data:`RESTART_S`) continues from the last report's time. Report times
-    only increase: a report not after the previous one (reordered, repeated, or the first
-    after a restart) gets none and is counted in ``dropped``. :meth:`now` never goes back.
+    :meth:`now` estimates the robot's time from the host's clock alone: the host time less
+    the reports' delivery delay (the least, over the last ``window`` reports, of arrival less
+    report time), but never more than two telemetry periods past the last report: a robot
+    that falls behind holds the clock back with it. The host's ping/pong mapping places the
+    first report and nothing else: its error (which grows while an emulated robot lags) never
+    moves the clock against the robot's reports, so the gait's commands leave at the robot's
+    time less the reports' least delay, whatever the load. A restarted MCU (its clock back by
+    more than :data:`RESTART_S`) continues from the last report's time. Report times only
+    increase: a report not after the previous one (reordered, repeated, or the first after a
+    restart) gets none and is counted in ``dropped``. :meth:`now` never goes back.
 
     Args:
         period_s: the telemetry period [s] (0: :meth:`now` stays at the last report).
@@ -159,13 +161,16 @@ class RobotClock:
         self._origin: float | None = None
         self._last_mcu_s: float | None = None
         self._delays: deque[float] = deque(maxlen=window)
-        self._report: tuple[float, float] | None = None  # (robot time, host stamp) [s]
+        self._time: float | None = None  # the last report's robot time [s]
         self._now: float | None = None
 
     @property
-    def delivery_delay(self) -> float:
-        """The reports' delivery delay [s]: the least arrival less host stamp lately, >= 0."""
-        return max(0.0, min(self._delays, default=0.0))
+    def delivery_delay(self) -> float | None:
+        """The reports' delivery delay [s]: the least arrival (host clock) less report time
+        (robot clock) lately; None before the first report. The two clocks differ by the
+        mapping's error at the first report, so this is a difference of origins plus the
+        link's least delay, and may be negative."""
+        return min(self._delays, default=None)
 
     def report(self, mcu_us: int, host_stamp: float | None, host_now: float) -> float | None:
         """The robot time [s] of a report with raw MCU timestamp ``mcu_us``, stamped
@@ -177,29 +182,28 @@ class RobotClock:
             self.restarts += 1
             self._unwrapper = ClockUnwrapper()
             mcu_s = self._unwrapper.unwrap(mcu_us) * 1e-6
-            if self._report is not None:
-                self._origin = self._report[0] - mcu_s
+            if self._time is not None:
+                self._origin = self._time - mcu_s
         self._last_mcu_s = mcu_s
-        if host_stamp is not None:
-            self._delays.append(host_now - host_stamp)
         if self._origin is None:
             if host_stamp is None:
                 return None
             self._origin = host_stamp - mcu_s
         time = self._origin + mcu_s
-        if self._report is not None and time <= self._report[0]:
+        if self._time is not None and time <= self._time:
             self.dropped += 1
             return None
-        self._report = (time, host_now if host_stamp is None else host_stamp)
+        self._time = time
+        self._delays.append(host_now - time)
         return time
 
     def now(self, host_now: float) -> float | None:
         """The clock at host time ``host_now`` [s] (the mapping's clock), or None before the
         first report."""
-        if self._report is None:
+        delay = self.delivery_delay
+        if self._time is None or delay is None:
             return None
-        time, stamp = self._report
-        reach = 2.0 * self.period_s + self.delivery_delay if self.period_s > 0 else 0.0
-        ahead = min(max(0.0, host_now - stamp), reach)
-        self._now = time + ahead if self._now is None else max(self._now, time + ahead)
+        reach = self._time + 2.0 * self.period_s
+        time = max(self._time, min(host_now - delay, reach))
+        self._now = time if self._now is None else max(self._now, time)
         return self._now

@@ -18,8 +18,12 @@ never reach it, and the robot is where they told it to be.
 
 No input stops the node (see :class:`~snake_ros.common.InputMonitor` for where the counts
 show). A command with a wrong size, unknown or missing joints, NaN or inf, rates beyond
-``MAX_RATE`` or a stamp further than ``command_timeout`` from the clock (ahead: from the
-future; behind: stale) is rejected; positions beyond the robot's joint limits
+``MAX_RATE`` or a stamp further than ``command_timeout`` ahead of the clock (from the
+future) or behind the simulation's time (stale; the clock's before the first command) is
+rejected: a command that reaches a node busy integrating late is still one it needs. The
+simulation waits at the newest command (rather than extrapolate) until the clock is
+``max_lag`` past it; then, as on falling ``max_lag`` behind the clock for want of CPU, it
+goes on without (held, then skipped); positions beyond the robot's joint limits
 (``config/robot.yaml``) are clamped to them, as the driver clamps the same command, and
 efforts (torque mode) to the servo's ``JOINT_EFFORT_LIMIT``. A simulation that leaves the
 finite numbers, or (prescribed mode, where the servos hold commanded angles) passes a joint
@@ -49,6 +53,7 @@ carries the tail's pose as above.
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import time
 from dataclasses import replace
@@ -139,11 +144,18 @@ class DynamicsNode(Node):
             0.5,
             0.01,
             10.0,
-            "commands older than this: hold; stamped further ahead of or behind the clock: "
-            "reject [s]",
+            "commands older than this: hold; stamped further ahead of the clock or behind "
+            "the simulation: reject [s]",
         )
         self._command_timeout = timeout
-        max_lag = static("max_lag", 0.1, 0.01, 10.0, "skip simulated time beyond this lag [s]")
+        max_lag = static(
+            "max_lag",
+            0.1,
+            0.01,
+            10.0,
+            "wait for late commands, and fall behind the clock, at most this long; then "
+            "hold the newest command, and skip simulated time [s]",
+        )
         self._status_period = static("status_period", 10.0, 0.0, 3600.0, "status log [s], 0: off")
         if rate > sim_rate:
             raise ParameterValueError(f"publish_rate {rate:g} Hz exceeds sim_rate {sim_rate:g} Hz")
@@ -188,6 +200,7 @@ class DynamicsNode(Node):
         self._epoch_ns: int | None = None
         self._published_ns = -1
         self._commanded = False  # a command has arrived (prescribed mode)
+        self._waiting = False  # the last tick stopped at the newest command, short of its target
         self._stats = {"steps": 0, "skipped_s": 0.0, "busy_s": 0.0}
         self._lower, self._upper = self._model.joint_limits.T
         self._monitor = InputMonitor(self)
@@ -264,8 +277,15 @@ class DynamicsNode(Node):
             return
         stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         if stamp_ns != 0:
-            late = stamp_problem(
-                stamp_ns, clock_ns(self), self._command_timeout, self._command_timeout
+            # ahead of the clock: from the future; behind where the simulation is (the clock
+            # before the first command): stale. A command that reaches a busy node late is
+            # still one its simulation needs.
+            clock = clock_ns(self)
+            behind = clock
+            if self._commanded and clock is not None:
+                behind = min(clock, self._epoch_ns + round(self._sim.time * 1e9))
+            late = stamp_problem(stamp_ns, clock, self._command_timeout, math.inf) or (
+                stamp_problem(stamp_ns, behind, math.inf, self._command_timeout)
             )
             if late is not None:  # accepted from the future, it would shadow the real ones
                 self._monitor.reject(topic, f"{late} (command_timeout)")
@@ -290,12 +310,18 @@ class DynamicsNode(Node):
         elif not self._commanded:
             self._commanded = True
             self._restart(t)  # begin at the first command (see the module docstring)
+        elif self._waiting:  # the simulation waits for this command: go on at once
+            self._tick()
 
     def _tick(self) -> None:
         now = self._now()
         if now is None or self._epoch_ns is None:
             return
         target = now - (self._delay if self._mode == "prescribed" else 0.0)
+        newest = self._reference.newest
+        self._waiting = newest is not None and newest < target <= newest + self._max_lag
+        if self._waiting:  # never extrapolate the gait while it may be live: its next
+            target = newest  # commands are late (in a busy node's queue); the next one ticks
         if target < self._sim.time - 1.0:
             self.get_logger().warning("the clock jumped back: restarting the simulation")
             self._reference.hold(self._sim.q)

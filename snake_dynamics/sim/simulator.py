@@ -134,6 +134,11 @@ class CommandReference:
         return True
 
     @property
+    def newest(self) -> float | None:
+        """Time of the newest command [s], or None before one (or after :meth:`hold`)."""
+        return float(self._t[-1]) if self._t.size else None
+
+    @property
     def latest(self) -> FloatArray:
         """The newest commanded angles [rad], shape (n,) (the held ones before a command)."""
         return (self._q[-1] if self._t.size else self._rest).copy()

@@ -84,23 +84,40 @@ def test_robot_clock_keeps_the_mcu_intervals_when_the_robot_falls_behind() -> No
 
 
 def test_robot_clock_runs_with_the_host_but_holds_when_reports_stop() -> None:
-    """Reports take 7 ms to arrive: between them the clock is the host's own time (the last
-    report's time plus the host time since its stamp), held at most two periods plus that
-    delay past the last report when the next ones are late; never back; a reordered older
-    report or a repeated one gets no time and changes nothing (counted)."""
+    """Reports take 7 ms to arrive: between them the clock is the host's time less that
+    delay (the robot's time now), held at most two periods past the last report when the next
+    ones are late; never back; a reordered older report or a repeated one gets no time and
+    changes nothing (counted)."""
     clock = RobotClock(0.02)
     assert clock.report(1_000_000, 50.0, 50.007) == pytest.approx(50.0)
     assert clock.delivery_delay == pytest.approx(0.007)
-    assert clock.now(50.010) == pytest.approx(50.010)  # the host's time
-    assert clock.now(50.5) == pytest.approx(50.047)  # the next reports are late: held
+    assert clock.now(50.010) == pytest.approx(50.003)  # the robot's time now
+    assert clock.now(50.5) == pytest.approx(50.04)  # the next reports are late: held
     assert clock.report(1_020_000, 50.02, 50.6) == pytest.approx(50.02)  # the MCU's time
     assert clock.delivery_delay == pytest.approx(0.007)  # the least of the recent delays
-    assert clock.now(50.6) == pytest.approx(50.067)
-    assert clock.now(50.03) == pytest.approx(50.067)  # never back
+    assert clock.now(50.6) == pytest.approx(50.06)
+    assert clock.now(50.03) == pytest.approx(50.06)  # never back
     assert clock.report(1_010_000, 50.01, 50.7) is None  # reordered
     assert clock.report(1_020_000, 50.02, 50.7) is None  # repeated
     assert clock.dropped == 2
-    assert clock.now(50.7) == pytest.approx(50.067)  # from the newest report, held
+    assert clock.now(50.7) == pytest.approx(50.06)  # from the newest report, held
+
+
+def test_robot_clock_ignores_the_host_mappings_error() -> None:
+    """Reports every 20 ms of MCU time arrive 5 ms after it. One host mapping is exact; the
+    other places the first report 80 ms early and then drifts a further 1 ms per report (a
+    lagging emulator's ping/pong fit). Both clocks stand as far past their latest report:
+    5 ms less than the host time since that report's MCU time, never ahead of the robot."""
+    exact, mapped = RobotClock(0.02), RobotClock(0.02)
+    for k in range(20):
+        mcu_s = 0.02 * k
+        arrival = 10.0 + mcu_s + 0.005
+        t_exact = exact.report(int(mcu_s * 1e6), 10.0 + mcu_s, arrival)
+        t_mapped = mapped.report(int(mcu_s * 1e6), 10.0 + mcu_s - 0.08 - 0.001 * k, arrival)
+        assert t_exact is not None and t_mapped is not None
+        for since in (0.0, 0.01):
+            assert exact.now(arrival + since) == pytest.approx(t_exact + since, abs=1e-9)
+            assert mapped.now(arrival + since) == pytest.approx(t_mapped + since, abs=1e-9)
 
 
 def test_robot_clock_continues_across_a_restarted_mcu() -> None:

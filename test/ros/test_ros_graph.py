@@ -69,6 +69,9 @@ BAD_COMMANDS = 15  # sent by test_bad_commands..., counted by the node
 
 #: Simulated time at which the tests' /clock starts [s].
 CLOCK_START_S = 1000.0
+#: How far behind the clock :func:`_lockstep`'s late commands arrive [s]: beyond the
+#: node's command_timeout.
+LATE_S = 0.8
 
 
 @dataclass
@@ -300,12 +303,20 @@ def test_commands_are_the_gait_and_the_prediction_follows_it(graph: Graph) -> No
 
 
 def _lockstep(
-    listener: Listener, namespace: str, robot: Path, seconds: float, extra: Callable[[Node], None]
+    listener: Listener,
+    namespace: str,
+    robot: Path,
+    seconds: float,
+    extra: Callable[[Node], None],
+    late_after: float | None = None,
 ) -> tuple[list[Stamped], Any]:
     """dynamics_node alone in ``namespace`` on a /clock this test steps (10 ms), fed the
     serpenoid's commands 50 ms ahead of the clock (the node simulates 20 ms behind it) and
     answering each step before the next: every step the node integrates has its commands,
-    however slow the machine. ``extra`` adds this test's own subscriptions first.
+    however slow the machine. From ``late_after`` [s] on, the commands fall behind the clock
+    until they arrive :data:`LATE_S` after it (a node too busy to take them on time): the
+    node waits for each, neither extrapolating nor calling them stale. ``extra`` adds this
+    test's own subscriptions first.
 
     Returns:
         The node's states, and the gait.
@@ -314,8 +325,9 @@ def _lockstep(
     listener.start_node(
         "dynamics_node",
         [
-            *("-r", f"__ns:=/{namespace}", "-p", "use_sim_time:=true", "-p", "max_lag:=10.0"),
+            *("-r", f"__ns:=/{namespace}", "-p", "use_sim_time:=true"),
             *("--params-file", str(ROOT / "config" / "dynamics_node.yaml")),
+            *("-p", "max_lag:=10.0"),  # after the file: the last one wins
             *("-p", f"robot_config:={robot}"),
         ],
         log,
@@ -350,6 +362,8 @@ def _lockstep(
     delay_ns = round(DYN_CONFIG["delay"] * 1e9)
     for k in range(1, round(seconds * 100) + 1):
         t_ns = t0_ns + k * step_ns
+        if late_after is not None and t_ns - t0_ns >= late_after * 1e9:
+            ahead_ns = -round(LATE_S * 1e9)
         while sent_ns < t_ns + ahead_ns:
             sent_ns += step_ns
             sample = gait((sent_ns - t0_ns) * 1e-9)
@@ -361,8 +375,8 @@ def _lockstep(
             msg.header.stamp = Time(nanoseconds=sent_ns).to_msg()
             commands.publish(msg)
         tick(t_ns)
-        if t_ns - delay_ns > t0_ns:  # the node has simulated up to t - delay: its state
-            due = (t_ns - delay_ns) * 1e-9 - 1.5 / DYN_CONFIG["sim_rate"]
+        if t_ns - delay_ns > t0_ns:  # simulated up to t - delay, or the newest command
+            due = min(t_ns - delay_ns, sent_ns) * 1e-9 - 1.5 / DYN_CONFIG["sim_rate"]
             listener.spin_until(lambda d=due: states[-1].stamp >= d, 60.0, f"the state at {due}")
     _interrupt(listener.watched.pop()[0], 20.0)  # stopped: no longer watched
     text = log.read_text()
@@ -370,18 +384,22 @@ def _lockstep(
     return states, gait
 
 
-def test_prescribed_mode_on_sim_time_is_the_offline_simulation(listener: Listener) -> None:
+@pytest.mark.parametrize("late_after", [None, 1.0], ids=["on-time", "late-commands"])
+def test_prescribed_mode_on_sim_time_is_the_offline_simulation(
+    listener: Listener, late_after: float | None
+) -> None:
     """dynamics_node in lock step with this test's /clock (:func:`_lockstep`): the motion is
     snake_dynamics.simulate() of the same gait with the same servo gains (the node
-    interpolates 100 Hz commands: ~1e-8 rad, test_simulator)."""
+    interpolates 100 Hz commands: ~1e-8 rad, test_simulator); also when the commands fall
+    behind the clock, by more than ``command_timeout`` (a busy node takes them late)."""
     states, gait = _lockstep(
-        listener, "lockstep", ROOT / "config" / "robot.yaml", 3.0, lambda _: None
+        listener, "lockstep", ROOT / "config" / "robot.yaml", 3.0, lambda _: None, late_after
     )
 
     # From a state after the first commands arrived: the offline simulation of the gait.
     start = next(s for s in states if s.stamp >= CLOCK_START_S + 0.1)
     rest = [s for s in states if s.stamp > start.stamp]
-    assert len(rest) > 250
+    assert len(rest) > 250 - (0 if late_after is None else LATE_S * 100)  # at 100 Hz
     dt = 1.0 / DYN_CONFIG["sim_rate"]
     span = round((rest[-1].stamp - start.stamp) / dt) * dt
     sub = stable_substeps(MODEL, SERVOS, dt)  # the node's RK4 steps per step
