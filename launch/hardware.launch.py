@@ -4,6 +4,10 @@ MFM prediction beside it when asked.
     ros2 launch mfm_snake hardware.launch.py [transport:=serial] [port:=/dev/ttyACM0]
         [host:=127.0.0.1] [auth_key:=HEX32] [robot_config:=robot] [gait:=serpenoid]
         [dynamics:=false] [compensate:=false] [rviz:=true] [use_sim_time:=false]
+        [role:=both]
+
+``role:=robot`` starts the driver alone (on the robot's computer), ``role:=station`` the rest
+(on the workstation): the graph on two machines, docs/two-hosts.md.
 
 Thin on purpose: the nodes come from ``snake_bringup.graph.hardware_graph``, the
 description ``snake hardware`` runs too.
@@ -30,5 +34,6 @@ def generate_launch_description():  # type: ignore[no-untyped-def]  # launch's o
             rviz=is_true(v["rviz"]),
             use_sim_time=is_true(v["use_sim_time"]),
             auth_key=v["auth_key"],
+            role=v["role"],
         ),
     )

@@ -98,6 +98,12 @@ DESIRED = ("joint_desired", "/joint_desired")
 DRIVER_COMMAND_DELAY_S = 0.028
 
 
+#: Which part of the hardware graph a host runs (:func:`hardware_graph`'s ``role``).
+ROLES = ("both", "robot", "station")
+#: The executables of the robot's host (``role="robot"``): the driver next to the MCU, and
+#: the emulated pose sensor, whose readings come from the emulated plant on that host.
+ROBOT_EXECUTABLES = frozenset({"driver_node", "pose_sensor_node"})
+
 #: The values a boolean launch argument takes (``launch``'s own conditions accept them all).
 BOOLEAN = ("true", "false", "True", "False", "1", "0")
 
@@ -133,6 +139,12 @@ HARDWARE_ARGUMENTS = (
     ),
     LaunchArgument("rviz", "true", "start RViz", BOOLEAN),
     LaunchArgument("use_sim_time", "false", "follow /clock", BOOLEAN),
+    LaunchArgument(
+        "role",
+        "both",
+        "the nodes of this host: robot (the driver), station (the rest) or both",
+        ROLES,
+    ),
 )
 
 
@@ -285,6 +297,7 @@ def hardware_graph(
     auth_key: str = "",
     report_dir: Path | None = None,
     pose_port: int | None = None,
+    role: str = "both",
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
@@ -313,14 +326,20 @@ def hardware_graph(
         pose_port: the emulated pose sensor's UDP port (``Endpoint.pose_port``): its
             readings on /measured/pose (None: no pose sensor; a real one's driver is
             started apart, its topic remapped to /measured/pose).
+        role: the nodes of one host when the graph runs on two (docs/two-hosts.md):
+            ``robot`` the driver (and the pose sensor), ``station`` every other node
+            (``robot_clock`` there: they follow the robot's /clock across the link),
+            ``both`` all of them.
 
     Raises:
-        GraphError: unknown transport, or an auth_key that is not 32 hex digits.
+        GraphError: unknown transport or role, or an auth_key that is not 32 hex digits.
         ModelError: the robot config cannot be loaded.
         GaitError: unknown gait.
     """
     if transport not in TRANSPORTS:
         raise GraphError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    if role not in ROLES:
+        raise GraphError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     try:
         parse_key(auth_key)
     except AuthKeyError as exc:
@@ -356,7 +375,17 @@ def hardware_graph(
             *_robot_description(SIM_NAMESPACE, urdf, common, floating),
             _compare_node(robot_params, report_dir),
         ]
-    return (*nodes, _rviz(common)) if rviz else tuple(nodes)
+    if rviz:
+        nodes.append(_rviz(common))
+    return for_role(nodes, role)
+
+
+def for_role(nodes: Sequence[NodeSpec], role: str) -> tuple[NodeSpec, ...]:
+    """The nodes of a hardware graph that run on ``role``'s host (:data:`ROLES`)."""
+    if role == "both":
+        return tuple(nodes)
+    on_robot = role == "robot"
+    return tuple(s for s in nodes if (s.executable in ROBOT_EXECUTABLES) == on_robot)
 
 
 #: The arguments of ``replay.launch.py`` (``snake replay`` has an option for each).

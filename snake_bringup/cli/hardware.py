@@ -2,6 +2,11 @@
 ``ros2 launch``; with ``--emulate``, against the real firmware in simavr (its authenticated
 build with ``--key``).
 
+``--role robot`` runs the driver alone (with ``--emulate``, the emulated robot behind it), on
+the robot's computer; ``--role station`` the rest, on the workstation (with ``--emulate`` it
+starts no emulator: the robot's side is emulated and its /clock drives the station's nodes).
+See docs/two-hosts.md.
+
 Everything the run writes goes to its folder (``-o``, default ``runs/hardware-...``): the
 nodes' logs, and with ``--dynamics`` compare_node's report in ``compare/``.
 """
@@ -13,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..emulator import Emulator, Endpoint
 from ..feasibility import check_servos_follow
-from ..graph import NodeSpec, hardware_graph
+from ..graph import ROLES, NodeSpec, hardware_graph
 from ..runner import run_folder, run_graph
 from .options import (
     auth_key,
@@ -42,6 +47,14 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
     )
+    p.add_argument(
+        "--role",
+        choices=ROLES,
+        default="both",
+        help="the nodes of this host when the graph runs on two: robot (the driver; with "
+        "--emulate the emulated robot too), station (the rest; with --emulate it follows the "
+        "emulated robot's /clock) or both (default)",
+    )
     plant_option(p)
     compensate_options(p)
     graph_options(p, "hardware")
@@ -57,6 +70,7 @@ def register(sub: Subparsers) -> None:
             compensate=a.compensate,
             force=a.force,
             emulate=a.emulate,
+            role=a.role,
             plant=a.plant,
             rviz=not a.no_rviz,
             use_sim_time=a.use_sim_time,
@@ -81,6 +95,7 @@ def run(
     force: bool,
     emulate: bool,
     plant: Path | None,
+    role: str = "both",
     rviz: bool,
     use_sim_time: bool,
     duration: float | None,
@@ -101,7 +116,9 @@ def run(
         dynamics: the MFM prediction and compare_node beside the robot.
         compensate: commands pre-shaped for the robot config's servos (docs/mfm.md eq. 213).
         force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
-        emulate: start the real firmware in simavr and drive it.
+        emulate: start the real firmware in simavr and drive it (``role`` station: start
+            nothing, follow the emulated robot's /clock).
+        role: this host's nodes: ``robot``, ``station`` or ``both`` (graph.ROLES).
         plant: with ``emulate``, the emulated robot's plant file (None: no plant).
         rviz: include RViz.
         use_sim_time: every node follows /clock.
@@ -132,9 +149,10 @@ def run(
             auth_key=key,
             report_dir=out,
             pose_port=endpoint.pose_port,
+            role=role,
         )
 
-    if not emulate:
+    if not emulate or role == "station":  # the station drives no robot link
         graph = graph_on(Endpoint(transport, port, host))
         return run_graph(graph, output=out, duration=duration, quiet=quiet, dry_run=dry_run)
     bridge = None if transport == "serial" else transport

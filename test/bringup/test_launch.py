@@ -19,6 +19,7 @@ import yaml
 from snake_bringup.emulator import Endpoint
 from snake_bringup.graph import (
     HARDWARE_ARGUMENTS,
+    ROLES,
     SIMULATION_ARGUMENTS,
     NodeSpec,
     demo_graph,
@@ -333,6 +334,50 @@ def test_hardware_launch_file_starts_exactly_the_hardware_graph(launch_stand_ins
     nodes = opaque.kwargs["function"](context)
     expected = hardware_graph("robot", "udp", "5760", "10.0.0.7", "", dynamics=True, rviz=True)
     assert [n.kwargs for n in nodes] == [_as_launch_node(spec) for spec in expected]
+    assert defaults["role"] == "both"
+    for role in ROLES:  # role:=robot|station: the same split as snake hardware --role
+        nodes = opaque.kwargs["function"]({**context, "role": role})
+        expected = hardware_graph(
+            "robot", "udp", "5760", "10.0.0.7", "", dynamics=True, rviz=True, role=role
+        )
+        assert [n.kwargs for n in nodes] == [_as_launch_node(spec) for spec in expected]
+
+
+def test_the_robot_s_host_runs_the_driver_and_the_station_the_rest() -> None:
+    """role robot: driver_node (and the emulated pose sensor, fed by the plant on that host);
+    station: every other node, in the same order; together exactly the whole graph. On the
+    robot's clock the station's nodes follow /clock (the driver's, across the link)."""
+    options = {"dynamics": True, "robot_clock": True, "pose_port": 40123}
+    whole = hardware_graph(**options)  # type: ignore[arg-type]
+    robot = hardware_graph(**options, role="robot")  # type: ignore[arg-type]
+    station = hardware_graph(**options, role="station")  # type: ignore[arg-type]
+    assert [s.executable for s in robot] == ["driver_node", "pose_sensor_node"]
+    assert {s.executable for s in station} >= {"gait_node", "dynamics_node", "compare_node"}
+    assert sorted(robot + station, key=whole.index) == list(whole)
+    assert not {s.full_name for s in robot} & {s.full_name for s in station}
+    for spec in station:
+        params = {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
+        assert params.get("use_sim_time") is True, spec.full_name
+    with pytest.raises(ValueError, match="role must be one of both, robot, station"):
+        hardware_graph(role="workstation")
+
+
+@pytest.mark.parametrize("role", ["robot", "station"])
+def test_snake_hardware_role_dry_run_prints_that_host_s_nodes(role: str, tmp_path: Path) -> None:
+    args = ["hardware", "--role", role, "--dynamics", "--no-rviz", "--dry-run"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snake_bringup.cli", *args, "-o", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    graph = hardware_graph(dynamics=True, rviz=False, role=role)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(graph), proc.stdout
+    for spec, line in zip(graph, lines, strict=True):  # each node: its command, or skipped
+        assert f"__node:={spec.name}" in line or line.startswith(f"# {spec.full_name} skipped")
 
 
 def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
