@@ -292,6 +292,15 @@ class ProgressLine:
             self.stream.flush()
 
 
+def another_study(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> str:
+    """How a stored study's setup differs from the one asked for: ``name: A there, B here``
+    for the first field (by name) that differs; "" if none does."""
+    for name in sorted(set(recorded) | set(wanted)):
+        if recorded.get(name) != wanted.get(name):
+            return f"{name}: {recorded.get(name)!r} there, {wanted.get(name)!r} here"
+    return ""
+
+
 class PointLog:
     """A study's folder: ``study.json`` (what the study is) and ``points.jsonl`` (one JSON
     object per finished job, appended, flushed and fsync'd as it arrives), so that a study
@@ -310,14 +319,12 @@ class PointLog:
         wanted = json.loads(json.dumps(dict(study)))
         study_path = folder / STUDY_FILE
         if study_path.exists():
-            recorded = json.loads(study_path.read_text())
-            for name in sorted(set(recorded) | set(wanted)):
-                if recorded.get(name) != wanted.get(name):
-                    raise ClusterError(
-                        f"{option} {folder} holds another study ({name}: "
-                        f"{recorded.get(name)!r} there, {wanted.get(name)!r} here): give a "
-                        "new folder, or that study's options to resume it"
-                    )
+            difference = another_study(json.loads(study_path.read_text()), wanted)
+            if difference:
+                raise ClusterError(
+                    f"{option} {folder} holds another study ({difference}): give a new folder, "
+                    "or that study's options to resume it"
+                )
         else:
             tmp = study_path.with_suffix(".tmp")
             tmp.write_text(json.dumps(wanted, indent=2) + "\n")

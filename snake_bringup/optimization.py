@@ -36,7 +36,16 @@ from snake_dynamics.floating.literal import Locomotion
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.sim.compensation import SATURATED_SHARE
 
-from .cluster import Counts, Finished, GroundPoint, Job, ProgressLine, ground_point, run_jobs
+from .cluster import (
+    Counts,
+    Finished,
+    GroundPoint,
+    Job,
+    ProgressLine,
+    another_study,
+    ground_point,
+    run_jobs,
+)
 from .errors import BringupError, UsageError
 
 if TYPE_CHECKING:
@@ -210,14 +219,12 @@ def open_study(storage: str, option: str, setup: Mapping[str, Any]) -> optuna.St
             f"{option} {storage} holds a study of format {attrs.get('format')!r}, not "
             f"{FORMAT} (another version of snake optimize): give a new storage"
         )
-    recorded = attrs.get("setup", {})
-    for name in sorted(set(recorded) | set(wanted)):
-        if recorded.get(name) != wanted.get(name):
-            raise StudyError(
-                f"{option} {storage} holds another study ({name}: {recorded.get(name)!r} "
-                f"there, {wanted.get(name)!r} here): give a new storage, or that study's "
-                "options to resume it"
-            )
+    difference = another_study(attrs.get("setup", {}), wanted)
+    if difference:
+        raise StudyError(
+            f"{option} {storage} holds another study ({difference}): give a new storage, or "
+            "that study's options to resume it"
+        )
     study.sampler = make_sampler(setup["sampler"], setup["seed"] + len(study.trials))
     return study
 

@@ -36,8 +36,8 @@ from ..optimization import (
     run_study,
     write_results,
 )
-from .options import name_values, positive
-from .sweep import DEFAULT_X, DEFAULT_Y, check_run_length
+from .options import name_values
+from .sweep import DEFAULT_X, DEFAULT_Y, check_run_length, study_options
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -185,13 +185,6 @@ def register(sub: Subparsers) -> None:
         f"{' and '.join(DEFAULT_RANGES)}; see `snake gaits`)",
     )
     p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a fixed gait parameter, repeatable",
-    )
-    p.add_argument(
         "--objective",
         choices=sorted(DIRECTIONS),
         default="speed",
@@ -210,36 +203,7 @@ def register(sub: Subparsers) -> None:
         help="the study's total trials, those already stored included (default: 50)",
     )
     p.add_argument("--seed", type=int, default=0, help="the sampler's seed (default: 0)")
-    p.add_argument(
-        "--duration", type=positive, default=4.0, help="simulated time per trial [s] (default: 4)"
-    )
-    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
-    p.add_argument(
-        "--ideal-servos",
-        action="store_true",
-        help="the joints exactly on the gait (prescribed, no servo limits) instead of the robot "
-        "file's servos",
-    )
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=0,
-        help="worker processes of the local Dask cluster, and trials in flight (default: one "
-        "per core)",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of a "
-        "local cluster",
-    )
-    p.add_argument(
-        "--connect-timeout",
-        type=positive,
-        default=10.0,
-        help="how long to try --scheduler [s] (default: 10)",
-    )
+    study_options(p, "trial")
     p.add_argument(
         "--output",
         "-o",

@@ -6,6 +6,7 @@ marked."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt_module
 import math
 import os
@@ -240,6 +241,48 @@ def run(
     return 0
 
 
+def study_options(p: argparse.ArgumentParser, per: str) -> None:
+    """What ``snake sweep`` and ``snake optimize`` share: ``--set``, ``--duration``, ``--dt``
+    and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler`` and
+    ``--connect-timeout`` (the Dask cluster it runs on)."""
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a fixed gait parameter, repeatable",
+    )
+    p.add_argument(
+        "--duration", type=positive, default=4.0, help=f"simulated time per {per} [s] (default: 4)"
+    )
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument(
+        "--ideal-servos",
+        action="store_true",
+        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        help=f"worker processes of the local Dask cluster, a {per} at a time each (default: one "
+        "per core)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of a "
+        "local cluster",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=positive,
+        default=10.0,
+        help="how long to try --scheduler [s] (default: 10)",
+    )
+
+
 def register(sub: Subparsers) -> None:
     """Add ``snake sweep`` to the ``snake`` command."""
     p = sub.add_parser(
@@ -263,41 +306,7 @@ def register(sub: Subparsers) -> None:
         metavar="NAME=LOW:HIGH[:COUNT]",
         help=f"second swept parameter (default: {DEFAULT_Y})",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a fixed gait parameter, repeatable",
-    )
-    p.add_argument(
-        "--duration", type=positive, default=4.0, help="simulated time per point [s] (default: 4)"
-    )
-    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
-    p.add_argument(
-        "--ideal-servos",
-        action="store_true",
-        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
-    )
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=0,
-        help="worker processes of the local Dask cluster (default: one per core)",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of a "
-        "local cluster",
-    )
-    p.add_argument(
-        "--connect-timeout",
-        type=positive,
-        default=10.0,
-        help="how long to try --scheduler [s] (default: 10)",
-    )
+    study_options(p, "point")
     p.add_argument(
         "--output",
         "-o",
