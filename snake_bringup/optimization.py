@@ -207,12 +207,18 @@ def open_study(storage: str, option: str, setup: Mapping[str, Any]) -> optuna.St
         study = optuna.load_study(storage=rdb, study_name=STUDY_NAME)
     except OperationalError as exc:
         reason = str(exc.orig) if exc.orig is not None else type(exc).__name__
+        held = " (another snake optimize, or another program, holds it): wait for it, or give "
         raise StudyError(
-            f"{option} {storage}: {reason} (another snake optimize, or another program, holds "
-            "it): wait for it, or give another storage"
+            f"{option} {storage}: {reason}"
+            + (held + "another storage" if "locked" in reason else "")
         ) from None
     except (RuntimeError, SQLAlchemyError) as exc:  # Optuna's schema check raises RuntimeError
         raise StudyError(f"{option} {storage}: {str(exc).splitlines()[0]}") from None
+    except ImportError as exc:  # the URL's database driver (e.g. psycopg) is not installed
+        cause = exc.__cause__ or exc
+        raise StudyError(
+            f"{option} {storage}: {cause}; install that database's SQLAlchemy driver"
+        ) from None
     attrs = study.user_attrs
     if attrs.get("format") != FORMAT:
         raise StudyError(

@@ -335,3 +335,17 @@ def test_the_penalty_is_free_up_to_check_crawls_share_then_e_per_share() -> None
     )
     assert point.saturated is None
     assert objective_value("cot", point) == point.travel.cost_of_transport
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:////nonexistent/folder/study.db", "unable to open database file"),
+        ("nodb://host/study", "Can't load plugin: sqlalchemy.dialects:nodb"),
+    ],
+)
+def test_a_storage_it_cannot_open_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str, expected: str
+) -> None:
+    message = refused(capsys, *SHORT, "--storage", url, "-o", str(tmp_path / "out"))
+    assert message == f"--storage {url}: {expected}"
