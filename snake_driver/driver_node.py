@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
@@ -55,12 +56,14 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
 from snake_ros.common import (
+    PUBLISHER_QOS,
     declare_bool,
     declare_float,
     declare_int,
     declare_robot_config,
     declare_string,
     run,
+    stream_qos,
 )
 from snake_ros.paths import robot_config
 
@@ -120,6 +123,15 @@ class DriverNode(Node):
             "refuse commands stamped more than this before now, or after now [s] (a zero "
             "stamp counts as now)",
         )
+        self.command_timeout = declare_float(
+            self,
+            "command_timeout",
+            0.3,
+            0.01,
+            3600.0,
+            "no valid command for this long (host time): send no targets, so the firmware's "
+            "watchdog trips (hold or limp) instead of the robot holding stale commands [s]",
+        )
         publish_clock = declare_bool(
             self,
             "publish_clock",
@@ -150,6 +162,7 @@ class DriverNode(Node):
         self.robot_clock = RobotClock(period_ms * 1e-3) if publish_clock else None
         self._clock_ns = 0  # the last /clock published [ns]
         self.targets: dict[str, float] | None = None
+        self._commanded_at = -math.inf  # time.monotonic() of the newest valid command
         self.rejected = 0
         self.stale = 0
         self.clamped = 0
@@ -159,10 +172,13 @@ class DriverNode(Node):
 
         # relative names (the graphs run the node in the root namespace); /diagnostics is
         # the one topic every diagnostics tool reads
-        self.pub_state = self.create_publisher(JointState, "measured/joint_states", 10)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.pub_clock = self.create_publisher(Clock, "/clock", 10) if publish_clock else None
-        self.create_subscription(JointState, "joint_commands", self.on_command, 10)
+        # (docs/ros.md, "QoS"): commands best effort, the newest supersedes a lost one
+        self.pub_state = self.create_publisher(JointState, "measured/joint_states", PUBLISHER_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", PUBLISHER_QOS)
+        self.pub_clock = (
+            self.create_publisher(Clock, "/clock", PUBLISHER_QOS) if publish_clock else None
+        )
+        self.create_subscription(JointState, "joint_commands", self.on_command, stream_qos())
         self.create_service(Trigger, "~/estop", self.on_estop)
         self.create_service(SetBool, "~/enable", self.on_enable)
         self.create_timer(0.004, self.on_poll)
@@ -240,9 +256,14 @@ class DriverNode(Node):
             )
             return
         self.targets = {**(self.targets or {}), **dict(zip(msg.name, msg.position, strict=True))}
+        self._commanded_at = time.monotonic()
 
     def on_send(self) -> None:
+        """Send the newest targets, unless the commands stopped (``command_timeout``: e.g. the
+        station's link is down): then nothing, and the firmware's watchdog trips."""
         if self.targets is None or not self.link.connected:
+            return
+        if time.monotonic() - self._commanded_at > self.command_timeout:
             return
         duration = self.command_period_ms if self.interpolate else 0
         clamped, events = self.link.send_targets(self.targets, duration)

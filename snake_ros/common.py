@@ -20,6 +20,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
 from snake_dynamics.errors import SnakeError
@@ -34,6 +35,32 @@ WAKE_S = 0.1
 ACK_TIMEOUT_S = 0.5
 #: Period of each node's input status on /diagnostics [s].
 DIAGNOSTICS_PERIOD_S = 1.0
+
+# QoS for a lossy link (docs/ros.md, "QoS"). Publishers offer reliable keep-last, so every
+# subscriber matches (a reliable one, e.g. `ros2 topic echo` or a recorder, is repaired within
+# the publisher's last 10 messages; keep-last never blocks the publisher). A subscriber that
+# wants the newest sample, not every one, asks for best effort: DDS then sends it each sample
+# once, with no repair and no head-of-line blocking behind a lost one.
+
+#: Every publisher of the graph: reliable, volatile, keep last 10.
+PUBLISHER_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+
+def stream_qos(depth: int = 10) -> QoSProfile:
+    """A subscription to a stream whose newest sample supersedes the rest (joint commands and
+    states, poses, /clock): best effort, volatile, keep last ``depth``; it matches reliable and
+    best-effort publishers alike."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
 
 
 def flush_publishers(publishers: Iterable[Publisher[Any]]) -> None:

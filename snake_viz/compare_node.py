@@ -78,6 +78,7 @@ from snake_ros.common import (
     declare_string,
     run,
     stamp_problem,
+    stream_qos,
 )
 from snake_ros.paths import robot_config, state_dir
 
@@ -205,17 +206,18 @@ class CompareNode(Node):
         self.pub_error = self.create_publisher(JointState, "compare/error", 10)
         self.pub_markers = self.create_publisher(MarkerArray, "compare/markers", 10)
         self.pub_path_error = self.create_publisher(Float64, "compare/path_error", 10)
-        # deep queues: writing a report blocks the executor for a second or two
+        # deep queues: writing a report blocks the executor for a second or two; the robot's
+        # streams best effort: they may come over a lossy link (docs/ros.md, "QoS")
         sim, measured = SIM_TOPIC.lstrip("/"), MEASURED_TOPIC.lstrip("/")
         self.sub_sim = self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
         self.sub_measured = self.create_subscription(
-            JointState, measured, self.on_measured, QUEUE_DEPTH
+            JointState, measured, self.on_measured, stream_qos(QUEUE_DEPTH)
         )
         self.sub_odom = self.create_subscription(
             Odometry, ODOM_TOPIC.lstrip("/"), self.on_odom, QUEUE_DEPTH
         )
         self.sub_pose = self.create_subscription(
-            PoseStamped, POSE_TOPIC.lstrip("/"), self.on_pose, QUEUE_DEPTH
+            PoseStamped, POSE_TOPIC.lstrip("/"), self.on_pose, stream_qos(QUEUE_DEPTH)
         )
         self.create_service(Trigger, "~/report", self.on_report)
         self.create_timer(1.0 / error_rate, self.on_error_timer)

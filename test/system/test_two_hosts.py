@@ -1,0 +1,447 @@
+"""The robot and the workstation as two hosts over a Wi-Fi-like link (tools/wifi_link.py).
+
+One bring-up for the module: two network namespaces joined through the user-space forwarder
+(5-30 ms, 2 % loss, 0.2 bursts/s of 100 ms, 1 % reordered, seeded). The robot namespace runs
+``snake hardware --emulate --role robot`` (driver_node and the real firmware in simavr, over
+its pty); the station namespace runs ``snake hardware --emulate --role station`` (gait_node on
+the robot's /clock, the robot description), ``snake record`` and a listener: this file run as
+a script (``python test_two_hosts.py station``), which prints what it receives as JSON lines
+and calls the driver's services when told on its stdin. Its test order is the story: the
+graph finds itself, the measured joints cross, an e-stop crosses, an outage trips the
+firmware's watchdog and the graph resumes, the bag holds what arrived, the driver lost
+nothing. The figures (discovery, e-stop latency) are printed, never asserted beyond a
+generous deadline.
+
+The driver's own link to the MCU is the emulator's pty, not impaired: ``snake hardware
+--emulate`` has no hook to put a ``Relay`` between the driver and the emulated bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The link: Wi-Fi-like, seeded (docs/two-hosts.md, "The link model").
+LOSS, BURST_RATE, BURST_MS, REORDER = 0.02, 0.2, 100.0, 0.01
+#: The share of frames a best-effort reader can miss: loss, bursts, and reordered frames
+#: (a best-effort reader drops a sample older than one it already has).
+MISSED = LOSS + BURST_RATE * BURST_MS * 1e-3 + REORDER
+OUTAGE_S = 3.0
+DRIVER_STATUS = "mfm_snake driver: link"
+#: Generous deadlines [s]: conditions are waited for, never timed.
+START_S, WAIT_S = 90.0, 30.0
+
+
+# ---------------------------------------------------------------------- the station's listener
+def station_listener() -> int:
+    """Run in the station namespace: print every /measured/joint_states (stamp, arrival on
+    CLOCK_MONOTONIC, joint 2), the driver's diagnostics and the first /clock as JSON lines;
+    ``estop`` or ``enable`` on stdin calls the driver's service and prints the answer with
+    the call's start and end. Ends when stdin closes."""
+    started = time.monotonic()  # discovery is timed from here
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import SetBool, Trigger
+
+    from snake_ros.common import stream_qos
+
+    lock = threading.Lock()
+
+    def emit(record: dict[str, Any]) -> None:
+        with lock:
+            print(json.dumps(record), flush=True)
+
+    def on_state(msg: JointState) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        emit({"m": stamp, "t": time.monotonic(), "q": msg.position[1]})
+
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name == DRIVER_STATUS:
+                values = {kv.key: kv.value for kv in status.values}
+                emit({"diag": values, "t": time.monotonic(), "message": status.message})
+
+    first_clock: list[float] = []
+
+    def on_clock(msg: Clock) -> None:
+        if not first_clock:
+            first_clock.append(time.monotonic())
+            emit({"clock": msg.clock.sec + msg.clock.nanosec * 1e-9, "t": first_clock[0]})
+
+    rclpy.init()
+    node = rclpy.create_node("two_hosts_listener")
+    node.create_subscription(JointState, "/measured/joint_states", on_state, stream_qos(1000))
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    node.create_subscription(Clock, "/clock", on_clock, stream_qos(1))
+    clients = {
+        "estop": (node.create_client(Trigger, "/driver_node/estop"), Trigger.Request()),
+        "enable": (node.create_client(SetBool, "/driver_node/enable"), SetBool.Request(data=True)),
+    }
+    asked: list[str] = []
+    threading.Thread(target=lambda: asked.extend(s.strip() for s in sys.stdin), daemon=True).start()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    emit({"ready": started, "t": time.monotonic()})
+    pending: list[tuple[str, float, Any]] = []
+    try:
+        while True:
+            executor.spin_once(timeout_sec=0.01)
+            while asked:
+                what = asked.pop(0)
+                client, request = clients[what]
+                pending.append((what, time.monotonic(), client.call_async(request)))
+            for call in [p for p in pending if p[2].done()]:
+                pending.remove(call)
+                what, start, future = call
+                answer = future.result()
+                emit(
+                    {
+                        what: {"success": answer.success, "message": answer.message},
+                        "start": start,
+                        "t": time.monotonic(),
+                    }
+                )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(station_listener() if sys.argv[1:] == ["station"] else 2)
+
+
+# ---------------------------------------------------------------------- the tests
+import importlib  # noqa: E402
+import itertools  # noqa: E402
+
+import pytest  # noqa: E402
+
+pytest.importorskip("rclpy")
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.simavr,
+    pytest.mark.skipif(not shutil.which("avr-gcc"), reason="needs gcc-avr (the firmware)"),
+]
+
+
+def _wifi_link() -> Any:
+    tools = str(ROOT / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module("wifi_link")
+
+
+def until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``condition`` until truthy (returned), or fail after ``timeout`` [s]."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+@dataclass
+class Listener:
+    """What the station's listener printed, as it arrives."""
+
+    proc: subprocess.Popen[str]
+    measured: list[tuple[float, float, float]] = field(default_factory=list)  # stamp, t, q
+    diagnostics: list[tuple[float, dict[str, str]]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # ready, clock, answers
+
+    def read(self, stream: IO[str]) -> None:
+        for line in stream:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a log line
+            if "m" in record:
+                self.measured.append((record["m"], record["t"], record["q"]))
+            elif "diag" in record:
+                self.diagnostics.append((record["t"], record["diag"]))
+            else:
+                self.events.append(record)
+
+    def event(self, key: str, after: float = 0.0) -> dict[str, Any] | None:
+        return next((e for e in self.events if key in e and e["t"] >= after), None)
+
+    def ask(self, what: str) -> dict[str, Any]:
+        start = time.monotonic()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(what + "\n")
+        self.proc.stdin.flush()
+        return until(lambda: self.event(what, start), WAIT_S, f"the answer of ~/{what}")
+
+    def diagnostics_after(self, t: float) -> list[dict[str, str]]:
+        return [values for when, values in self.diagnostics if when > t]
+
+
+@dataclass
+class TwoHosts:
+    link: Any
+    robot: subprocess.Popen[str]
+    station: subprocess.Popen[str]
+    recorder: subprocess.Popen[str]
+    listener: Listener
+    out: Path
+    discovery_s: float
+
+
+def children(pid: int) -> set[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), [pid]
+    while todo:
+        pid = todo.pop()
+        kids = [p for p, parent in parents.items() if parent == pid]
+        found.update(kids)
+        todo.extend(kids)
+    return found
+
+
+@pytest.fixture(scope="module")
+def hosts(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.skip("two hosts need network namespaces: run as root with iproute2 (`ip netns`)")
+    snake = Path(sys.executable).parent / "snake"
+    if not snake.exists():
+        pytest.skip("the package is not installed in this environment (make test installs it)")
+    wl = _wifi_link()
+    out = tmp_path_factory.mktemp("two_hosts")
+    impairment = wl.Impairment(
+        delay_ms=(5, 30),
+        loss=LOSS,
+        burst_rate=BURST_RATE,
+        burst_ms=BURST_MS,
+        reorder=REORDER,
+        seed=21,
+    )
+    base = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(ros_domain),
+        "AMENT_PREFIX_PATH": sys.prefix,
+        "ROS_LOG_DIR": str(out / "ros_log"),
+        # UDP only: the namespaces share /dev/shm, and shared memory would bypass the link
+        "FASTDDS_BUILTIN_TRANSPORTS": "UDPv4",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+    def start(link: Any, host: str, argv: list[str], log: str | None, **kw: Any) -> Any:
+        if log is not None:
+            kw["stdout"] = (out / log).open("w")
+        return link.popen(
+            host, argv, env=link.ros_env(host, base), stderr=subprocess.STDOUT, text=True, **kw
+        )
+
+    hardware = [str(snake), "hardware", "--emulate", "--no-rviz", "-q"]
+    with wl.WifiLink(None, impairment) as link:
+        robot = start(
+            link,
+            "robot",
+            [*hardware, "--role", "robot", "-o", str(out / "robot")],
+            "robot.out",
+        )
+        until(
+            lambda: "connected to" in driver_log(out) or robot.poll() is not None,
+            START_S,
+            "the robot's driver to connect to the emulated firmware",
+        )
+        assert robot.poll() is None, (out / "robot.out").read_text()
+        station = start(
+            link,
+            "station",
+            [*hardware, "--role", "station", "--gait", "serpenoid", "-o", str(out / "station")],
+            "station.out",
+        )
+        recorder = start(
+            link,
+            "station",
+            [str(snake), "record", "-o", str(out / "bag"), "/measured/joint_states"],
+            "record.out",
+        )
+        proc = start(
+            link,
+            "station",
+            [sys.executable, __file__, "station"],
+            None,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        listener = Listener(proc)
+        threading.Thread(target=listener.read, args=(proc.stdout,), daemon=True).start()
+        ready = until(lambda: listener.event("ready"), START_S, "the listener")["ready"]
+        first = until(lambda: listener.measured, START_S, "measured joints at the station")
+        hosts = TwoHosts(link, robot, station, recorder, listener, out, first[0][1] - ready)
+        try:
+            yield hosts
+        finally:
+            for p in (proc, recorder, station, robot):
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            for p in (proc, recorder, station, robot):
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    assert link.prefix not in left.stdout
+
+
+def driver_log(out: Path) -> str:
+    return "".join(p.read_text() for p in (out / "robot").glob("driver_node*.log"))
+
+
+def stamps_strictly_increase(stamps: list[float]) -> bool:
+    return all(b > a for a, b in itertools.pairwise(stamps))
+
+
+def telemetry_hz(hosts: TwoHosts) -> float:
+    values = until(
+        lambda: [v for _, v in hosts.listener.diagnostics if v.get("expected_telemetry_hz")],
+        WAIT_S,
+        "the driver's diagnostics at the station",
+    )
+    return float(values[-1]["expected_telemetry_hz"])
+
+
+def moving(hosts: TwoHosts, after: float) -> bool:
+    """Joint 2 moved by more than 0.05 rad in the states that arrived after ``after``."""
+    q = [q for _, t, q in hosts.listener.measured if t > after]
+    return len(q) > 10 and max(q) - min(q) > 0.05
+
+
+def test_the_graph_discovers_itself_across_the_link(hosts: TwoHosts) -> None:
+    """The station hears the robot (its measured joints, its /clock), and the robot hears
+    the station: gait_node's commands, on the robot's clock, move the joints."""
+    print(f"discovery: first measured state {hosts.discovery_s:.2f} s after the listener started")
+    assert hosts.listener.event("clock"), "no /clock from the robot at the station"
+    until(lambda: moving(hosts, 0.0), WAIT_S, "the joints to follow the station's gait")
+
+
+def test_measured_joint_states_arrive_at_the_telemetry_rate_less_the_loss(
+    hosts: TwoHosts,
+) -> None:
+    hz = telemetry_hz(hosts)
+    start = time.monotonic()
+    until(
+        lambda: sum(t > start for _, t, _ in hosts.listener.measured) >= 5 * hz,
+        WAIT_S,
+        "5 s of measured joints",
+    )
+    window = [s for s, t, _ in hosts.listener.measured if t > start]
+    assert stamps_strictly_increase(window), "a duplicated or reordered state"
+    expected = (window[-1] - window[0]) * hz + 1  # the robot's clock: the MCU's reports
+    print(f"measured: {len(window)} of {expected:.0f} ({1 - len(window) / expected:.1%} missed)")
+    assert (1 - 3 * MISSED) * expected <= len(window) <= expected + 1
+
+
+def test_an_estop_from_the_station_reaches_the_mcu(hosts: TwoHosts) -> None:
+    answer = hosts.listener.ask("estop")
+    assert answer["estop"]["success"], answer
+    confirmed = until(
+        lambda: [
+            (t, v)
+            for t, v in hosts.listener.diagnostics
+            if t > answer["start"]
+            and v.get("estop") == "True"
+            and v.get("estop_confirmed") == "True"
+        ],
+        WAIT_S,
+        "the firmware's e-stop flag in the driver's diagnostics",
+    )[0]
+    print(
+        f"e-stop: answered after {answer['t'] - answer['start']:.3f} s, the firmware's flag "
+        f"at the station after {confirmed[0] - answer['start']:.3f} s (diagnostics at 1 Hz)"
+    )
+    enabled = hosts.listener.ask("enable")
+    assert enabled["enable"]["success"], enabled
+    until(
+        lambda: any(
+            v.get("estop") == "False" and v.get("estop_latched") == "False"
+            for v in hosts.listener.diagnostics_after(enabled["t"])
+        ),
+        WAIT_S,
+        "the firmware re-armed",
+    )
+    until(lambda: moving(hosts, enabled["t"]), WAIT_S, "the joints to move again")
+
+
+def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> None:
+    """3 s without the link: the driver gets no commands, sends no targets, and the firmware's
+    watchdog trips (nothing moves on stale commands); afterwards the same processes carry on:
+    measured joints arrive, the driver re-arms the firmware, the joints follow the gait."""
+    processes = (hosts.robot, hosts.station, hosts.recorder, hosts.listener.proc)
+    pids = {p.pid: children(p.pid) for p in processes}
+    before = len(driver_log(hosts.out))
+    start, end = hosts.link.outage(OUTAGE_S)
+    until(lambda: time.monotonic() > end, OUTAGE_S + WAIT_S, "the outage's end")
+    inside = [t for _, t, _ in hosts.listener.measured if start + 0.1 < t < end]
+    assert not inside, f"{len(inside)} states crossed a link that was down"
+    until(
+        lambda: "the firmware reports watchdog tripped" in driver_log(hosts.out)[before:],
+        WAIT_S,
+        "the driver to find the firmware's watchdog tripped",
+    )
+    until(lambda: moving(hosts, end), WAIT_S, "the joints to follow the gait again")
+    assert all(p.poll() is None for p in processes)
+    assert {p.pid: children(p.pid) for p in processes} == pids, "a process was restarted"
+    stats = hosts.link.stats()
+    print(f"link: {stats['robot_to_station']}")
+
+
+def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
+    from snake_viz.bag import open_reader, typestore
+
+    hz = telemetry_hz(hosts)
+    hosts.recorder.send_signal(signal.SIGINT)
+    code = hosts.recorder.wait(timeout=WAIT_S)  # 130: stopped by Ctrl-C, as asked
+    assert code in (0, 130), (hosts.out / "record.out").read_text()
+    stamps = []
+    with open_reader(hosts.out / "bag") as reader:
+        for conn, _, data in reader.messages():
+            msg = typestore().deserialize_cdr(data, conn.msgtype)
+            stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+    assert stamps_strictly_increase(stamps), "the bag's stamps go back or repeat"
+    expected = (stamps[-1] - stamps[0] - OUTAGE_S) * hz
+    print(f"bag: {len(stamps)} states of {expected:.0f} outside the outage")
+    assert (1 - 3 * MISSED) * expected <= len(stamps) <= (stamps[-1] - stamps[0]) * hz + 1
+    heard = {s for s, _, _ in hosts.listener.measured if stamps[0] <= s <= stamps[-1]}
+    # the recorder's reliable subscription is repaired from the driver's last 10 states: it
+    # holds at least what the best-effort listener heard, less a burst's worth
+    assert len(heard - set(stamps)) <= 3 * MISSED * len(heard)
+
+
+def test_nothing_lost_or_duplicated_on_the_driver_s_side(hosts: TwoHosts) -> None:
+    start = time.monotonic()
+    values = until(lambda: hosts.listener.diagnostics_after(start), WAIT_S, "diagnostics")[-1]
+    counts = {
+        k: int(values[k])
+        for k in ("sequence_gaps", "replayed", "bad_crc", "mcu_resets", "reconnects")
+    }
+    assert counts == dict.fromkeys(counts, 0), values
+    assert values["connected"] == "True"
