@@ -133,6 +133,10 @@ def check_ranges(gait: str, ranges: Sequence[Range], fixed: Mapping[str, float])
                 f"--param {r.name}={r.low:g}:{r.high:g} leaves gait {gait}'s limits "
                 f"{low:g}:{high:g} {unit} (`snake gaits`): search inside them"
             )
+        if unit == "joints" and math.ceil(r.low) > math.floor(r.high):
+            raise UsageError(
+                f"--param {r.name}={r.low:g}:{r.high:g} holds no whole number of joints"
+            )
 
 
 def saturation_penalty(share: float) -> float:
@@ -278,6 +282,15 @@ def _record(
     return objective_value(objective, point)
 
 
+def _suggest(trial: optuna.Trial, searched: Range, unit: str) -> float:
+    """The trial's value of a searched parameter: a whole number for a count of joints
+    (e.g. cobra's ``head_joints``), else a float."""
+    if unit == "joints":
+        low, high = math.ceil(searched.low), math.floor(searched.high)
+        return float(trial.suggest_int(searched.name, low, high))
+    return trial.suggest_float(searched.name, searched.low, searched.high)
+
+
 @contextmanager
 def _uninterrupted() -> Iterator[None]:
     """Ctrl-C (SIGINT) held back until the block's end, then raised: the storage's
@@ -347,15 +360,14 @@ def run_study(
     failed and queued again (their parameters run first on a resume)."""
     counts = Counts(total=total, resumed=len(finished(study)))
     on_progress: Callable[[Counts], None] | None = progress
+    units = {name: spec[3] for name, spec in gait_parameters(evaluation.gait).items()}
     args = (evaluation.robot, evaluation.gait)
     rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
     while counts.done + counts.resumed + counts.failed < total:
         size = min(batch, total - counts.done - counts.resumed - counts.failed)
         with _uninterrupted():  # a trial in the storage is always one this loop tells
             trials = [study.ask() for _ in range(size)]
-            params = [
-                {r.name: t.suggest_float(r.name, r.low, r.high) for r in ranges} for t in trials
-            ]
+            params = [{r.name: _suggest(t, r, units[r.name]) for r in ranges} for t in trials]
         jobs = [
             Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
             for t, p in zip(trials, params, strict=True)
