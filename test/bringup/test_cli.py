@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from snake_bringup.cli import main
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -254,17 +256,26 @@ def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
         (["sweep", "--jobs", "-1"], "--jobs must be >= 0"),
     ],
 )
-def test_bad_arguments_give_one_line_errors_not_tracebacks(tmp_path, args, message) -> None:
-    proc = (
-        snake(*args, "-o", str(tmp_path / "x"), cwd=tmp_path)
-        if args[0] in ("simulate", "sweep")
-        else snake(*args)
-    )
-    refused_by_argparse = proc.stderr.startswith("usage: snake ")  # then status 2, else 1
-    assert proc.returncode == (2 if refused_by_argparse else 1)
-    assert message in proc.stderr
-    assert "Traceback" not in proc.stderr
-    error_lines = [line for line in proc.stderr.splitlines() if "error" in line]
+def test_bad_arguments_give_one_line_errors_not_tracebacks(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    """In this process (the console script is this ``main``; a process each cost seconds of
+    imports): exit status 2 for what argparse refuses, else 1, and one error line."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main([*args, "-o", str(tmp_path / "x")])
+    except SystemExit as exc:  # argparse's refusal
+        status = exc.code
+    err = capsys.readouterr().err
+    refused_by_argparse = err.startswith("usage: snake ")
+    assert status == (2 if refused_by_argparse else 1)
+    assert message in err
+    assert "Traceback" not in err
+    error_lines = [line for line in err.splitlines() if "error" in line]
     assert len(error_lines) == 1
 
 
