@@ -44,6 +44,37 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
     pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
+def wifi_link() -> ModuleType:
+    """tools/wifi_link.py, imported as its script runs (tools/ is not a package: its folder
+    goes on sys.path)."""
+    tools = str(Path(__file__).resolve().parents[1] / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module("wifi_link")
+
+
+def netns_unavailable() -> str | None:
+    """Why network namespaces cannot be made here (tools/wifi_link.py's two hosts), or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root (these tests run as root only)"
+    if shutil.which("ip") is None:
+        return "no `ip` command (iproute2)"
+    probe = f"wlprobe{os.getpid()}"
+    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"`ip netns add` fails here: {done.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+@pytest.fixture(scope="module")
+def netns() -> None:
+    """Skips the module's tests, with the reason, where namespaces cannot be made."""
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+
+
 def random_model(
     rng: np.random.Generator, n: int, gravity: bool = True, random_axes: bool = False
 ) -> SnakeModel:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import wait_for, wifi_link
 
 from snake_bringup.cluster import Counts, Finished, Job, run_jobs
 
@@ -271,3 +271,70 @@ def test_a_folder_of_another_sweep_is_one_line(local: Path) -> None:
         f"snake: error: --output {local} holds another study (duration_s: 4.0 there, 2.0 here)"
     )
     assert (local / "points.jsonl").read_text() == before
+
+
+#: Lists the scheduler's workers' hosts once ``count`` have joined (run on the station).
+WORKER_HOSTS = """
+import json, sys, time
+from distributed import Client
+client = Client(sys.argv[1], timeout=60)
+deadline = time.monotonic() + 120
+while len(client.scheduler_info(n_workers=-1)["workers"]) < int(sys.argv[2]):
+    assert time.monotonic() < deadline, "the workers did not join"
+    time.sleep(0.1)
+workers = client.scheduler_info(n_workers=-1)["workers"].values()
+print(json.dumps(sorted(w["host"] for w in workers)))
+"""
+
+
+def test_a_sweep_on_workers_of_two_hosts_over_a_lossy_link_equals_the_local_run(
+    local: Path, netns: None, tmp_path: Path
+) -> None:
+    """The scheduler and a worker on the station, a worker on the robot, across
+    tools/wifi_link.py's Wi-Fi-like link (5-30 ms, 2 % loss): both hosts' workers join, and
+    the sweep, run on the station, equals the local run point for point."""
+    wl = wifi_link()
+    impairment = wl.Impairment(delay_ms=(5, 30), loss=0.02, seed=5)
+    with wl.WifiLink(None, impairment) as link:
+        scheduler = f"tcp://{link.address('station')}:8786"
+        dask = [sys.executable, "-m", "dask"]
+        quiet = {"cwd": tempfile.gettempdir(), "env": ENV, "stderr": subprocess.DEVNULL}
+        station = ("--host", link.address("station"))
+        link.popen(
+            "station",
+            [*dask, "scheduler", *station, "--port", "8786", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            **quiet,
+        )
+        for host in ("robot", "station"):
+            worker = ("--nthreads", "1", "--no-nanny", "--no-dashboard")
+            where = ("--host", link.address(host))
+            link.popen(
+                host,
+                [*dask, "worker", scheduler, *worker, *where],
+                stdout=subprocess.DEVNULL,
+                **quiet,
+            )
+        joined = link.popen(
+            "station",
+            [sys.executable, "-c", WORKER_HOSTS, scheduler, "2"],
+            stdout=subprocess.PIPE,
+            text=True,
+            **quiet,
+        )
+        out, _ = joined.communicate(timeout=300)
+        assert joined.returncode == 0
+        assert json.loads(out) == sorted([link.address("robot"), link.address("station")])
+        sweep = link.popen(
+            "station",
+            snake_command("--scheduler", scheduler, "-o", str(tmp_path)),
+            cwd=ROOT,
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _, err = sweep.communicate(timeout=300)
+        assert sweep.returncode == 0, err
+    assert len(records(tmp_path)) == POINTS
+    assert_same_points(tmp_path, local)
