@@ -10,37 +10,25 @@ and `ip netns list` for the teardown. No wall-clock upper bound is asserted anyw
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
 import selectors
-import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import wait_for, wifi_link
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("udp_probe.py")
 
 
-def _load_tool() -> ModuleType:
-    """tools/wifi_link.py (tools/ is not a package: its folder goes on sys.path, as when the
-    script runs)."""
-    tools = str(ROOT / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    return importlib.import_module("wifi_link")
-
-
-wl = _load_tool()
+wl = wifi_link()
 Impairment, Channel, LinkError = wl.Impairment, wl.Channel, wl.LinkError
 
 
@@ -361,27 +349,6 @@ def test_ros_env_points_each_side_at_the_other() -> None:
 
 
 # ---------------------------------------------------------------------- two namespaces
-def netns_unavailable() -> str | None:
-    """Why the namespace tests cannot run here, or None."""
-    if os.geteuid() != 0:
-        return "network namespaces need root (these tests run as root only)"
-    if shutil.which("ip") is None:
-        return "no `ip` command (iproute2)"
-    probe = f"wlprobe{os.getpid()}"
-    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if done.returncode != 0:
-        return f"`ip netns add` fails here: {done.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None
-
-
-@pytest.fixture(scope="module")
-def netns() -> None:
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-
-
 def our_namespaces(prefix: str) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix + "-")]
