@@ -104,6 +104,11 @@ ROLES = ("both", "robot", "station")
 #: the emulated pose sensor, whose readings come from the emulated plant on that host.
 ROBOT_EXECUTABLES = frozenset({"driver_node", "pose_sensor_node"})
 
+#: driver_node's ``command_timeout`` in the hardware graph [s]: commands silent this long (the
+#: station's link lost, gait_node stopped) and the driver sends the MCU no more targets, so the
+#: firmware's watchdog trips (500 ms later) instead of the robot holding stale commands.
+DRIVER_COMMAND_TIMEOUT_S = 0.5
+
 #: The values a boolean launch argument takes (``launch``'s own conditions accept them all).
 BOOLEAN = ("true", "false", "True", "False", "1", "0")
 
@@ -347,7 +352,12 @@ def hardware_graph(
     config, urdf, floating = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time or robot_clock}
     robot_params = {**common, "robot_config": str(config)}
-    link: dict[str, Any] = {"transport": transport, "port": port, "host": host}
+    link: dict[str, Any] = {
+        "transport": transport,
+        "port": port,
+        "host": host,
+        "command_timeout": DRIVER_COMMAND_TIMEOUT_S,
+    }
     if robot_clock:  # the driver keeps the host's clock and publishes the robot's
         link |= {"use_sim_time": False, "publish_clock": True}
     if auth_key.strip():

@@ -126,11 +126,12 @@ class DriverNode(Node):
         self.command_timeout = declare_float(
             self,
             "command_timeout",
-            0.3,
-            0.01,
+            0.0,
+            0.0,
             3600.0,
             "no valid command for this long (host time): send no targets, so the firmware's "
-            "watchdog trips (hold or limp) instead of the robot holding stale commands [s]",
+            "watchdog trips (hold or limp) instead of the robot holding stale commands; 0: "
+            "send the newest targets however old (the hardware graph sets it) [s]",
         )
         publish_clock = declare_bool(
             self,
@@ -263,7 +264,7 @@ class DriverNode(Node):
         station's link is down): then nothing, and the firmware's watchdog trips."""
         if self.targets is None or not self.link.connected:
             return
-        if time.monotonic() - self._commanded_at > self.command_timeout:
+        if self.command_timeout and time.monotonic() - self._commanded_at > self.command_timeout:
             return
         duration = self.command_period_ms if self.interpolate else 0
         clamped, events = self.link.send_targets(self.targets, duration)

@@ -18,6 +18,7 @@ import yaml
 
 from snake_bringup.emulator import Endpoint
 from snake_bringup.graph import (
+    DRIVER_COMMAND_TIMEOUT_S,
     HARDWARE_ARGUMENTS,
     ROLES,
     SIMULATION_ARGUMENTS,
@@ -355,6 +356,8 @@ def test_the_robot_s_host_runs_the_driver_and_the_station_the_rest() -> None:
     assert {s.executable for s in station} >= {"gait_node", "dynamics_node", "compare_node"}
     assert sorted(robot + station, key=whole.index) == list(whole)
     assert not {s.full_name for s in robot} & {s.full_name for s in station}
+    # commands silent (a lost link): the driver stops sending targets, the watchdog trips
+    assert robot[0].parameters[-1]["command_timeout"] == DRIVER_COMMAND_TIMEOUT_S  # type: ignore[index]
     for spec in station:
         params = {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
         assert params.get("use_sim_time") is True, spec.full_name

@@ -47,8 +47,8 @@ START_S, WAIT_S = 90.0, 30.0
 def station_listener() -> int:
     """Run in the station namespace: print every /measured/joint_states (stamp, arrival on
     CLOCK_MONOTONIC, joint 2), the driver's diagnostics and the first /clock as JSON lines;
-    ``estop`` or ``enable`` on stdin calls the driver's service and prints the answer with
-    the call's start and end. Ends when stdin closes."""
+    ``estop`` or ``enable`` on stdin calls the driver's service (once it is discovered) and
+    prints the answer with the call's start and end. Ends when stdin closes."""
     started = time.monotonic()  # discovery is timed from here
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
@@ -100,10 +100,10 @@ def station_listener() -> int:
     try:
         while True:
             executor.spin_once(timeout_sec=0.01)
-            while asked:
-                what = asked.pop(0)
-                client, request = clients[what]
-                pending.append((what, time.monotonic(), client.call_async(request)))
+            # a call waits until the service is discovered: its time is the call's alone
+            while asked and clients[asked[0]][0].service_is_ready():
+                client, request = clients[asked[0]]
+                pending.append((asked.pop(0), time.monotonic(), client.call_async(request)))
             for call in [p for p in pending if p[2].done()]:
                 pending.remove(call)
                 what, start, future = call
