@@ -3,17 +3,17 @@
 One bring-up for the module: two network namespaces joined through the user-space forwarder
 (5-30 ms, 2 % loss, 0.2 bursts/s of 100 ms, 1 % reordered, seeded). The robot namespace runs
 ``snake hardware --emulate --role robot`` (driver_node and the real firmware in simavr, over
-its pty); the station namespace runs ``snake hardware --emulate --role station`` (gait_node on
-the robot's /clock, the robot description), ``snake record`` and a listener: this file run as
-a script (``python test_two_hosts.py station``), which prints what it receives as JSON lines
-and calls the driver's services when told on its stdin. Its test order is the story: the
-graph finds itself, the measured joints cross, an e-stop crosses, an outage trips the
-firmware's watchdog and the graph resumes, the bag holds what arrived, the driver lost
-nothing. The figures (discovery, e-stop latency) are printed, never asserted beyond a
+its pty); the station namespace runs ``snake hardware --emulate --role station --dynamics``
+(gait_node, dynamics_node and compare_node on the robot's /clock), ``snake record`` and a
+listener: this file run as ``python test_two_hosts.py station``, which prints what it
+receives as JSON lines and calls the driver's services when told on its stdin. Its test
+order is the story: the graph finds itself, the measured joints cross, an e-stop crosses, an
+outage trips the firmware's watchdog and the graph resumes, the bag holds what arrived, the
+driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted beyond a
 generous deadline.
 
-The driver's own link to the MCU is the emulator's pty, not impaired: ``snake hardware
---emulate`` has no hook to put a ``Relay`` between the driver and the emulated bridge.
+The driver's own link to the MCU is the emulator's pty, not impaired (docs/two-hosts.md says
+why: the emulated UDP bridge splits frames over many datagrams).
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ def station_listener() -> int:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         emit({"m": stamp, "t": time.monotonic(), "q": msg.position[1]})
 
+    def on_prediction(msg: JointState) -> None:
+        emit({"s": msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, "t": time.monotonic()})
+
     def on_diagnostics(msg: DiagnosticArray) -> None:
         for status in msg.status:
             if status.name == DRIVER_STATUS:
@@ -85,6 +88,7 @@ def station_listener() -> int:
     rclpy.init()
     node = rclpy.create_node("two_hosts_listener")
     node.create_subscription(JointState, "/measured/joint_states", on_state, stream_qos(1000))
+    node.create_subscription(JointState, "/sim/joint_states", on_prediction, 100)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     node.create_subscription(Clock, "/clock", on_clock, stream_qos(1))
     clients = {
@@ -165,6 +169,7 @@ class Listener:
 
     proc: subprocess.Popen[str]
     measured: list[tuple[float, float, float]] = field(default_factory=list)  # stamp, t, q
+    predicted: list[float] = field(default_factory=list)  # /sim/joint_states stamps
     diagnostics: list[tuple[float, dict[str, str]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # ready, clock, answers
 
@@ -176,6 +181,8 @@ class Listener:
                 continue  # a log line
             if "m" in record:
                 self.measured.append((record["m"], record["t"], record["q"]))
+            elif "s" in record:
+                self.predicted.append(record["s"])
             elif "diag" in record:
                 self.diagnostics.append((record["t"], record["diag"]))
             else:
@@ -275,7 +282,16 @@ def hosts(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         station = start(
             link,
             "station",
-            [*hardware, "--role", "station", "--gait", "serpenoid", "-o", str(out / "station")],
+            [
+                *hardware,
+                "--role",
+                "station",
+                "--gait",
+                "serpenoid",
+                "--dynamics",
+                "-o",
+                str(out / "station"),
+            ],
             "station.out",
         )
         recorder = start(
@@ -337,10 +353,15 @@ def moving(hosts: TwoHosts, after: float) -> bool:
 
 def test_the_graph_discovers_itself_across_the_link(hosts: TwoHosts) -> None:
     """The station hears the robot (its measured joints, its /clock), and the robot hears
-    the station: gait_node's commands, on the robot's clock, move the joints."""
+    the station: gait_node's commands, on the robot's clock, move the joints; the prediction
+    runs on the station on the robot's clock (its stamps within the measured states')."""
     print(f"discovery: first measured state {hosts.discovery_s:.2f} s after the listener started")
     assert hosts.listener.event("clock"), "no /clock from the robot at the station"
     until(lambda: moving(hosts, 0.0), WAIT_S, "the joints to follow the station's gait")
+    until(lambda: len(hosts.listener.predicted) > 50, WAIT_S, "the station's prediction")
+    predicted, measured = hosts.listener.predicted, [m[0] for m in hosts.listener.measured]
+    assert stamps_strictly_increase(predicted)
+    assert measured[0] - 1.0 < predicted[0] and predicted[-1] < measured[-1] + 1.0
 
 
 def test_measured_joint_states_arrive_at_the_telemetry_rate_less_the_loss(
