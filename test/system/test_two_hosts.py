@@ -91,7 +91,7 @@ def station_listener() -> int:
     node.create_subscription(JointState, "/sim/joint_states", on_prediction, 100)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     node.create_subscription(Clock, "/clock", on_clock, stream_qos(1))
-    clients = {
+    clients: dict[str, tuple[Any, Any]] = {
         "estop": (node.create_client(Trigger, "/driver_node/estop"), Trigger.Request()),
         "enable": (node.create_client(SetBool, "/driver_node/enable"), SetBool.Request(data=True)),
     }
@@ -445,7 +445,7 @@ def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
     stamps = []
     with open_reader(hosts.out / "bag") as reader:
         for conn, _, data in reader.messages():
-            msg = typestore().deserialize_cdr(data, conn.msgtype)
+            msg: Any = typestore().deserialize_cdr(data, conn.msgtype)
             stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
     assert stamps_strictly_increase(stamps), "the bag's stamps go back or repeat"
     expected = (stamps[-1] - stamps[0] - OUTAGE_S) * hz
