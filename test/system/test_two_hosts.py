@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -133,10 +133,10 @@ if __name__ == "__main__":
 
 
 # ---------------------------------------------------------------------- the tests
-import importlib  # noqa: E402
 import itertools  # noqa: E402
 
 import pytest  # noqa: E402
+from conftest import wait_for, wifi_link  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytestmark = [
@@ -144,23 +144,6 @@ pytestmark = [
     pytest.mark.simavr,
     pytest.mark.skipif(not shutil.which("avr-gcc"), reason="needs gcc-avr (the firmware)"),
 ]
-
-
-def _wifi_link() -> Any:
-    tools = str(ROOT / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    return importlib.import_module("wifi_link")
-
-
-def until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until truthy (returned), or fail after ``timeout`` [s]."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
 
 
 @dataclass
@@ -196,7 +179,7 @@ class Listener:
         assert self.proc.stdin is not None
         self.proc.stdin.write(what + "\n")
         self.proc.stdin.flush()
-        return until(lambda: self.event(what, start), WAIT_S, f"the answer of ~/{what}")
+        return wait_for(lambda: self.event(what, start), WAIT_S, f"the answer of ~/{what}")
 
     def diagnostics_after(self, t: float) -> list[dict[str, str]]:
         return [values for when, values in self.diagnostics if when > t]
@@ -232,13 +215,13 @@ def children(pid: int) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def hosts(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
-    if os.geteuid() != 0 or not shutil.which("ip"):
-        pytest.skip("two hosts need network namespaces: run as root with iproute2 (`ip netns`)")
+def hosts(
+    ros_domain: int, netns: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TwoHosts]:
     snake = Path(sys.executable).parent / "snake"
     if not snake.exists():
         pytest.skip("the package is not installed in this environment (make test installs it)")
-    wl = _wifi_link()
+    wl = wifi_link()
     out = tmp_path_factory.mktemp("two_hosts")
     impairment = wl.Impairment(
         delay_ms=(5, 30),
@@ -273,7 +256,7 @@ def hosts(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             [*hardware, "--role", "robot", "-o", str(out / "robot")],
             "robot.out",
         )
-        until(
+        wait_for(
             lambda: "connected to" in driver_log(out) or robot.poll() is not None,
             START_S,
             "the robot's driver to connect to the emulated firmware",
@@ -310,8 +293,8 @@ def hosts(ros_domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         )
         listener = Listener(proc)
         threading.Thread(target=listener.read, args=(proc.stdout,), daemon=True).start()
-        ready = until(lambda: listener.event("ready"), START_S, "the listener")["ready"]
-        first = until(lambda: listener.measured, START_S, "measured joints at the station")
+        ready = wait_for(lambda: listener.event("ready"), START_S, "the listener")["ready"]
+        first = wait_for(lambda: listener.measured, START_S, "measured joints at the station")
         hosts = TwoHosts(link, robot, station, recorder, listener, out, first[0][1] - ready)
         try:
             yield hosts
@@ -337,7 +320,7 @@ def stamps_strictly_increase(stamps: list[float]) -> bool:
 
 
 def telemetry_hz(hosts: TwoHosts) -> float:
-    values = until(
+    values = wait_for(
         lambda: [v for _, v in hosts.listener.diagnostics if v.get("expected_telemetry_hz")],
         WAIT_S,
         "the driver's diagnostics at the station",
@@ -357,8 +340,8 @@ def test_the_graph_discovers_itself_across_the_link(hosts: TwoHosts) -> None:
     runs on the station on the robot's clock (its stamps within the measured states')."""
     print(f"discovery: first measured state {hosts.discovery_s:.2f} s after the listener started")
     assert hosts.listener.event("clock"), "no /clock from the robot at the station"
-    until(lambda: moving(hosts, 0.0), WAIT_S, "the joints to follow the station's gait")
-    until(lambda: len(hosts.listener.predicted) > 50, WAIT_S, "the station's prediction")
+    wait_for(lambda: moving(hosts, 0.0), WAIT_S, "the joints to follow the station's gait")
+    wait_for(lambda: len(hosts.listener.predicted) > 50, WAIT_S, "the station's prediction")
     predicted, measured = hosts.listener.predicted, [m[0] for m in hosts.listener.measured]
     assert stamps_strictly_increase(predicted)
     assert measured[0] - 1.0 < predicted[0] and predicted[-1] < measured[-1] + 1.0
@@ -369,7 +352,7 @@ def test_measured_joint_states_arrive_at_the_telemetry_rate_less_the_loss(
 ) -> None:
     hz = telemetry_hz(hosts)
     start = time.monotonic()
-    until(
+    wait_for(
         lambda: sum(t > start for _, t, _ in hosts.listener.measured) >= 5 * hz,
         WAIT_S,
         "5 s of measured joints",
@@ -384,7 +367,7 @@ def test_measured_joint_states_arrive_at_the_telemetry_rate_less_the_loss(
 def test_an_estop_from_the_station_reaches_the_mcu(hosts: TwoHosts) -> None:
     answer = hosts.listener.ask("estop")
     assert answer["estop"]["success"], answer
-    confirmed = until(
+    confirmed = wait_for(
         lambda: [
             (t, v)
             for t, v in hosts.listener.diagnostics
@@ -401,7 +384,7 @@ def test_an_estop_from_the_station_reaches_the_mcu(hosts: TwoHosts) -> None:
     )
     enabled = hosts.listener.ask("enable")
     assert enabled["enable"]["success"], enabled
-    until(
+    wait_for(
         lambda: any(
             v.get("estop") == "False" and v.get("estop_latched") == "False"
             for v in hosts.listener.diagnostics_after(enabled["t"])
@@ -409,7 +392,7 @@ def test_an_estop_from_the_station_reaches_the_mcu(hosts: TwoHosts) -> None:
         WAIT_S,
         "the firmware re-armed",
     )
-    until(lambda: moving(hosts, enabled["t"]), WAIT_S, "the joints to move again")
+    wait_for(lambda: moving(hosts, enabled["t"]), WAIT_S, "the joints to move again")
 
 
 def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> None:
@@ -420,15 +403,15 @@ def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> 
     pids = {p.pid: children(p.pid) for p in processes}
     before = len(driver_log(hosts.out))
     start, end = hosts.link.outage(OUTAGE_S)
-    until(lambda: time.monotonic() > end, OUTAGE_S + WAIT_S, "the outage's end")
+    wait_for(lambda: time.monotonic() > end, OUTAGE_S + WAIT_S, "the outage's end")
     inside = [t for _, t, _ in hosts.listener.measured if start + 0.1 < t < end]
     assert not inside, f"{len(inside)} states crossed a link that was down"
-    until(
+    wait_for(
         lambda: "the firmware reports watchdog tripped" in driver_log(hosts.out)[before:],
         WAIT_S,
         "the driver to find the firmware's watchdog tripped",
     )
-    until(lambda: moving(hosts, end), WAIT_S, "the joints to follow the gait again")
+    wait_for(lambda: moving(hosts, end), WAIT_S, "the joints to follow the gait again")
     assert all(p.poll() is None for p in processes)
     assert {p.pid: children(p.pid) for p in processes} == pids, "a process was restarted"
     stats = hosts.link.stats()
@@ -459,7 +442,7 @@ def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
 
 def test_nothing_lost_or_duplicated_on_the_driver_s_side(hosts: TwoHosts) -> None:
     start = time.monotonic()
-    values = until(lambda: hosts.listener.diagnostics_after(start), WAIT_S, "diagnostics")[-1]
+    values = wait_for(lambda: hosts.listener.diagnostics_after(start), WAIT_S, "diagnostics")[-1]
     counts = {
         k: int(values[k])
         for k in ("sequence_gaps", "replayed", "bad_crc", "mcu_resets", "reconnects")
