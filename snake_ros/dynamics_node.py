@@ -176,7 +176,9 @@ class DynamicsNode(Node):
         else:  # on the ground the links rest on it: the joints' simulation leaves gravity to it
             joints = replace(self._model, gravity=np.zeros(3)) if tracked else self._model
             self._sim = Simulator(joints, 1.0 / sim_rate, servo=servo)
-        self._reference = CommandReference(np.zeros(n), timeout)
+        # the commands as far back as the simulation may lag the newest (max_lag), and then
+        # some: a starved node that catches up interpolates the commands it is at
+        self._reference = CommandReference(np.zeros(n), timeout, history=timeout + max_lag)
         self._torques = TorqueInput(n, timeout)
         self._source: InputSource = (
             PrescribedInput(
@@ -319,9 +321,11 @@ class DynamicsNode(Node):
             return
         target = now - (self._delay if self._mode == "prescribed" else 0.0)
         newest = self._reference.newest
-        self._waiting = newest is not None and newest < target <= newest + self._max_lag
-        if self._waiting:  # never extrapolate the gait while it may be live: its next
-            target = newest  # commands are late (in a busy node's queue); the next one ticks
+        self._waiting = False
+        if newest is not None and newest < target <= newest + self._max_lag:
+            # never extrapolate the gait while it may be live: its next commands are late (in
+            # a busy node's queue); the next one ticks
+            self._waiting, target = True, newest
         if target < self._sim.time - 1.0:
             self.get_logger().warning("the clock jumped back: restarting the simulation")
             self._reference.hold(self._sim.q)

@@ -108,11 +108,15 @@ class CommandReference:
 
     Args:
         rest: the angles held before the first command [rad], shape (n,).
-        timeout: age after which a command is stale [s]; older samples are dropped.
+        timeout: age after which a command is stale [s].
+        history: samples further than this behind the newest are dropped [s] (None: the
+            ``timeout``); a simulation that runs up to this far behind its newest command
+            still interpolates between the commands it is at.
     """
 
-    def __init__(self, rest: ArrayLike, timeout: float) -> None:
+    def __init__(self, rest: ArrayLike, timeout: float, history: float | None = None) -> None:
         self.timeout = _timeout(timeout)
+        self.history = self.timeout if history is None else _timeout(history)
         self._t = np.empty(0)
         self._q: FloatArray
         self._qd: FloatArray
@@ -126,7 +130,7 @@ class CommandReference:
         """
         if self._t.size and t <= self._t[-1]:
             return False
-        keep = self._t >= t - self.timeout
+        keep = self._t >= t - self.history
         keep[-1:] = True  # the newest old sample stays: it starts the first interval
         self._t = np.append(self._t[keep], t)
         self._q = np.vstack([self._q[keep], q])

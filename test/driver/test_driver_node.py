@@ -241,6 +241,49 @@ def test_with_publish_clock_the_robot_clock_drives_clock_and_stamps(
 
 @pytest.mark.ros
 @pytest.mark.simavr
+def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
+    domain, firmware_build, tmp_path
+) -> None:
+    """``command_timeout`` 0.3 s (a station's link lost): once the commands stop, the driver
+    sends the MCU no more targets, so the firmware's watchdog (500 ms) trips, as its
+    telemetry reports; commands again re-arm it. The module's driver (0: never) keeps the
+    robot on its last targets instead (test_estop_... pauses on that)."""
+    firmware, pty = start_firmware(firmware_build)
+    log = tmp_path / DRIVER_LOG
+    proc = start_driver(
+        ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot",
+         "-p", "command_timeout:=0.3", "-r", "__ns:=/timed"],
+        log,
+    )  # fmt: skip
+    node = rclpy.create_node("command_timeout_test")
+    pub = node.create_publisher(JointState, "/timed/joint_commands", 10)
+    tripped: list[bool] = []
+
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if pty in status.hardware_id:  # not the module's driver's
+                values = {kv.key: kv.value for kv in status.values}
+                tripped.append(values.get("watchdog_tripped") == "True")
+
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+
+    def commanded() -> bool:
+        pub.publish(command([0.2] * 8))
+        return bool(tripped) and not tripped[-1]
+
+    try:
+        assert spin_until(node, commanded, 30.0), "the driver never reported an armed robot"
+        assert spin_until(node, lambda: tripped[-1], 15.0), "the watchdog never tripped"
+        assert spin_until(node, commanded, 15.0), "commands again did not re-arm it"
+    finally:
+        node.destroy_node()
+        stop_driver(proc, log)
+        firmware.kill()
+        firmware.wait(timeout=5)
+
+
+@pytest.mark.ros
+@pytest.mark.simavr
 def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
     node = rclpy.create_node("driver_bad_commands")
     measured: list[JointState] = []

@@ -87,6 +87,23 @@ def test_reference_between_100_hz_commands_is_within_the_hermite_bound(robot) ->
     assert not ref.push(0.5, gait(0.5).q, gait(0.5).qd)  # older than the newest: ignored
 
 
+@pytest.mark.parametrize(("history", "kept"), [(None, False), (2.0, True)])
+def test_the_history_keeps_the_commands_a_lagging_simulation_is_at(
+    robot, history: float | None, kept: bool
+) -> None:
+    """1.5 s of 100 Hz commands, evaluated 1 s behind the newest (a starved dynamics_node
+    catching up): with a history of 2 s the interpolant there is the gait; with the default
+    (the 0.5 s timeout) those samples are gone and the reference is the oldest kept one."""
+    gait = make_gait("serpenoid", robot)
+    ref = CommandReference(np.zeros(robot.n_joints), timeout=0.5, history=history)
+    for k in range(151):
+        ref.push(k * 0.01, gait(k * 0.01).q, gait(k * 0.01).qd)
+    assert ref.newest == pytest.approx(1.5)
+    got = ref.evaluate(np.array([0.505])).q[0]
+    error = float(np.max(np.abs(got - gait(0.505).q)))
+    assert (error < 1e-4) == kept, error
+
+
 def test_stale_commands_hold_the_last_position_at_rest(robot) -> None:
     ref = CommandReference(np.full(robot.n_joints, 0.1), timeout=0.05)
     held = ref.evaluate(np.array([0.0, 1.0]))
