@@ -14,7 +14,9 @@ same digest, from the same robot config).
 Service ``~/reset`` (std_srvs/Trigger) restarts from the commanded state. In prescribed mode
 the prediction also begins at the first command it receives, not at rest: commands sent
 before the node heard their publisher (a gait already running, discovery still going on)
-never reach it, and the robot is where they told it to be.
+never reach it, and the robot is where they told it to be. A crawling body restarts laid on
+its ground in that pose (its tail raised until nothing sinks into the floor: a bent body
+restarted at the old height was thrown off it).
 
 No input stops the node (see :class:`~snake_ros.common.InputMonitor` for where the counts
 show). A command with a wrong size, unknown or missing joints, NaN or inf, rates beyond
@@ -62,6 +64,7 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
+from numpy.typing import ArrayLike
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
@@ -240,12 +243,24 @@ class DynamicsNode(Node):
         if self._mode == "torque":
             q, qd = np.zeros_like(q), np.zeros_like(qd)
         try:
-            self._sim.reset(t, q[0], qd[0])
+            self._reset_sim(t, q[0], qd[0])
         except StateError:
             self._reference.hold(self._reference.latest)
-            self._sim.reset(t, self._reference.latest, np.zeros(self._model.n_joints))
+            self._reset_sim(t, self._reference.latest, np.zeros(self._model.n_joints))
         if self._base is not None:
             self._base.reset(self._sim.q, self._sim.qd)
+
+    def _reset_sim(self, t: float, q: ArrayLike, qd: ArrayLike) -> None:
+        """The simulation restarted at t [s] with joints q [rad], q_dot [rad/s]; a crawling
+        body laid on its ground in that pose (:meth:`CrawlingSimulator.resting_base`).
+
+        Raises:
+            StateError: q or q_dot not finite.
+        """
+        if isinstance(self._sim, CrawlingSimulator):
+            self._sim.reset(t, q, qd, self._sim.resting_base(q))
+        else:
+            self._sim.reset(t, q, qd)
 
     def _recover(self, problem: str) -> None:
         """Restart a simulation that left the physical states, at rest at the newest command

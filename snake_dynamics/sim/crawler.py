@@ -34,6 +34,7 @@ from snake_dynamics.floating.literal import (
     floating_mass_matrix,
     lying_state,
     momentum_free_base_velocity,
+    world_poses,
 )
 from snake_dynamics.floating.recursive import (
     FastFloatingModel,
@@ -45,7 +46,7 @@ from snake_dynamics.floating.recursive import (
     quaternion_matrix,
     quaternion_rate,
 )
-from snake_dynamics.ground import Ground, stable_step
+from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
@@ -304,6 +305,26 @@ class CrawlingSimulator(Simulator):
     def y(self) -> FloatArray:
         """The state of eq. (240) (a copy)."""
         return self._y.copy()
+
+    def resting_base(self, q: ArrayLike) -> FloatingState:
+        """The tail where it is, at rest, raised or lowered so that the body posed ``q``
+        [rad] rests on the ground: its lowest contact point (eq. 231) at z = 0. What a
+        restart to another pose takes (dynamics_node's first command): keeping the height
+        would sink a bent body into the floor, or leave it to fall.
+
+        Raises:
+            StateError: q of the wrong shape or not finite.
+        """
+        n = self.model.n_joints
+        q_arr, _ = reset_state(self.time, q, np.zeros(n), n)
+        posed = FloatingState(self._y[:3].copy(), self._y[3:7].copy(), q_arr, np.zeros(6 + n))
+        rotations, centres = world_poses(self.model, posed)
+        assert self.model.ground is not None  # a crawler's model has one (__init__)
+        points = contact_points(
+            self.model.lengths, self.model.radii, rotations, centres, self.model.ground.contacts
+        )
+        posed.position[2] -= float(np.min(points[..., 2]))
+        return posed
 
     @property
     def base_state(self) -> FloatingState:

@@ -27,7 +27,7 @@ from snake_dynamics.floating.literal import (
 )
 from snake_dynamics.floating.recursive import FastFloatingModel, simulate_prescribed_fast
 from snake_dynamics.gaits import make_gait
-from snake_dynamics.ground import Ground, stable_step
+from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.mfm.recursive import servo_torque
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import NOMINAL, ServoModel
@@ -159,6 +159,38 @@ def test_pitch_servos_at_rest_carry_the_gravity_torques_computed_by_hand() -> No
     assert abs(sim.tau[1]) < 1e-9
     np.testing.assert_allclose(state.nu, 0.0, atol=1e-9)  # at rest
     assert sim.tau[0] == pytest.approx(20.0 * (0.4 - state.q[0]), rel=1e-9)
+
+
+def test_a_restart_to_a_bent_pose_lays_the_body_on_the_ground() -> None:
+    """``resting_base``: the tail where it lay, raised so that the body bent down (pitch
+    joints -0.6 and -0.7 rad) touches the ground at its lowest contact point and sinks into
+    it nowhere. Held there, the servos keep the pose within 0.11 rad and the body stays on
+    the floor; restarted at the tail's old height instead, the sunken bodies are thrown off
+    the floor (what dynamics_node's first command did to the prediction mid-gait)."""
+    model = crawler(4, "xzxz")
+    q = [-0.6, 0.3, -0.7, 0.2]
+    servo = ServoModel.pd(5.0, 0.1, 4)
+    outcomes = []
+    for laid in (True, False):
+        sim = CrawlingSimulator(model, 0.001, servo=servo)
+        lying = sim.base_state
+        base = sim.resting_base(q) if laid else None
+        sim.reset(0.0, q, np.zeros(4), base)
+        rotations, centres = world_poses(model, sim.base_state)
+        points = contact_points(model.lengths, model.radii, rotations, centres, 3)
+        if laid:
+            assert base is not None
+            assert float(np.min(points[..., 2])) == pytest.approx(0.0, abs=1e-12)
+            np.testing.assert_array_equal(base.position[:2], lying.position[:2])
+            np.testing.assert_array_equal(base.quaternion, lying.quaternion)
+            np.testing.assert_array_equal(base.nu, 0.0)
+        else:
+            assert float(np.min(points[..., 2])) < -0.2  # sunk into the floor
+        qs, _ = sim.advance(300, Hold(q))
+        outcomes.append((float(np.max(np.abs(qs - np.array(q)))), sim.base_state.position[2]))
+    (laid_error, laid_height), (sunk_error, sunk_height) = outcomes
+    assert laid_error < 0.11 and laid_height < 0.05
+    assert sunk_error > 0.5 and sunk_height > 1.0
 
 
 def test_the_servos_step_count_follows_the_free_base_and_the_ground() -> None:
