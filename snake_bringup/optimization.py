@@ -365,15 +365,18 @@ def run_study(
     rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
     while counts.done + counts.resumed + counts.failed < total:
         size = min(batch, total - counts.done - counts.resumed - counts.failed)
-        with _uninterrupted():  # a trial in the storage is always one this loop tells
-            trials = [study.ask() for _ in range(size)]
-            params = [{r.name: _suggest(t, r, units[r.name]) for r in ranges} for t in trials]
-        jobs = [
-            Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
-            for t, p in zip(trials, params, strict=True)
-        ]
+        trials: list[optuna.Trial] = []
         outcomes: dict[str, Finished[GroundPoint]] = {}
         try:
+            # a trial in the storage is always one this loop tells: a Ctrl-C while asking
+            # is raised once they are all asked, into the ``finally`` that tells them
+            with _uninterrupted():
+                trials = [study.ask() for _ in range(size)]
+                params = [{r.name: _suggest(t, r, units[r.name]) for r in ranges} for t in trials]
+            jobs = [
+                Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
+                for t, p in zip(trials, params, strict=True)
+            ]
             for outcome in run_jobs(client, jobs, on_progress, counts):
                 outcomes[outcome.key] = outcome
         finally:  # in trial order, also after Ctrl-C: those not finished then run again
