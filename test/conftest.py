@@ -12,6 +12,7 @@ import itertools
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,14 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
             return value
         time.sleep(0.05)
     pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test interrupts as Ctrl-C does: SIGINT back to its default.
+    A suite started in the background by a shell without job control inherits SIGINT
+    ignored, and a Python child that starts with it ignored never raises KeyboardInterrupt
+    (two fresh-clone runs failed the sweep's Ctrl-C test so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wifi_link() -> ModuleType:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import default_sigint, wait_for
 
 from snake_bringup.cli import main
 from snake_bringup.cluster import ground_point
@@ -198,6 +198,7 @@ def test_ctrl_c_keeps_the_study_and_a_resume_finishes_it(cluster: Cluster, study
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     try:
         wait_for(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for, wifi_link
+from conftest import default_sigint, wait_for, wifi_link
 
 from snake_bringup.cluster import Counts, Finished, Job, run_jobs
 
@@ -227,6 +227,7 @@ def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     try:
         points = tmp_path / "points.jsonl"
