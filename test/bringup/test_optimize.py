@@ -225,6 +225,53 @@ def test_ctrl_c_keeps_the_study_and_a_resume_finishes_it(cluster: Cluster, study
     assert set(interrupted) <= set(done[len(complete) :])  # the stopped ones ran again
 
 
+def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
+    """SIGKILL of a worker that holds a trial, once one is stored (a cluster of its own: the
+    module's keeps both workers): its trial runs again on the other worker, and the study
+    ends with every trial complete, each point once, the CSV the storage's."""
+    total = 8
+    cluster = Cluster()
+    command = [sys.executable, "-m", "snake_bringup.cli", "optimize", *SHORT]
+    command += ["--trials", str(total), "--scheduler", cluster.address, "-o", str(tmp_path)]
+    try:
+        run = subprocess.Popen(
+            command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+
+            def busy_worker() -> tuple[str, list[str]] | None:
+                # a trial stored, and at least two to run: one may finish before the kill
+                if not (tmp_path / "study.db").exists():
+                    return None
+                with contextlib.suppress(sqlite3.OperationalError):  # the table, not yet
+                    complete = sum(s == "COMPLETE" for _, s, _ in study_trials(tmp_path))
+                    if 1 <= complete <= total - 2:
+                        busy = {w: list(t) for w, t in cluster.client.processing().items() if t}
+                        return next(iter(busy.items()), None)
+                return None
+
+            worker, held = wait_for(busy_worker, 120, "a trial stored and a worker holding one")
+            pid = cluster.client.run(os.getpid, workers=[worker])[worker]
+            killed = next(p for p in cluster.procs if p.pid == pid)
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=30)
+            _, stderr = run.communicate(timeout=300)
+        finally:
+            run.kill()
+            run.wait(timeout=30)
+        assert run.returncode == 0, stderr
+        assert held  # the worker died holding a trial
+        wait_for(lambda: len(cluster.workers()) == 1, 60, "the scheduler to drop the worker")
+    finally:
+        cluster.close()
+    assert f"optimize: {total}/{total} runs done, 0 running, 0 failed" in stderr
+    stored = study_trials(tmp_path)
+    assert [n for n, _, _ in stored] == list(range(total))
+    assert all(state == "COMPLETE" for _, state, _ in stored), stored
+    assert len({v for _, _, v in stored}) == total  # no point drawn twice
+    assert [float(r["phase_lag"]) for r in trials(tmp_path)] == [v for _, _, v in stored]
+
+
 def refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """``snake optimize ARGS`` in this process: exit 1 and its one line."""
     assert main(["optimize", *args]) == 1

@@ -1,7 +1,8 @@
 """``snake sweep`` on Dask distributed: a real scheduler and two real worker processes
 (``dask scheduler`` / ``dask worker`` on 127.0.0.1, random free ports). The reference is the
 same sweep on the default local cluster: the simulation is deterministic, so every point must
-be equal, exactly. A worker killed in mid-sweep and a Ctrl-C followed by a resume lose nothing
+be equal, exactly. A worker killed in mid-sweep (on 127.0.0.1, and the robot's across the
+emulated Wi-Fi link of two network namespaces) and a Ctrl-C followed by a resume lose nothing
 and run no point twice (counted in ``points.jsonl``, which each run appends to)."""
 
 from __future__ import annotations
@@ -288,12 +289,35 @@ print(json.dumps(sorted(w["host"] for w in workers)))
 """
 
 
-def test_a_sweep_on_workers_of_two_hosts_over_a_lossy_link_equals_the_local_run(
+#: On the station: SIGKILL of the worker on host ``argv[3]`` once it holds a point and
+#: between 1 and ``argv[4]`` points are in ``argv[2]``; prints what it held and what was done.
+KILL_BUSY = """
+import json, os, signal, sys, time
+from pathlib import Path
+from distributed import Client
+client = Client(sys.argv[1], timeout=60)
+points, host, most = Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+deadline = time.monotonic() + 120
+while True:
+    assert time.monotonic() < deadline, "no point done while the worker held another"
+    done = points.read_text().count("\\n") if points.exists() else 0
+    busy = {w: list(t) for w, t in client.processing().items() if t and f"//{host}:" in w}
+    if 1 <= done <= most and busy:
+        break
+    time.sleep(0.02)
+worker, held = next(iter(busy.items()))
+os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
+print(json.dumps({"held": held, "done": done}))
+"""
+
+
+def test_a_sweep_on_workers_of_two_hosts_over_a_lossy_link_survives_the_robot_s_worker(
     local: Path, netns: None, tmp_path: Path
 ) -> None:
     """The scheduler and a worker on the station, a worker on the robot, across
-    tools/wifi_link.py's Wi-Fi-like link (5-30 ms, 2 % loss): both hosts' workers join, and
-    the sweep, run on the station, equals the local run point for point."""
+    tools/wifi_link.py's Wi-Fi-like link (5-30 ms, 2 % loss): both hosts' workers join; the
+    sweep, run on the station, loses its robot's worker (SIGKILL while it holds a point) and
+    still equals the local run point for point."""
     wl = wifi_link()
     impairment = wl.Impairment(delay_ms=(5, 30), loss=0.02, seed=5)
     with wl.WifiLink(None, impairment) as link:
@@ -335,7 +359,19 @@ def test_a_sweep_on_workers_of_two_hosts_over_a_lossy_link_equals_the_local_run(
             stderr=subprocess.PIPE,
             text=True,
         )
+        points = (str(tmp_path / "points.jsonl"), link.address("robot"), str(POINTS - 2))
+        killer = link.popen(
+            "station",
+            [sys.executable, "-c", KILL_BUSY, scheduler, *points],
+            stdout=subprocess.PIPE,
+            text=True,
+            **quiet,
+        )
         _, err = sweep.communicate(timeout=300)
         assert sweep.returncode == 0, err
+        out, _ = killer.communicate(timeout=60)
+        assert killer.returncode == 0
+    killed = json.loads(out)
+    assert killed["held"] and killed["done"] < POINTS  # it died holding work not yet done
     assert len(records(tmp_path)) == POINTS
     assert_same_points(tmp_path, local)
