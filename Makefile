@@ -64,7 +64,7 @@ unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python -m pytest -n auto --dist worksteal -m "not ros and not simavr and not browser and not slow"
 
 test: lint typecheck $(VENV)/.pkg-ok
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
 bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py
