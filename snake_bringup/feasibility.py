@@ -2,18 +2,15 @@
 hardware`` start it (docs/mfm.md eqs. 214, 215; :mod:`snake_dynamics.sim.compensation`).
 
 The gait is the one gait_node will play: ``--gait`` (or config/gaits.yaml's), with
-config/gaits.yaml's parameters; the servos and the body are the robot config's (an
-identified overlay's servo: section when given one).
+config/gaits.yaml's parameters, those of ``--gaits FILE`` replacing them; the servos and the
+body are the robot config's (an identified overlay's servo: section when given one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-import yaml
-
-from snake_dynamics.gaits import PeriodicGait, gait_parameters, make_gait
+from snake_dynamics.gaits import PeriodicGait, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import (
@@ -25,6 +22,7 @@ from snake_dynamics.sim.compensation import (
 from snake_ros.paths import robot_config
 
 from .errors import BringupError
+from .gaits_file import read_gaits_file
 from .graph import config_file
 
 
@@ -32,39 +30,30 @@ class InfeasibleGaitError(BringupError):
     """A gait the servos cannot follow, refused before the run (``--force`` runs it)."""
 
 
-def _gait_parameters() -> Mapping[str, Any]:
-    """gait_node's parameters in config/gaits.yaml (``/**: ros__parameters:``)."""
-    path = config_file("gaits.yaml")
-    try:
-        doc = yaml.safe_load(path.read_text())
-        params = doc["/**"]["ros__parameters"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise BringupError(f"{path}: no gait_node parameters under /**: ({exc})") from None
-    if not isinstance(params, Mapping):
-        raise BringupError(f"{path}: /**: ros__parameters: must be a mapping")
-    return params
-
-
 def planned_gait(
-    model: SnakeModel, gait: str, overrides: Mapping[str, float] | None = None
+    model: SnakeModel, gait: str, overrides: Mapping[str, Mapping[str, float]] | None = None
 ) -> PeriodicGait:
     """The gait gait_node will play on ``model``: ``gait`` (empty: config/gaits.yaml's) with
-    config/gaits.yaml's parameters, ``overrides`` replacing some.
+    config/gaits.yaml's parameters, ``overrides`` (by gait) replacing some.
 
     Raises:
+        GaitsFileError: config/gaits.yaml cannot be read as gaits.
         GaitError: an unknown gait or parameter out of range.
     """
-    params = _gait_parameters()
-    name = gait or str(params.get("gait", "serpenoid"))
-    spec = gait_parameters(name)
-    values = {k: float(v) for k, v in (params.get(name) or {}).items() if k in spec}
-    built = make_gait(name, model, **{**values, **(overrides or {})})
+    config = read_gaits_file(config_file("gaits.yaml"))
+    name = gait or config.gait or "serpenoid"
+    values = {**config.parameters.get(name, {}), **(overrides or {}).get(name, {})}
+    built = make_gait(name, model, **values)
     assert isinstance(built, PeriodicGait)  # every gait of GAITS is one
     return built
 
 
 def check_servos_follow(
-    robot: str, gait: str, *, force: bool, overrides: Mapping[str, float] | None = None
+    robot: str,
+    gait: str,
+    *,
+    force: bool,
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
 ) -> str | None:
     """Check that the servos of ``robot`` can give what one period of the gait asks (eq. 215;
     on a floor eq. 217).
@@ -73,7 +62,7 @@ def check_servos_follow(
         robot: robot YAML file or config name (its body and servo: section).
         gait: gait name; empty for config/gaits.yaml's.
         force: run it anyway: return the reason as a warning instead of raising.
-        overrides: gait parameters replacing config/gaits.yaml's.
+        overrides: gait parameters by gait, replacing config/gaits.yaml's (``--gaits``).
 
     Returns:
         None if they can (on a floor: no servo on its torque-speed line more than a tenth

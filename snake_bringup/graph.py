@@ -164,13 +164,20 @@ def _gait_node(
     namespace: str,
     listeners: int,
     compensate: bool = False,
+    gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
 ) -> NodeSpec:
     """gait_node; it starts the gait once the graph's ``listeners`` nodes that subscribe to
     /joint_commands have been discovered (all of them see it from rest); with ``compensate``
-    its commands are pre-shaped for the servos, the gait itself on /joint_desired."""
+    its commands are pre-shaped for the servos, the gait itself on /joint_desired;
+    ``gait_parameters`` (by gait) replace config/gaits.yaml's."""
     options: dict[str, Any] = {
         "wait_for_subscribers": listeners,
         **({"gait": gait} if gait else {}),
+        **{
+            f"{name}.{key}": float(value)
+            for name, section in (gait_parameters or {}).items()
+            for key, value in section.items()
+        },
     }
     if compensate:
         options |= {"compensate": True, "command_delay": DRIVER_COMMAND_DELAY_S}
@@ -259,7 +266,12 @@ def _robot(robot: str, gait: str) -> tuple[Path, str, bool]:
 
 
 def simulation_graph(
-    robot: str = "robot", gait: str = "", *, rviz: bool = True, use_sim_time: bool = False
+    robot: str = "robot",
+    gait: str = "",
+    *,
+    rviz: bool = True,
+    use_sim_time: bool = False,
+    gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The simulation: gait_node -> dynamics_node -> robot_state_publisher -> RViz.
 
@@ -268,6 +280,8 @@ def simulation_graph(
         gait: gait name; empty for the one in config/gaits.yaml.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
+        gait_parameters: gait parameters by gait (units as in ``snake gaits``), replacing
+            config/gaits.yaml's.
 
     Returns:
         The nodes, in start order.
@@ -280,7 +294,8 @@ def simulation_graph(
     common: dict[str, Any] = {"use_sim_time": use_sim_time}
     robot_params = {**common, "robot_config": str(config)}
     nodes = [
-        _gait_node(robot_params, gait, SIM_NAMESPACE, listeners=1),  # dynamics_node
+        # listeners: dynamics_node
+        _gait_node(robot_params, gait, SIM_NAMESPACE, 1, gait_parameters=gait_parameters),
         _dynamics_node(robot_params),
         *_robot_description(SIM_NAMESPACE, urdf, common, floating),
     ]
@@ -303,6 +318,7 @@ def hardware_graph(
     report_dir: Path | None = None,
     pose_port: int | None = None,
     role: str = "both",
+    gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
@@ -335,6 +351,8 @@ def hardware_graph(
             ``robot`` the driver (and the pose sensor), ``station`` every other node
             (``robot_clock`` there: they follow the robot's /clock across the link),
             ``both`` all of them.
+        gait_parameters: gait parameters by gait (units as in ``snake gaits``), replacing
+            config/gaits.yaml's.
 
     Raises:
         GraphError: unknown transport or role, or an auth_key that is not 32 hex digits.
@@ -364,7 +382,7 @@ def hardware_graph(
         link["auth_key"] = auth_key.strip()
     nodes = [
         # listeners: the driver, and dynamics_node
-        _gait_node(robot_params, gait, "", 2 if dynamics else 1, compensate),
+        _gait_node(robot_params, gait, "", 2 if dynamics else 1, compensate, gait_parameters),
         NodeSpec(
             PACKAGE,
             "driver_node",
@@ -485,7 +503,7 @@ def demo_graph(
     gait: str = "",
     robot: str = "robot_table",
     compensate: bool = False,
-    gait_parameters: Mapping[str, float] | None = None,
+    gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[NodeSpec, ...]:
     """The demo: the recorder first (it must see the first messages), then the hardware graph
     on the emulated robot with the MFM prediction and the comparison node beside it, the
@@ -500,15 +518,9 @@ def demo_graph(
         robot: robot YAML file or config name (default: the robot with feedback pots on
             the table); the emulated pose sensor's poses join it when the emulator has one.
         compensate: gait_node's commands pre-shaped for the servos of ``robot``.
-        gait_parameters: ``gait``'s parameters replacing config/gaits.yaml's.
+        gait_parameters: gait parameters by gait, replacing config/gaits.yaml's.
     """
     config = robot_config(robot).resolve()
-    if gait_parameters and not gait:
-        raise GraphError("demo_graph: gait parameters need the gait's name")
-    gait_node_parameters: dict[str, Any] = {
-        "wait_for_subscribers": 3,  # the recorder listens too
-        **{f"{gait}.{k}": float(v) for k, v in (gait_parameters or {}).items()},
-    }
     recorder = NodeSpec(
         PACKAGE,
         "recorder_node",
@@ -529,11 +541,13 @@ def demo_graph(
         robot_clock=True,
         report_dir=out,
         pose_port=endpoint.pose_port,
+        gait_parameters=gait_parameters,
     )
+    listeners = {"wait_for_subscribers": 3}  # the recorder listens too
     return (
         recorder,
         *(
-            replace(spec, parameters=(*spec.parameters, gait_node_parameters))
+            replace(spec, parameters=(*spec.parameters, listeners))
             if spec.executable == "gait_node"
             else spec
             for spec in nodes

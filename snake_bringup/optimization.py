@@ -421,6 +421,7 @@ def write_results(
     entry = {**defaults, **best.params}
     header = (
         f"# snake optimize, trial {best.number} of {len(trials)}: {best_line(study, objective)}\n"
+        "# Play it: snake demo --gaits FILE, snake hardware --gaits FILE, snake sim --gaits FILE.\n"
         "# Into a running gait_node (it blends to the gait): ros2 param load /gait_node FILE\n"
         "# under snake hardware or snake demo, /sim/gait_node under snake sim; or copy the\n"
         "# gait's section into config/gaits.yaml (docs/cli.md, snake optimize).\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt_module
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,14 @@ from ..feasibility import check_servos_follow
 from ..graph import DESIRED, demo_graph
 from ..identification.commands import identify
 from ..runner import run_graph
-from .options import compensate_options, positive, report_warning
+from .options import (
+    compensate_options,
+    gaits_note,
+    gaits_option,
+    played_gait,
+    positive,
+    report_warning,
+)
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -46,10 +53,10 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--gait",
         choices=sorted(GAITS),
-        default=DEMO_GAIT,
-        help=f"gait, with config/gaits.yaml's parameters (default: {DEMO_GAIT} at 0.4 Hz, "
-        "which crawls visibly on the table)",
+        help=f"gait (default: the --gaits file's, else {DEMO_GAIT} at 0.4 Hz, which crawls "
+        "visibly on the table)",
     )
+    gaits_option(p)
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
     p.add_argument(
         "--robot",
@@ -81,7 +88,8 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(
         run=lambda a: run(
             duration=a.duration,
-            gait=a.gait,
+            gait=a.gait or "",
+            gaits=a.gaits,
             output=a.output,
             robot=a.robot,
             plant=None if a.no_plant else (a.plant or default_plant(a.robot)),
@@ -114,6 +122,7 @@ def run(
     *,
     duration: float,
     gait: str,
+    gaits: Path | None,
     output: Path | None,
     robot: str,
     plant: Path | None,
@@ -122,12 +131,33 @@ def run(
     tour: bool = False,
 ) -> int:
     """``snake demo``: one run (:func:`demo_once`), or with ``tour`` the whole story
-    (:func:`demo_tour`). Returns the exit status."""
+    (:func:`demo_tour`), of ``gait`` (empty: the ``gaits`` file's, else :data:`DEMO_GAIT`)
+    with :data:`DEMO_GAIT_PARAMETERS` and the ``gaits`` file's gait parameters over
+    config/gaits.yaml's. Returns the exit status.
+
+    Raises:
+        GaitsFileError: the ``gaits`` file cannot be played.
+    """
+    gait, from_file = played_gait(gait, gaits, DEMO_GAIT)
+    parameters = {
+        name: {**DEMO_GAIT_PARAMETERS.get(name, {}), **from_file.get(name, {})}
+        for name in {**DEMO_GAIT_PARAMETERS, **from_file}
+    }
+    if gaits:
+        print(gaits_note(gaits, gait, parameters))
     if tour:
-        return demo_tour(duration=duration, gait=gait, output=output, robot=robot, plant=plant)
+        return demo_tour(
+            duration=duration,
+            gait=gait,
+            gait_parameters=parameters,
+            output=output,
+            robot=robot,
+            plant=plant,
+        )
     return demo_once(
         duration=duration,
         gait=gait,
+        gait_parameters=parameters,
         output=output,
         robot=robot,
         plant=plant,
@@ -140,6 +170,7 @@ def demo_once(
     *,
     duration: float,
     gait: str,
+    gait_parameters: Mapping[str, Mapping[str, float]],
     output: Path | None,
     robot: str,
     plant: Path | None,
@@ -151,6 +182,7 @@ def demo_once(
 
     Args:
         gait: gait name; empty for the one in config/gaits.yaml.
+        gait_parameters: gait parameters by gait, replacing config/gaits.yaml's.
         output: the run's folder (None: ``runs/demo-<time>``): ``bag/``, ``logs/``, the live
             ``compare/`` report and the offline ``report/``.
         robot: robot config of the prediction, the driver and the plant's body.
@@ -164,8 +196,7 @@ def demo_once(
     Raises:
         InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
-    overrides = DEMO_GAIT_PARAMETERS.get(gait, {})
-    warning = check_servos_follow(robot, gait, force=force, overrides=overrides)
+    warning = check_servos_follow(robot, gait, force=force, overrides=gait_parameters)
     if warning:
         report_warning(warning)
     out = output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
@@ -179,7 +210,7 @@ def demo_once(
             gait=gait,
             robot=robot,
             compensate=compensate,
-            gait_parameters=overrides,
+            gait_parameters=gait_parameters,
         )
         code = run_graph(
             graph, output=out / "logs", duration=duration, quiet=True, outside=emulator.exit_reason
@@ -242,7 +273,13 @@ def tour_table(runs: Sequence[tuple[str, DemoRun]]) -> str:
 
 
 def demo_tour(
-    *, duration: float, gait: str, output: Path | None, robot: str, plant: Path | None
+    *,
+    duration: float,
+    gait: str,
+    gait_parameters: Mapping[str, Mapping[str, float]],
+    output: Path | None,
+    robot: str,
+    plant: Path | None,
 ) -> int:
     """The whole story on the emulated robot: the demo with the robot config's servos and
     floor, ``snake identify`` (servos, then the floor), the demo with the identified overlay,
@@ -259,6 +296,7 @@ def demo_tour(
         result = demo_once(
             duration=duration,
             gait=gait,
+            gait_parameters=gait_parameters,
             output=out / folder,
             robot=config,
             plant=plant,

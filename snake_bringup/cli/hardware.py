@@ -23,8 +23,10 @@ from ..runner import run_folder, run_graph
 from .options import (
     auth_key,
     compensate_options,
+    gaits_note,
     graph_options,
     plant_option,
+    played_gait,
     report_warning,
     robot_link_options,
 )
@@ -66,6 +68,7 @@ def register(sub: Subparsers) -> None:
             host=a.host,
             key=auth_key(a.key),
             gait=a.gait or "",
+            gaits=a.gaits,
             dynamics=a.dynamics,
             compensate=a.compensate,
             force=a.force,
@@ -90,6 +93,7 @@ def run(
     host: str,
     key: str,
     gait: str,
+    gaits: Path | None,
     dynamics: bool,
     compensate: bool,
     force: bool,
@@ -112,7 +116,9 @@ def run(
         port: serial device or the bridge's port (ignored with ``emulate``).
         host: the bridge's address (ignored with ``emulate``).
         key: 32 hex digits for authenticated mode, or "".
-        gait: gait name; empty for the one in config/gaits.yaml.
+        gait: gait name; empty for the ``gaits`` file's, else the one in config/gaits.yaml.
+        gaits: a gait_node parameter file: its gait parameters replace config/gaits.yaml's
+            (None: none).
         dynamics: the MFM prediction and compare_node beside the robot.
         compensate: commands pre-shaped for the robot config's servos (docs/mfm.md eq. 213).
         force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
@@ -127,11 +133,15 @@ def run(
         dry_run: print the commands, start nothing (the emulator neither).
 
     Raises:
+        GaitsFileError: the ``gaits`` file cannot be played.
         InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
-    warning = check_servos_follow(robot, gait, force=force)
+    gait, parameters = played_gait(gait, gaits)
+    warning = check_servos_follow(robot, gait, force=force, overrides=parameters)
     if warning:
         report_warning(warning)
+    if gaits:
+        print(f"{'# ' if dry_run else ''}{gaits_note(gaits, gait, parameters)}")
     out = run_folder(f"hardware-{Path(robot).stem}-{gait or 'default'}", output)
 
     def graph_on(endpoint: Endpoint) -> tuple[NodeSpec, ...]:
@@ -150,6 +160,7 @@ def run(
             report_dir=out,
             pose_port=endpoint.pose_port,
             role=role,
+            gait_parameters=parameters,
         )
 
     if not emulate or role == "station":  # the station drives no robot link

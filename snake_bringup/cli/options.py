@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -15,6 +15,7 @@ from snake_driver.transport import TRANSPORTS
 from snake_dynamics.gaits import GAITS
 
 from ..errors import UsageError
+from ..gaits_file import gait_node_line, read_gait_overrides
 
 if TYPE_CHECKING:
     #: What ``ArgumentParser.add_subparsers`` returns: each subcommand's ``register`` takes it.
@@ -76,8 +77,11 @@ def graph_options(p: argparse.ArgumentParser, label: str) -> None:
         "--robot", default="robot", help="robot YAML file or config name (default: robot)"
     )
     p.add_argument(
-        "--gait", choices=sorted(GAITS), help="gait (default: the one in config/gaits.yaml)"
+        "--gait",
+        choices=sorted(GAITS),
+        help="gait (default: the --gaits file's, else the one in config/gaits.yaml)",
     )
+    gaits_option(p)
     p.add_argument(
         "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
     )
@@ -86,6 +90,38 @@ def graph_options(p: argparse.ArgumentParser, label: str) -> None:
     p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
     p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
+def gaits_option(p: argparse.ArgumentParser) -> None:
+    """``--gaits FILE``: a gait_node parameter file's gait and gait parameters."""
+    p.add_argument(
+        "--gaits",
+        type=Path,
+        metavar="FILE",
+        help="a gait_node parameter file of config/gaits.yaml's schema (e.g. snake optimize's "
+        "best_gait.yaml): its gait unless --gait, its gait parameters over config/gaits.yaml's",
+    )
+
+
+def played_gait(
+    gait: str, gaits: Path | None, default: str = ""
+) -> tuple[str, dict[str, Mapping[str, float]]]:
+    """The gait to play and the gait parameters replacing config/gaits.yaml's, by gait:
+    ``gait`` (``--gait``), else the ``gaits`` file's, else ``default`` (empty: config/gaits.yaml's);
+    the file's gait parameters (none without a file).
+
+    Raises:
+        GaitsFileError: the file cannot be read as gaits, or sets another gait_node parameter.
+    """
+    if gaits is None:
+        return gait or default, {}
+    file = read_gait_overrides(gaits)
+    return gait or file.gait or default, dict(file.parameters)
+
+
+def gaits_note(gaits: Path, gait: str, parameters: Mapping[str, Mapping[str, float]]) -> str:
+    """The line that says what gait_node plays with ``--gaits FILE``."""
+    return f"gait_node, with {gaits}: {gait_node_line(gait, parameters) or 'nothing set'}"
 
 
 def compensate_options(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..graph import simulation_graph
 from ..runner import run_folder, run_graph
-from .options import graph_options
+from .options import gaits_note, graph_options, played_gait
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -24,6 +24,7 @@ def register(sub: Subparsers) -> None:
         run=lambda a: run(
             robot=a.robot,
             gait=a.gait or "",
+            gaits=a.gaits,
             rviz=not a.no_rviz,
             use_sim_time=a.use_sim_time,
             duration=a.duration,
@@ -38,6 +39,7 @@ def run(
     *,
     robot: str,
     gait: str,
+    gaits: Path | None,
     rviz: bool,
     use_sim_time: bool,
     duration: float | None,
@@ -46,7 +48,17 @@ def run(
     dry_run: bool,
 ) -> int:
     """Run the simulation graph until ``duration`` [s] (None: Ctrl-C); logs in ``output``
-    (None: ``runs/sim-<robot>-<gait>-<time>``)."""
-    graph = simulation_graph(robot, gait, rviz=rviz, use_sim_time=use_sim_time)
+    (None: ``runs/sim-<robot>-<gait>-<time>``); ``gait`` (empty: the ``gaits`` file's, else
+    config/gaits.yaml's) with the ``gaits`` file's gait parameters (None: none).
+
+    Raises:
+        GaitsFileError: the ``gaits`` file cannot be played.
+    """
+    gait, parameters = played_gait(gait, gaits)
+    graph = simulation_graph(
+        robot, gait, rviz=rviz, use_sim_time=use_sim_time, gait_parameters=parameters
+    )
+    if gaits:
+        print(f"{'# ' if dry_run else ''}{gaits_note(gaits, gait, parameters)}")
     out = run_folder(f"sim-{Path(robot).stem}-{gait or 'default'}", output)
     return run_graph(graph, output=out, duration=duration, quiet=quiet, dry_run=dry_run)

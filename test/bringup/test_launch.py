@@ -451,6 +451,10 @@ def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folde
     assert compare.parameters[-1] == {"report_dir": str(tmp_path), "report_name": "compare"}
     (gait_node,) = [s for s in demo if s.executable == "gait_node"]
     assert gait_node.parameters[-1] == {"wait_for_subscribers": 3}
-    table = demo_graph(endpoint, tmp_path, "sidewinding", gait_parameters={"frequency": 0.4})
+    table = demo_graph(
+        endpoint, tmp_path, "sidewinding", gait_parameters={"sidewinding": {"frequency": 0.4}}
+    )
     (gait_node,) = [s for s in table if s.executable == "gait_node"]
-    assert gait_node.parameters[-1] == {"wait_for_subscribers": 3, "sidewinding.frequency": 0.4}
+    params = gait_node.parameters[1]
+    assert isinstance(params, dict) and params["sidewinding.frequency"] == 0.4
+    assert gait_node.parameters[-1] == {"wait_for_subscribers": 3}
