@@ -12,8 +12,8 @@ outage trips the firmware's watchdog and the graph resumes, the bag holds what a
 driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted beyond a
 generous deadline.
 
-The driver's own link to the MCU is the emulator's pty, not impaired (docs/two-hosts.md says
-why: the emulated UDP bridge splits frames over many datagrams).
+The driver's own link to the MCU is the emulator's pty here; test_mcu_link.py runs that link
+over UDP through the same impairment (docs/two-hosts.md, "The driver's link to the MCU").
 """
 
 from __future__ import annotations
