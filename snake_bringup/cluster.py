@@ -347,6 +347,12 @@ class PointLog:
                 records[str(record["key"])] = record
         return records
 
+    def reload(self) -> dict[str, dict[str, Any]]:
+        """:attr:`records` read again from disk: a Ctrl-C may land in :meth:`append` after
+        the line is written and before it is counted."""
+        self.records = self._load()
+        return self.records
+
     def append(self, key: str, record: Mapping[str, Any]) -> None:
         """Write one finished job (``record`` with its ``key``) to disk before returning."""
         entry = {"key": key, **record}

@@ -203,10 +203,11 @@ def run(
         except KeyboardInterrupt:
             if not quiet:
                 progress.finish(counts)
+            done = len(log.reload())
             print(
-                f"sweep: interrupted, {len(log.records)}/{len(points)} points done in "
+                f"sweep: interrupted, {done}/{len(points)} points done in "
                 f"{log.path}; run the same command with -o {out} to run the other "
-                f"{len(points) - len(log.records)}",
+                f"{len(points) - done}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -75,7 +75,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 PING_PERIOD_S = 0.2  # the driver node's default ping rate is 5 Hz
-STAMP_TOLERANCE_S = 0.05  # a report's arrival after its mapped stamp: pty latency + mapping
+STAMP_TOLERANCE_S = 0.05  # the quickest report's arrival after its mapped stamp: pty + mapping
 
 
 @pytest.fixture(scope="module")
@@ -137,15 +137,17 @@ def run_for(
 def assert_stamped_on_the_host_clock(
     measurements: list[Measurement], arrivals: list[float], since: float
 ) -> None:
-    """Every stamped report was made after ``since`` [s] and before it arrived, and most are
-    stamped (the clock mapping of the session came with its first pong)."""
+    """Every stamped report was made after ``since`` [s] and before it arrived, most are
+    stamped (the clock mapping of the session came with its first pong), and the quickest
+    delivery shows the mapping right: a report may wait on a busy machine, not all of them
+    (another session's mapping would put them seconds early)."""
     stamped = [
         (m.stamp, t) for m, t in zip(measurements, arrivals, strict=True) if m.stamp is not None
     ]
     assert len(stamped) > 0.8 * len(measurements) > 5
     for stamp, arrived in stamped:
         assert since - STAMP_TOLERANCE_S < stamp < arrived + 0.005
-        assert arrived - stamp < STAMP_TOLERANCE_S
+    assert min(arrived - stamp for stamp, arrived in stamped) < STAMP_TOLERANCE_S
 
 
 @pytest.mark.simavr
