@@ -239,22 +239,16 @@ def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
         )
         try:
 
-            def busy_worker() -> tuple[str, list[str]] | None:
+            def ready() -> bool:
                 # a trial stored, and at least two to run: one may finish before the kill
                 if not (tmp_path / "study.db").exists():
-                    return None
+                    return False
                 with contextlib.suppress(sqlite3.OperationalError):  # the table, not yet
                     complete = sum(s == "COMPLETE" for _, s, _ in study_trials(tmp_path))
-                    if 1 <= complete <= total - 2:
-                        busy = {w: list(t) for w, t in cluster.client.processing().items() if t}
-                        return next(iter(busy.items()), None)
-                return None
+                    return 1 <= complete <= total - 2
+                return False
 
-            worker, held = wait_for(busy_worker, 120, "a trial stored and a worker holding one")
-            pid = cluster.client.run(os.getpid, workers=[worker])[worker]
-            killed = next(p for p in cluster.procs if p.pid == pid)
-            killed.send_signal(signal.SIGKILL)
-            killed.wait(timeout=30)
+            held = cluster.kill_a_busy_worker(ready, "a trial stored")
             _, stderr = run.communicate(timeout=300)
         finally:
             run.kill()

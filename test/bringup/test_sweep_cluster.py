@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,22 @@ class Cluster:
     def workers(self) -> dict[str, Any]:
         return dict(self.client.scheduler_info(n_workers=-1)["workers"])
 
+    def kill_a_busy_worker(self, ready: Callable[[], bool], what: str) -> list[str]:
+        """SIGKILL a worker that holds work, once ``ready()``; returns the keys it held."""
+
+        def busy_worker() -> tuple[str, list[str]] | None:
+            if not ready():
+                return None
+            busy = {w: list(t) for w, t in self.client.processing().items() if t}
+            return next(iter(busy.items()), None)
+
+        worker, held = wait_for(busy_worker, 120, f"{what} and a worker holding work")
+        pid = self.client.run(os.getpid, workers=[worker])[worker]
+        killed = next(p for p in self.procs if p.pid == pid)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        return held
+
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
@@ -191,19 +207,12 @@ def test_a_worker_killed_in_mid_sweep_loses_nothing(
     try:
         points = tmp_path / "points.jsonl"
 
-        def busy_worker() -> tuple[str, list[str]] | None:
+        def ready() -> bool:
             # a point done, and two still to do: one may finish before the kill, not both
-            if not points.exists() or not 1 <= points.read_text().count("\n") <= POINTS - 2:
-                return None
-            busy = {w: list(t) for w, t in cluster.client.processing().items() if t}
-            return next(iter(busy.items()), None)
+            return points.exists() and 1 <= points.read_text().count("\n") <= POINTS - 2
 
-        worker, held = wait_for(busy_worker, 120, "a point done and a worker holding another")
-        pid = cluster.client.run(os.getpid, workers=[worker])[worker]
-        killed = next(p for p in cluster.procs if p.pid == pid)
+        held = cluster.kill_a_busy_worker(ready, "a point done")
         done_before = len(records(tmp_path))
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=30)
         _, stderr = sweep.communicate(timeout=300)
     finally:
         sweep.kill()
