@@ -5,6 +5,7 @@ set up from the hardware graph's arguments."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -120,6 +121,34 @@ def stop_driver(proc: subprocess.Popen[str], log: Path | None = None) -> str:
 DRIVER_LOG = "driver_node.log"
 
 
+@dataclasses.dataclass
+class OwnDriver:
+    """A test's own firmware and driver_node: the firmware's pty, and once the block ended,
+    the driver's output."""
+
+    pty: str
+    out: str = ""
+
+
+@contextlib.contextmanager
+def own_driver(binary: Path, ros_args: list[str], log: Path | None = None) -> Iterator[OwnDriver]:
+    """The firmware's host build and a driver_node of its own on its pty (serial, the robot
+    config, and ``ros_args``: a namespace or remappings beside the module's driver), both
+    stopped when the block ends (the driver by Ctrl-C: no traceback)."""
+    firmware, pty = start_firmware(binary)
+    own = OwnDriver(pty)
+    try:
+        serial = ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot"]
+        proc = start_driver([*serial, *ros_args], log)
+        try:
+            yield own
+        finally:
+            own.out = stop_driver(proc, log)
+    finally:
+        firmware.kill()
+        firmware.wait(timeout=5)
+
+
 @pytest.fixture(scope="module")
 def driver(
     domain: int, firmware_pty: str, tmp_path_factory: pytest.TempPathFactory
@@ -200,43 +229,37 @@ def test_with_publish_clock_the_robot_clock_drives_clock_and_stamps(
     (never ahead of the /clock published before them), and a command stamped on it is
     followed (its age judged on the robot's clock). In a namespace of its own: the module's
     driver publishes measured states beside it."""
-    firmware, pty = start_firmware(firmware_build)
-    log = tmp_path / DRIVER_LOG
-    proc = start_driver(
-        ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot",
-         "-p", "publish_clock:=true", "-r", "__ns:=/clocked"],
-        log,
-    )  # fmt: skip
-    node = rclpy.create_node("clock_test")
-    clocks: list[int] = []
-    node.create_subscription(
-        Clock, "/clock", lambda m: clocks.append(Time.from_msg(m.clock).nanoseconds), 100
-    )
-    pub = node.create_publisher(JointState, "/clocked/joint_commands", 10)
-    target = [0.3] * 8
-    states: list[JointState] = []
-    node.create_subscription(JointState, "/clocked/measured/joint_states", states.append, 100)
+    clocked = ["-p", "publish_clock:=true", "-r", "__ns:=/clocked"]
+    with own_driver(firmware_build, clocked, tmp_path / DRIVER_LOG) as own:
+        node = rclpy.create_node("clock_test")
+        clocks: list[int] = []
+        node.create_subscription(
+            Clock, "/clock", lambda m: clocks.append(Time.from_msg(m.clock).nanoseconds), 100
+        )
+        pub = node.create_publisher(JointState, "/clocked/joint_commands", 10)
+        target = [0.3] * 8
+        states: list[JointState] = []
+        node.create_subscription(JointState, "/clocked/measured/joint_states", states.append, 100)
 
-    def following() -> bool:
-        if clocks:
-            msg = command(target)
-            msg.header.stamp = Time(nanoseconds=clocks[-1]).to_msg()
-            pub.publish(msg)
-        return bool(states) and all(abs(a - 0.3) < 1e-3 for a in states[-1].position)
+        def following() -> bool:
+            if clocks:
+                msg = command(target)
+                msg.header.stamp = Time(nanoseconds=clocks[-1]).to_msg()
+                pub.publish(msg)
+            return bool(states) and all(abs(a - 0.3) < 1e-3 for a in states[-1].position)
 
-    try:
-        assert spin_until(node, following, 20.0), "the robot did not follow clock-stamped commands"
-        assert spin_until(node, lambda: len(states) >= 50 and len(clocks) >= 50, 20.0)
-        measured = [Time.from_msg(m.header.stamp).nanoseconds for m in states]
-        assert all(b > a for a, b in itertools.pairwise(clocks))
-        assert all(b > a for a, b in itertools.pairwise(measured))
-        assert spin_until(node, lambda: clocks[-1] >= measured[-1], 5.0)
-    finally:
-        node.destroy_node()
-        out = stop_driver(proc, log)
-        firmware.kill()
-        firmware.wait(timeout=5)
-    assert "refused /joint_commands" not in out
+        try:
+            assert spin_until(node, following, 20.0), (
+                "the robot did not follow clock-stamped commands"
+            )
+            assert spin_until(node, lambda: len(states) >= 50 and len(clocks) >= 50, 20.0)
+            measured = [Time.from_msg(m.header.stamp).nanoseconds for m in states]
+            assert all(b > a for a, b in itertools.pairwise(clocks))
+            assert all(b > a for a, b in itertools.pairwise(measured))
+            assert spin_until(node, lambda: clocks[-1] >= measured[-1], 5.0)
+        finally:
+            node.destroy_node()
+    assert "refused /joint_commands" not in own.out
 
 
 @pytest.mark.ros
@@ -248,38 +271,30 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
     sends the MCU no more targets, so the firmware's watchdog (500 ms) trips, as its
     telemetry reports; commands again re-arm it. The module's driver (0: never) keeps the
     robot on its last targets instead (test_estop_... pauses on that)."""
-    firmware, pty = start_firmware(firmware_build)
-    log = tmp_path / DRIVER_LOG
-    proc = start_driver(
-        ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot",
-         "-p", "command_timeout:=0.3", "-r", "__ns:=/timed"],
-        log,
-    )  # fmt: skip
-    node = rclpy.create_node("command_timeout_test")
-    pub = node.create_publisher(JointState, "/timed/joint_commands", 10)
-    tripped: list[bool] = []
+    timed = ["-p", "command_timeout:=0.3", "-r", "__ns:=/timed"]
+    with own_driver(firmware_build, timed, tmp_path / DRIVER_LOG) as own:
+        node = rclpy.create_node("command_timeout_test")
+        pub = node.create_publisher(JointState, "/timed/joint_commands", 10)
+        tripped: list[bool] = []
 
-    def on_diagnostics(msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            if pty in status.hardware_id:  # not the module's driver's
-                values = {kv.key: kv.value for kv in status.values}
-                tripped.append(values.get("watchdog_tripped") == "True")
+        def on_diagnostics(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                if own.pty in status.hardware_id:  # not the module's driver's
+                    values = {kv.key: kv.value for kv in status.values}
+                    tripped.append(values.get("watchdog_tripped") == "True")
 
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+        node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
 
-    def commanded() -> bool:
-        pub.publish(command([0.2] * 8))
-        return bool(tripped) and not tripped[-1]
+        def commanded() -> bool:
+            pub.publish(command([0.2] * 8))
+            return bool(tripped) and not tripped[-1]
 
-    try:
-        assert spin_until(node, commanded, 30.0), "the driver never reported an armed robot"
-        assert spin_until(node, lambda: tripped[-1], 15.0), "the watchdog never tripped"
-        assert spin_until(node, commanded, 15.0), "commands again did not re-arm it"
-    finally:
-        node.destroy_node()
-        stop_driver(proc, log)
-        firmware.kill()
-        firmware.wait(timeout=5)
+        try:
+            assert spin_until(node, commanded, 30.0), "the driver never reported an armed robot"
+            assert spin_until(node, lambda: tripped[-1], 15.0), "the watchdog never tripped"
+            assert spin_until(node, commanded, 15.0), "commands again did not re-arm it"
+        finally:
+            node.destroy_node()
 
 
 @pytest.mark.ros
@@ -514,56 +529,36 @@ def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
     """command_rate 200 Hz of 26-byte targets (5 200 bytes/s) on a 9600 baud line (960
     bytes/s; the driver uses 90 %): targets that do not fit are skipped, the diagnostics
     count them and the log says what to change; telemetry keeps coming."""
-    firmware, pty = start_firmware(firmware_build)
-    proc = start_driver(
-        [
-            "-r",
-            "__node:=driver_slow_line",
-            "-r",
-            "measured/joint_states:=/slow/joint_states",
-            "-r",
-            "joint_commands:=/slow/joint_commands",
-            "-p",
-            "transport:=serial",
-            "-p",
-            f"port:={pty}",
-            "-p",
-            "robot_config:=robot",
-            "-p",
-            "baudrate:=9600",
-            "-p",
-            "command_rate:=200.0",
-        ]
-    )
-    node = rclpy.create_node("driver_slow_line_test")
-    diagnostics: list[DiagnosticArray] = []
-    measured: list[JointState] = []
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    node.create_subscription(JointState, "/slow/joint_states", measured.append, 50)
-    pub = node.create_publisher(JointState, "/slow/joint_commands", 10)
+    slow = ["-r", "__node:=driver_slow_line", "-r", "measured/joint_states:=/slow/joint_states",
+            "-r", "joint_commands:=/slow/joint_commands", "-p", "baudrate:=9600",
+            "-p", "command_rate:=200.0"]  # fmt: skip
+    with own_driver(firmware_build, slow) as own:
+        node = rclpy.create_node("driver_slow_line_test")
+        diagnostics: list[DiagnosticArray] = []
+        measured: list[JointState] = []
+        node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+        node.create_subscription(JointState, "/slow/joint_states", measured.append, 50)
+        pub = node.create_publisher(JointState, "/slow/joint_commands", 10)
 
-    def skipped() -> int:
-        values = [
-            dict((kv.key, kv.value) for kv in s.values)
-            for d in diagnostics
-            for s in d.status
-            if s.hardware_id == f"serial {pty} @ 9600"
-        ]
-        return max((int(v.get("frames_skipped_line_busy", 0)) for v in values), default=0)
+        def skipped() -> int:
+            values = [
+                dict((kv.key, kv.value) for kv in s.values)
+                for d in diagnostics
+                for s in d.status
+                if s.hardware_id == f"serial {own.pty} @ 9600"
+            ]
+            return max((int(v.get("frames_skipped_line_busy", 0)) for v in values), default=0)
 
-    def busy() -> bool:
-        pub.publish(command([0.1] * 8))
-        return skipped() > 10 and len(measured) > 10
+        def busy() -> bool:
+            pub.publish(command([0.1] * 8))
+            return skipped() > 10 and len(measured) > 10
 
-    try:
-        assert spin_until(node, busy, 20.0), (skipped(), len(measured))
-    finally:
-        node.destroy_node()
-        out = stop_driver(proc)
-        firmware.kill()
-        firmware.wait(timeout=5)
-    assert "command_rate x frame size exceeds the line" in out
-    assert "lower command_rate (now 200 Hz) or raise baudrate" in out
+        try:
+            assert spin_until(node, busy, 20.0), (skipped(), len(measured))
+        finally:
+            node.destroy_node()
+    assert "command_rate x frame size exceeds the line" in own.out
+    assert "lower command_rate (now 200 Hz) or raise baudrate" in own.out
 
 
 @pytest.mark.ros
