@@ -5,9 +5,12 @@ runs ``snake identify --emulate`` on it (the firmware ELF in simavr, the plant i
 the driver's link in real time), and compares the fitted servo with the plant's (torques
 relative to the config's body: divided by the plant's mass scale; the dead time after the
 pulse). Reports each parameter's relative error per seed and the worst over the seeds, the
-validation gait's RMS error before and after, and the wall time.
+validation gait's RMS error before and after, and the wall time. With ``--floor`` the plant
+lies on a floor drawn at random too (``random_plant(rng, floor=True)``: the same servo) and
+the floor stage follows: the friction coefficients' relative errors and the validation
+crawl's predicted travel against the measured, with the config's floor and the fitted one.
 
-    python bench/identify.py [--seeds 1 2 3 4 5] [--output FILE]
+    python bench/identify.py [--seeds 1 2 3 4 5] [--floor] [--output FILE]
 """
 
 from __future__ import annotations
@@ -30,9 +33,31 @@ from snake_dynamics.sim.plant import random_plant
 BODY = {"stiffness", "damping", "stall_torque"}
 
 
-def one(seed: int, folder: Path) -> dict[str, object]:
-    """Identify the plant of ``seed``; its errors and timings."""
-    doc = random_plant(np.random.default_rng(seed))
+def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, object]:
+    """fit.json's ``floor`` entry against the plant's floor: relative errors of the fitted
+    coefficients, and the validation crawl's predicted travel relative to the measured."""
+    ground = doc["ground"]
+    assert isinstance(ground, dict)
+    fitted = floor["ground"]
+    validation = floor["validation"]
+    assert isinstance(fitted, dict) and isinstance(validation, dict)
+    measured = validation["travel_measured_m"]
+    return {
+        "relative_error": {k: round(fitted[k] / ground[k] - 1.0, 4) for k in ground},
+        "travel_measured_mm": round(measured * 1e3, 1),
+        "travel_error": {
+            which: round(validation[which]["travel"] / measured - 1.0, 4)
+            for which in ("before", "after")
+        },
+        "validation_rms_mm": {
+            which: round(validation[which]["rms"] * 1e3, 2) for which in ("before", "after")
+        },
+    }
+
+
+def one(seed: int, folder: Path, floor: bool) -> dict[str, object]:
+    """Identify the plant of ``seed`` (on a floor with ``floor``); its errors and timings."""
+    doc = random_plant(np.random.default_rng(seed), floor=floor)
     servo, mass_scale = doc["servo"]["defaults"], float(doc["mass_scale"])  # type: ignore[index]
     plant = folder / f"plant-{seed}.yaml"
     plant.write_text(yaml.safe_dump(doc))
@@ -64,19 +89,34 @@ def one(seed: int, folder: Path) -> dict[str, object]:
         },
         "improvement": round(before / after, 2),
         "fit_evaluations": fit["evaluations"],
+        **({"floor": floor_errors(doc, fit["floor"])} if floor else {}),
         "wall_s": round(wall, 1),
     }
+
+
+def worst_floor(runs: list[dict[str, object]]) -> dict[str, float]:
+    """The largest |relative error| over the runs of each floor coefficient, and of the
+    validation travel predicted with the fitted floor."""
+    floors = [r["floor"] for r in runs]
+    assert all(isinstance(f, dict) for f in floors)
+    worst = {
+        k: max(abs(f["relative_error"][k]) for f in floors)  # type: ignore[index]
+        for k in ("mu_along", "mu_across")
+    }
+    worst["travel"] = max(abs(f["travel_error"]["after"]) for f in floors)  # type: ignore[index]
+    return worst
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--floor", action="store_true", help="plants on random floors too")
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         runs = []
         for seed in args.seeds:
-            runs.append(one(seed, Path(tmp)))
+            runs.append(one(seed, Path(tmp), args.floor))
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     ok = [r for r in runs if "relative_error" in r]
     worst = {
@@ -93,6 +133,7 @@ def main() -> None:
             ),
             "least_improvement": min((r["improvement"] for r in ok), default=None),  # type: ignore[type-var]
             "failed": len(runs) - len(ok),
+            **({"worst_floor": worst_floor(ok)} if args.floor else {}),
         },
         args.output,
     )
