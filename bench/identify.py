@@ -43,7 +43,9 @@ def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, 
     assert isinstance(fitted, dict) and isinstance(validation, dict)
     measured = validation["travel_measured_m"]
     return {
-        "relative_error": {k: round(fitted[k] / ground[k] - 1.0, 4) for k in ground},
+        "relative_error": {
+            k: round(fitted[k] / ground[k] - 1.0, 4) for k in ground if k != "width"
+        },
         "travel_measured_mm": round(measured * 1e3, 1),
         "travel_error": {
             which: round(validation[which]["travel"] / measured - 1.0, 4)

@@ -1,8 +1,10 @@
 """Ground contact and anisotropic friction of a snake on the plane z = 0 (docs/mfm.md,
 "The snake on the ground", eqs. 231-236).
 
-Each body is a cylinder of its radius about its long axis e2. Contact points are the
-lowest points of ``contacts`` cross-sections spread evenly along the body (eq. 231); a
+Each body is a cylinder of its radius about its long axis e2, or, with a ``width``, a box
+of that width (along its e1) and twice its radius high (along its e3): a servo's flat
+underside. Contact points are the lowest points of ``contacts`` cross-sections spread
+evenly along the body, or the four corners of each box cross-section (eq. 231); a
 point below z = 0 gets a spring-damper normal force (eq. 232), and a friction force in the
 plane with separate coefficients along and across the body, whose directions are the
 horizontal projection of the body's axis and its normal (eq. 233). Friction is
@@ -38,15 +40,21 @@ class Ground:
     """The ground plane z = 0 and its friction (a robot YAML's ``model.ground:``).
 
     Attributes:
-        stiffness: normal spring per contact point [N/m] (> 0).
-        damping: normal damper per contact point [N s/m] (>= 0); it only pushes.
+        stiffness: normal spring per contact point of a round body [N/m] (> 0); a box's
+            cross-section shares it between its two corners on the ground.
+        damping: normal damper per contact point of a round body [N s/m] (>= 0), shared
+            as the stiffness; it only pushes.
         mu_along: Coulomb coefficient along a body, sliding forwards (towards the head).
         mu_across: Coulomb coefficient across a body.
         mu_backward: Coulomb coefficient along a body sliding backwards (default: mu_along).
         velocity_scale: tanh regularisation of Coulomb friction [m/s] (> 0).
         viscous_along: viscous coefficient along a body, at its CM [N s/m] (>= 0).
         viscous_across: viscous coefficient across a body, at its CM [N s/m] (>= 0).
-        contacts: contact points per body (>= 1; 1: the middle; else the ends and between).
+        contacts: contact cross-sections per body (>= 1; 1: the middle; else the ends and
+            between).
+        width: width of each body's flat underside [m] (>= 0): the body is a box of this
+            width and twice its radius high, with contact points at the corners of each
+            cross-section; 0: a round body, its lowest point.
     """
 
     stiffness: float = 2.0e4
@@ -58,6 +66,7 @@ class Ground:
     viscous_along: float = 0.0
     viscous_across: float = 0.0
     contacts: int = 3
+    width: float = 0.0
 
     def __post_init__(self) -> None:
         positive = {"stiffness", "velocity_scale"}
@@ -105,7 +114,9 @@ def stable_step(ground: Ground, masses: FloatArray, gravity: float) -> float:
     dt <= sqrt(m_min / (contacts k)), its normal damping and viscous friction must not
     decay faster than 2.5 per step, dt <= 2.5 m_min / (contacts d) and
     dt <= 2.5 m_min / max(viscous), and the regularised Coulomb slope mu m g / v_s per body
-    gives dt <= 2.5 v_s / (mu_max g). RK4's stability interval on the real axis is 2.78.
+    gives dt <= 2.5 v_s / (mu_max g) (a box's corners share k and d, eq. 232, so a flat
+    underside rests as stiffly as a round one). RK4's stability interval on the real axis
+    is 2.78.
 
     Args:
         ground: the ground's parameters.
@@ -129,28 +140,44 @@ def stable_step(ground: Ground, masses: FloatArray, gravity: float) -> float:
 
 
 def contact_points(
-    lengths: FloatArray, radii: FloatArray, rotations: FloatArray, centres: FloatArray, count: int
+    lengths: FloatArray,
+    radii: FloatArray,
+    rotations: FloatArray,
+    centres: FloatArray,
+    count: int,
+    width: float = 0.0,
 ) -> FloatArray:
-    """Lowest points of ``count`` cross-sections of each cylindrical body (eq. 231):
-    c = r_b + s R_b e2 - rho_b d / |d| with d = e3 - (e3 . u) u, u = R_b e2, for s spread
-    evenly over [-L_b/2, L_b/2] (the middle alone for ``count`` 1).
+    """Contact points of each body (eq. 231), at ``count`` cross-sections spread evenly over
+    s in [-L_b/2, L_b/2] (the middle alone for ``count`` 1). A round body (``width`` 0):
+    the lowest point of each, c = r_b + s R_b e2 - rho_b d / |d| with
+    d = e3 - (e3 . u) u, u = R_b e2. A box (``width`` w > 0): the four corners of each,
+    c = r_b + R_b (±w/2, s, ±rho_b).
 
     Args:
         lengths: L_b [m], shape (B,).
         radii: rho_b [m], shape (B,).
         rotations: R_b, shape (B, 3, 3).
         centres: r_b [m], shape (B, 3).
-        count: points per body.
+        count: cross-sections per body.
+        width: the flat underside's width w [m] (0: round bodies).
 
     Returns:
-        Points in the inertial frame [m], shape (B, count, 3).
+        Points in the inertial frame [m], shape (B, count, 3), or (B, 4 count, 3) for a box.
     """
     s = np.linspace(-0.5, 0.5, count) if count > 1 else np.zeros(1)
     axis = rotations[:, :, 1]  # u = R_b e2
+    along = (s[None, :, None] * lengths[:, None, None]) * axis[:, None, :]
+    if width > 0.0:
+        corners = np.array([[-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0], [1.0, 1.0]])
+        across = 0.5 * width * corners[None, :, 0, None] * rotations[:, None, :, 0]
+        up = corners[None, :, 1, None] * radii[:, None, None] * rotations[:, None, :, 2]
+        offsets = (along[:, :, None, :] + (across + up)[:, None, :, :]).reshape(
+            len(lengths), 4 * len(s), 3
+        )
+        return centres[:, None, :] + offsets
     down = _UP[None, :] - (axis @ _UP)[:, None] * axis
     norm = np.linalg.norm(down, axis=1)
     down = np.where(norm[:, None] > VERTICAL_TOL, down / np.maximum(norm, VERTICAL_TOL)[:, None], 0)
-    along = (s[None, :, None] * lengths[:, None, None]) * axis[:, None, :]
     return centres[:, None, :] + along - radii[:, None, None] * down[:, None, :]
 
 
@@ -188,14 +215,14 @@ def ground_wrenches(
         Per body [force (inertial) N; moment about the CM (body frame) N m], shape (B, 6):
         the layout of the force list's external wrenches.
     """
-    points = contact_points(lengths, radii, rotations, centres, ground.contacts)
+    points = contact_points(lengths, radii, rotations, centres, ground.contacts, ground.width)
     arms = points - centres[:, None, :]
     point_vel = velocities[:, None, :] + np.cross(omegas[:, None, :], arms)
     depth = -points[..., 2]
     touching = depth > 0.0
-    normal = np.where(
-        touching, np.maximum(ground.stiffness * depth - ground.damping * point_vel[..., 2], 0.0), 0
-    )  # eq. 232
+    share = 0.5 if ground.width > 0.0 else 1.0  # a box's two corners on the ground
+    spring = share * (ground.stiffness * depth - ground.damping * point_vel[..., 2])
+    normal = np.where(touching, np.maximum(spring, 0.0), 0)  # eq. 232
     t, n = _directions(rotations[:, :, 1])
     v_along = np.einsum("bpi,bi->bp", point_vel, t)
     v_across = np.einsum("bpi,bi->bp", point_vel, n)

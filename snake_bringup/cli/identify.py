@@ -32,8 +32,8 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--robot",
-        default="robot_feedback",
-        help="robot config with feedback on every joint (default: robot_feedback)",
+        help="robot config with feedback on every joint (default: robot_feedback; "
+        "robot_table for an emulated plant on a floor)",
     )
     p.add_argument("--emulate", action="store_true", help="identify the emulated robot")
     p.add_argument(
@@ -114,7 +114,7 @@ def register(sub: Subparsers) -> None:
 
 def run(
     *,
-    robot: str,
+    robot: str | None,
     emulate: bool,
     plant: Path | None,
     transport: str,

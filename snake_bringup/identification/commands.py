@@ -21,6 +21,7 @@ from snake_driver.calibration import load_servo_map
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_dynamics.sim.identification import FITTED, Excitation, fit_servo, predict, rms_error
+from snake_dynamics.sim.plant import load_plant
 from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
@@ -51,9 +52,20 @@ def _start_params(servo: ServoModel) -> ServoParams:
     return NOMINAL
 
 
+def default_robot(plant: Path | None, real: bool) -> str:
+    """The robot config ``snake identify`` uses unless told: ``robot_table`` (the robot on
+    the table, with its bodies' flat undersides: ground.width) for an emulated plant on a
+    floor, else ``robot_feedback``."""
+    if real or plant is None:
+        return "robot_feedback"
+    names = load_servo_map(robot_config("robot_feedback"))[0].joint_names
+    on_floor = load_plant(robot_config(str(plant)), names).ground is not None
+    return "robot_table" if on_floor else "robot_feedback"
+
+
 def identify(
     *,
-    robot: str,
+    robot: str | None,
     endpoint: Endpoint | None,
     key_hex: str,
     plant: Path | None,
@@ -72,7 +84,8 @@ def identify(
     write the overlay, the report and the plots to the output folder.
 
     Args:
-        robot: robot YAML file or config name, with feedback on every joint.
+        robot: robot YAML file or config name, with feedback on every joint (None:
+            :func:`default_robot`).
         endpoint: where the real robot listens; None: the emulated robot, started here.
         key_hex: 32 hex digits for authenticated mode, or "".
         plant: the emulated robot's plant file (None: config/plant.yaml).
@@ -100,10 +113,11 @@ def identify(
             crawl with too few poses.
         snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
     """
-    config = robot_config(robot).resolve()
+    config = robot_config(robot or default_robot(plant, endpoint is not None)).resolve()
     config_model, servos = load_servo_map(config)
     # the servo stage's body: the tail held, no gravity (the plant without a floor, eq. 208)
-    model = dataclasses.replace(config_model, gravity=np.zeros(3))
+    model = dataclasses.replace(config_model, gravity=np.zeros(3), base="fixed", ground=None)
+    body = dataclasses.replace(config_model, gravity=np.zeros(3))  # the floor stage's
     names = model.joint_names
     missing = [c.joint for c in servos.channels if c.feedback is None]
     if missing and from_bags is None:
@@ -165,7 +179,7 @@ def identify(
         if floor_plant is not None:
             say(f"floor stage: the robot on the floor of {floor_plant}")
             unreadable = play_crawls(
-                model=model,
+                model=body,
                 servos=servos,
                 config=config,
                 plant=floor_plant,
@@ -176,7 +190,7 @@ def identify(
                 plant_report=plant_lines,
             )
         floor_result = fit_floor(
-            model=model,
+            model=body,
             servo=fitted_model,
             bags=bags,
             fitted=floor_fitted,

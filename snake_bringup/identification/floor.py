@@ -16,6 +16,7 @@ friction fitted with the just-identified servos, and a validation crawl the fit 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,20 +312,32 @@ def report_section(result: FloorResult) -> str:
             f"| {name} | {getattr(fit.ground, name):.4g} | {fit.stderr[name]:.2g} "
             f"| {start.backward if config is None else config:.4g} |"
         )
-    lines += ["", "| crawl | poses | RMS path error, config floor [mm] | fitted [mm] |"]
-    lines.append("| --- | ---: | ---: | ---: |")
-    for (label, crawl_), b, a in zip(
-        result.crawls.items(), fit.rms_before, fit.rms_after, strict=True
+    lines += [
+        "",
+        "| crawl | poses | RMS path error, config floor [mm] | fitted [mm] "
+        "| RMS joint error, config floor [deg] | fitted [deg] |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for (label, crawl_), b, a, jb, ja in zip(
+        result.crawls.items(),
+        fit.rms_before,
+        fit.rms_after,
+        fit.joint_rms_before,
+        fit.joint_rms_after,
+        strict=True,
     ):
-        lines.append(f"| {label} | {crawl_.recording.pose_t.size} | {_mm(b)} | {_mm(a)} |")
+        lines.append(
+            f"| {label} | {crawl_.recording.pose_t.size} | {_mm(b)} | {_mm(a)} "
+            f"| {math.degrees(jb):.2f} | {math.degrees(ja):.2f} |"
+        )
     _, gait, params = FLOOR_VALIDATION
     described = ", ".join(f"{k} {v:g}" for k, v in params.items())
     before, after = result.before, result.after
     measured = travel(result.validation.recording)
     lines += [
         "",
-        f"Fit: {fit.evaluations} path predictions (the identified servos on the robot "
-        "config's body, each crawl from its first measured pose).",
+        f"Fit: {fit.evaluations} predictions of the paths and the joints (the identified "
+        "servos on the robot config's body, each crawl from its first measured pose).",
         "",
         f"Validation crawl ({gait}, {described}; not used by the fit), marker (tail CM):",
         "",
@@ -354,6 +367,8 @@ def fit_json(result: FloorResult) -> dict[str, Any]:
         "config_ground": dataclasses.asdict(result.config_ground),
         "crawl_rms_before_m": result.fit.rms_before.tolist(),
         "crawl_rms_after_m": result.fit.rms_after.tolist(),
+        "crawl_joint_rms_before_rad": result.fit.joint_rms_before.tolist(),
+        "crawl_joint_rms_after_rad": result.fit.joint_rms_after.tolist(),
         "evaluations": result.fit.evaluations,
         "validation": {
             "travel_measured_m": travel(result.validation.recording),

@@ -159,5 +159,6 @@ def crawl_recording(path: Path, names: Sequence[str]) -> Crawl:
         np.array([s.position[:2] for s in inside]),
         np.array([heading(s.orientation) for s in inside]),
         np.array(inside[0].orientation),  # a crawl may leave the robot rolled
+        servo.measured,  # the pots: the servos' load tells the friction's level
     )
     return Crawl(recording, dict(check.rejected), len(kept) - len(inside))

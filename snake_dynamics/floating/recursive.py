@@ -84,9 +84,9 @@ CHUNK = 512
 def ground_parameters(ground: Ground | None) -> FloatArray:
     """A :class:`Ground` packed for the kernels: [stiffness N/m, damping N s/m, mu_along,
     mu_across, mu_backward, velocity_scale m/s, viscous_along N s/m, viscous_across N s/m,
-    contacts, on (1.0 with a ground, 0.0 without)], shape (10,)."""
+    contacts, on (1.0 with a ground, 0.0 without), width m], shape (11,)."""
     if ground is None:
-        return np.array([1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+        return np.array([1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0])
     return np.array(
         [
             ground.stiffness,
@@ -99,6 +99,7 @@ def ground_parameters(ground: Ground | None) -> FloatArray:
             ground.viscous_across,
             float(ground.contacts),
             1.0,
+            ground.width,
         ]
     )
 
@@ -228,16 +229,22 @@ def _ground_wrenches(
     stiffness, damping, mu_along, mu_across = ground[0], ground[1], ground[2], ground[3]
     mu_back, scale, visc_along, visc_across = ground[4], ground[5], ground[6], ground[7]
     count = int(ground[8])
+    half_width = 0.5 * ground[10]
+    corners = 4 if half_width > 0.0 else 1
+    if corners == 4:  # a box's two corners on the ground share k and d (eq. 232)
+        stiffness, damping = 0.5 * stiffness, 0.5 * damping
     viscous = visc_along > 0.0 or visc_across > 0.0
     for b in range(lengths.shape[0]):
         rb = rotations[b]
         ux, uy, uz = rb[0, 1], rb[1, 1], rb[2, 1]  # u = R_b e2
-        dx, dy, dz = -uz * ux, -uz * uy, 1.0 - uz * uz  # d = e3 - (e3 . u) u (eq. 231)
-        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if norm > VERTICAL_TOL:
-            dx, dy, dz = dx / norm, dy / norm, dz / norm
-        else:
-            dx = dy = dz = 0.0
+        dx = dy = dz = 0.0  # the point's offset across the body
+        if corners == 1:  # d = e3 - (e3 . u) u (eq. 231)
+            dx, dy, dz = -uz * ux, -uz * uy, 1.0 - uz * uz
+            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if norm > VERTICAL_TOL:
+                dx, dy, dz = -radii[b] * dx / norm, -radii[b] * dy / norm, -radii[b] * dz / norm
+            else:
+                dx = dy = dz = 0.0
         tx, ty = ux, uy  # t: u's horizontal projection, n = e3 x t (eq. 233)
         norm = math.sqrt(tx * tx + ty * ty)
         if norm > VERTICAL_TOL:
@@ -250,12 +257,20 @@ def _ground_wrenches(
         ox, oy, oz = omegas[b, 0], omegas[b, 1], omegas[b, 2]
         fx = fy = fz = mx = my = mz = 0.0
         touching = False
-        for p in range(count):
-            s = -0.5 + p / (count - 1) if count > 1 else 0.0
+        for p in range(count * corners):
+            section = p // corners
+            s = -0.5 + section / (count - 1) if count > 1 else 0.0
             along = s * lengths[b]
-            ax = along * ux - radii[b] * dx
-            ay = along * uy - radii[b] * dy
-            az = along * uz - radii[b] * dz
+            if corners == 4:  # the box's corner R_b (±w/2, s, ±rho_b)
+                corner = p - section * 4
+                side = half_width if corner % 2 else -half_width
+                up = radii[b] if corner >= 2 else -radii[b]
+                dx = side * rb[0, 0] + up * rb[0, 2]
+                dy = side * rb[1, 0] + up * rb[1, 2]
+                dz = side * rb[2, 0] + up * rb[2, 2]
+            ax = along * ux + dx
+            ay = along * uy + dy
+            az = along * uz + dz
             depth = -(cz + az)
             if not depth > 0.0:
                 continue

@@ -321,7 +321,12 @@ class CrawlingSimulator(Simulator):
         rotations, centres = world_poses(self.model, posed)
         assert self.model.ground is not None  # a crawler's model has one (__init__)
         points = contact_points(
-            self.model.lengths, self.model.radii, rotations, centres, self.model.ground.contacts
+            self.model.lengths,
+            self.model.radii,
+            rotations,
+            centres,
+            self.model.ground.contacts,
+            self.model.ground.width,
         )
         posed.position[2] -= float(np.min(points[..., 2]))
         return posed

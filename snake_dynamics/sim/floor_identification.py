@@ -9,9 +9,10 @@ floor", eqs. 243-245; no ROS, no I/O).
   on a ground, from the marker's first measured pose, and samples the marker (the tail's CM)
   at the pose sensor's instants (eq. 243).
 * :func:`path_error` is the distance between the measured and the predicted marker in the
-  plane at each pose sample (eq. 244).
-* :func:`fit_ground` finds the friction coefficients that make :func:`predict_path` closest
-  to the measured path over one or more takes (eq. 245).
+  plane at each pose sample (eq. 244); :func:`joint_error` the measured joints' distance from
+  the predicted ones, as a length (eq. 246).
+* :func:`fit_ground` finds the friction coefficients that make :func:`predict_crawl` closest
+  to the measured path and joints over one or more takes (eq. 245).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from snake_dynamics.floating.literal import FloatingState, lying_state, on_the_g
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.crawler import CrawlingSimulator
-from snake_dynamics.sim.identification import SampledReference, standard_errors
+from snake_dynamics.sim.crawler import BASE, CrawlingSimulator
+from snake_dynamics.sim.identification import SampledReference, residuals, standard_errors
 
 FloatArray = NDArray[np.float64]
 
@@ -39,6 +40,10 @@ FloatArray = NDArray[np.float64]
 FITTABLE = ("mu_along", "mu_across", "mu_backward")
 #: What :func:`fit_ground` fits unless told otherwise.
 DEFAULT_FITTED = ("mu_along", "mu_across")
+#: The coarse search before the least squares (eq. 247): each coefficient's span, from a
+#: waxed table to rubber, and the grid's points per coefficient (log-spaced).
+SEARCH_SPAN = (0.03, 1.2)
+SEARCH_POINTS = 8
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class PathRecording:
         orientation: the marker's measured orientation at the first pose, (x, y, z, w),
             shape (4,): a straight snake of cylinders rolls freely about its length, and a
             crawl may leave it rolled; None: lying flat at ``yaw[0]``.
+        measured: the joints' measured angles (the pots) at ``t`` [rad], shape (m, n); None:
+            the path alone.
     """
 
     t: FloatArray
@@ -62,6 +69,7 @@ class PathRecording:
     xy: FloatArray
     yaw: FloatArray
     orientation: FloatArray | None = None
+    measured: FloatArray | None = None
 
     def __post_init__(self) -> None:
         t, ref, pt, xy, yaw = (
@@ -98,6 +106,14 @@ class PathRecording:
                     f"{self.orientation!r}"
                 )
             object.__setattr__(self, "orientation", quat / norm)
+        if self.measured is not None:
+            measured = np.asarray(self.measured, dtype=np.float64)
+            if measured.shape != ref.shape or not np.all(np.isfinite(measured)):
+                raise IdentificationError(
+                    f"a take's measured joints must be finite and shaped as its reference "
+                    f"{ref.shape}, got {measured.shape}"
+                )
+            object.__setattr__(self, "measured", measured)
 
 
 def start_state(model: SnakeModel, recording: PathRecording) -> FloatingState:
@@ -115,16 +131,29 @@ def start_state(model: SnakeModel, recording: PathRecording) -> FloatingState:
     return lying._replace(position=position, quaternion=quaternion)
 
 
-def predict_path(
+@dataclass(frozen=True)
+class CrawlPrediction:
+    """A take predicted (eq. 243).
+
+    Attributes:
+        xy: the marker's position in the plane at every pose sample [m], shape (k, 2).
+        q: the joint angles at every reference sample [rad], shape (m, n).
+    """
+
+    xy: FloatArray
+    q: FloatArray
+
+
+def predict_crawl(
     model: SnakeModel,
     servo: ServoModel,
     ground: Ground,
     recording: PathRecording,
     dt: float = 0.001,
-) -> FloatArray:
-    """The marker's path under the take's reference (eq. 243): the servos on the free body
-    lying on ``ground`` (eqs. 240-242), from rest at the first reference with the tail at
-    the first measured pose, each servo seeing the reference its dead time late.
+) -> CrawlPrediction:
+    """The marker's path and the joints under the take's reference (eq. 243): the servos on
+    the free body lying on ``ground`` (eqs. 240-242), from rest at the first reference with
+    the tail at the first measured pose, each servo seeing the reference its dead time late.
 
     Args:
         model: the robot's body (made floating on ``ground`` under gravity here).
@@ -132,9 +161,6 @@ def predict_path(
         ground: the floor.
         recording: the take.
         dt: the step [s].
-
-    Returns:
-        The predicted marker position in the plane at every pose sample [m], shape (k, 2).
 
     Raises:
         IdentificationError: servos with different dead times, or a prediction that left
@@ -149,19 +175,51 @@ def predict_path(
     start = start_state(model, recording)
     sim.reset(float(recording.t[0]), recording.reference[0], np.zeros(n), start)
     source = SampledReference(recording.t, recording.reference, float(dead[0]))
-    steps = math.ceil((recording.pose_t[-1] - recording.t[0]) / dt) + 1
+    end = max(recording.pose_t[-1], recording.t[-1])
+    steps = math.ceil((end - recording.t[0]) / dt) + 1
     try:
         states = sim.run(steps, source)
     except SimulationError as exc:
         raise IdentificationError(f"the path's prediction diverged: {exc}") from None
     positions = np.vstack([start.position[None, :2], states[:, :2]])
+    joints = np.vstack([recording.reference[:1], states[:, BASE : BASE + n]])
     grid = recording.t[0] + dt * np.arange(steps + 1)
-    return np.column_stack([np.interp(recording.pose_t, grid, positions[:, c]) for c in (0, 1)])
+    return CrawlPrediction(
+        np.column_stack([np.interp(recording.pose_t, grid, positions[:, c]) for c in (0, 1)]),
+        np.column_stack([np.interp(recording.t, grid, joints[:, j]) for j in range(n)]),
+    )
+
+
+def predict_path(
+    model: SnakeModel,
+    servo: ServoModel,
+    ground: Ground,
+    recording: PathRecording,
+    dt: float = 0.001,
+) -> FloatArray:
+    """The marker's predicted position in the plane at every pose sample [m], shape (k, 2):
+    :func:`predict_crawl`'s path (eq. 243).
+
+    Raises:
+        IdentificationError: as :func:`predict_crawl`.
+    """
+    return predict_crawl(model, servo, ground, recording, dt).xy
 
 
 def path_error(predicted: FloatArray, recording: PathRecording) -> FloatArray:
     """|measured - predicted| of the marker in the plane at every pose sample (eq. 244) [m]."""
     return np.asarray(np.hypot(*(recording.xy - predicted).T))
+
+
+def joint_error(model: SnakeModel, predicted: FloatArray, recording: PathRecording) -> FloatArray:
+    """The measured joints' distance from the predicted ones as a length (eq. 246): L̄ times
+    each joint's error with its mean removed (a pot's constant offset, eq. 209), L̄ the links'
+    mean length, the sideways step a joint's error makes at the next link's end [m], shape
+    (m n,); empty for a take without measured joints."""
+    if recording.measured is None:
+        return np.empty(0)
+    mean_link = float(np.mean(model.lengths[1:]))
+    return np.asarray(mean_link * residuals(predicted, recording.measured).ravel())
 
 
 @dataclass(frozen=True)
@@ -174,6 +232,9 @@ class GroundFit:
         stderr: each fitted parameter's standard error.
         rms_before: each take's RMS path error with the starting floor [m].
         rms_after: each take's RMS path error with the fitted floor [m].
+        joint_rms_before: each take's RMS joint error with the starting floor [rad] (NaN
+            for a take without measured joints).
+        joint_rms_after: the same with the fitted floor [rad].
         evaluations: path predictions the fit ran (each covers every take).
     """
 
@@ -182,11 +243,46 @@ class GroundFit:
     stderr: dict[str, float]
     rms_before: FloatArray
     rms_after: FloatArray
+    joint_rms_before: FloatArray
+    joint_rms_after: FloatArray
     evaluations: int
 
 
 def _rms(errors: FloatArray) -> float:
     return float(np.sqrt(np.mean(errors**2)))
+
+
+def coarse_search(
+    fun: Callable[[FloatArray], FloatArray], x0: FloatArray, names: Sequence[str]
+) -> FloatArray:
+    """The least squares' start (eq. 247): the best of ``x0`` and a log-spaced grid of
+    :data:`SEARCH_POINTS` per coefficient over :data:`SEARCH_SPAN` (mu_backward, when
+    fitted, at mu_along's value; mu_across at least mu_along). A crawl's path is not smooth
+    in the friction: sidewinding, lifting bodies and setting them down, crawls one way on
+    one floor and another way on a floor a few per cent off, so gradients from a far start
+    lead astray, and the coarse grid finds the right basin.
+
+    Args:
+        fun: the residuals of a point (ln of each coefficient of ``names``).
+        x0: the starting point (the config's floor).
+        names: the fitted coefficients, in ``x0``'s order.
+
+    Returns:
+        The point of the least sum of squared residuals.
+    """
+    axis = np.log(np.geomspace(*SEARCH_SPAN, SEARCH_POINTS))
+    grid = {
+        tuple({"mu_along": along, "mu_across": across, "mu_backward": along}[n] for n in names)
+        for along in axis
+        for across in axis[axis >= along]
+    }
+    best, best_cost = x0, float(np.sum(fun(x0) ** 2))
+    for point in sorted(grid):
+        x = np.array(point)
+        cost = float(np.sum(fun(x) ** 2))
+        if cost < best_cost:
+            best, best_cost = x, cost
+    return best
 
 
 def fit_ground(
@@ -199,14 +295,17 @@ def fit_ground(
     dt: float = 0.001,
     progress: Callable[[int, float], None] | None = None,
 ) -> GroundFit:
-    """The floor's friction coefficients that best predict the measured paths (eq. 245:
-    nonlinear least squares over the path errors of every take, scipy's trust-region
-    reflective method, the coefficients as logs).
+    """The floor's friction coefficients that best predict the measured paths and joints
+    (eq. 245: nonlinear least squares over the path errors (244) and the joint errors (246)
+    of every take, scipy's trust-region reflective method, the coefficients as logs). A
+    crawl's path barely tells a floor from one with every coefficient scaled alike (slow
+    crawls are nearly quasi-static: the friction forces' directions and ratios set the
+    path); the servos' load, in the measured joints, tells their level.
 
     Args:
         model: the robot's body.
         servo: the robot's servos (identified first: the fit trusts them).
-        takes: crawling takes with measured paths.
+        takes: crawling takes with measured paths (and joints, where measured).
         start: the starting floor (e.g. the robot config's); its other parameters are kept.
         fitted: which of :data:`FITTABLE` to fit.
         dt: the prediction's step [s].
@@ -229,31 +328,51 @@ def fit_ground(
     if any(not (value and value > 0.0) for value in first.values()):
         raise IdentificationError(f"start the floor fit from coefficients > 0, got {first}")
     count = [0]
+    sizes = [t.pose_t.size + (0 if t.measured is None else t.measured.size) for t in takes]
 
     def floor(x: FloatArray) -> Ground:
         values: dict[str, Any] = {k: float(math.exp(v)) for k, v in zip(names, x, strict=True)}
         return dataclasses.replace(start, **values)
 
-    def errors(ground: Ground) -> list[FloatArray]:
-        return [path_error(predict_path(model, servo, ground, take, dt), take) for take in takes]
+    def errors(ground: Ground) -> list[tuple[FloatArray, FloatArray]]:
+        out = []
+        for take in takes:
+            predicted = predict_crawl(model, servo, ground, take, dt)
+            out.append((path_error(predicted.xy, take), joint_error(model, predicted.q, take)))
+        return out
 
     def fun(x: FloatArray) -> FloatArray:
         count[0] += 1
         try:
-            residual = np.concatenate(errors(floor(x)))
+            per_take = errors(floor(x))
+            residual = np.concatenate([np.concatenate(pair) for pair in per_take])
+            path_rms = _rms(np.concatenate([path for path, _ in per_take]))
         except (IdentificationError, ModelError):
-            residual = np.full(sum(t.pose_t.size for t in takes), 1.0)  # far off: step back
+            residual = np.full(sum(sizes), 1.0)  # far off: step back
+            path_rms = 1.0
         if progress is not None:
-            progress(count[0], _rms(residual))
+            progress(count[0], path_rms)
         return residual
 
+    def rms_each(per_take: list[tuple[FloatArray, FloatArray]]) -> tuple[FloatArray, FloatArray]:
+        mean_link = float(np.mean(model.lengths[1:]))
+        paths = np.array([_rms(path) for path, _ in per_take])
+        joints = np.array(
+            [_rms(joint) / mean_link if joint.size else math.nan for _, joint in per_take]
+        )
+        return paths, joints
+
     x0 = np.log([first[name] for name in names])
-    before = np.array([_rms(e) for e in errors(floor(x0))])
-    result = least_squares(fun, x0, x_scale=1.0, diff_step=1e-2, ftol=1e-8, xtol=1e-6)
+    before, joints_before = rms_each(errors(floor(x0)))
+    result = least_squares(
+        fun, coarse_search(fun, x0, names), x_scale=1.0, diff_step=1e-2, ftol=1e-8, xtol=1e-6
+    )
     fitted_ground = floor(result.x)
     sd = standard_errors(result.jac, result.cost)
     stderr = {
         name: float(getattr(fitted_ground, name) * s) for name, s in zip(names, sd, strict=True)
     }
-    after = np.array([_rms(e) for e in errors(fitted_ground)])
-    return GroundFit(fitted_ground, names, stderr, before, after, count[0])
+    after, joints_after = rms_each(errors(fitted_ground))
+    return GroundFit(
+        fitted_ground, names, stderr, before, after, joints_before, joints_after, count[0]
+    )

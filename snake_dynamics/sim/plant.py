@@ -221,6 +221,9 @@ FLOOR_RANGES: dict[str, tuple[float, float]] = {
     "mu_along": (0.06, 0.25),
     "mu_across": (0.25, 0.8),
 }
+#: The flat underside of a drawn floor plant's bodies [m]: config/robot_table.yaml's
+#: ground.width, the body the prediction knows (a ruler measures it; nothing fits it).
+TABLE_WIDTH = 0.05
 #: The least mu_across / mu_along of a drawn floor.
 MIN_ANISOTROPY = 2.0
 #: The pose sensor of a drawn floor plant: config/plant_floor.yaml's motion capture.
@@ -240,7 +243,8 @@ def random_plant(rng: np.random.Generator, floor: bool = False) -> dict[str, obj
     """A plant file's content drawn uniformly within :data:`REALISTIC_RANGES` (the same
     servo on every joint, the default potentiometers); with ``floor``, on a table drawn
     within :data:`FLOOR_RANGES` (mu_along first, then mu_across within its range and at
-    least :data:`MIN_ANISOTROPY` times it; the Ground's other defaults), tracked by
+    least :data:`MIN_ANISOTROPY` times it; bodies :data:`TABLE_WIDTH` wide; the Ground's
+    other defaults), tracked by
     :data:`RANDOM_POSE_SENSOR`. The servo's draws come first: a seed gives the same servo
     with or without the floor."""
     drawn = {k: float(rng.uniform(low, high)) for k, (low, high) in REALISTIC_RANGES.items()}
@@ -250,7 +254,7 @@ def random_plant(rng: np.random.Generator, floor: bool = False) -> dict[str, obj
         along = float(rng.uniform(*FLOOR_RANGES["mu_along"]))
         low, high = FLOOR_RANGES["mu_across"]
         across = float(rng.uniform(max(low, MIN_ANISOTROPY * along), high))
-        doc["ground"] = {"mu_along": along, "mu_across": across}
+        doc["ground"] = {"mu_along": along, "mu_across": across, "width": TABLE_WIDTH}
         doc["pose_sensor"] = dict(RANDOM_POSE_SENSOR)
     return doc
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from conftest import wait_for
 
+from snake_bringup.identification.commands import default_robot
 from snake_bringup.identification.experiment import IdentifyError, Take
 from snake_bringup.identification.floor import crawl, stage_plants
 from snake_bringup.identification.poses import PoseListener, crawl_recording
@@ -28,6 +29,7 @@ from snake_dynamics.model import SnakeModel
 from snake_dynamics.sim.plant import (
     FLOOR_RANGES,
     MIN_ANISOTROPY,
+    TABLE_WIDTH,
     load_plant,
     random_plant,
 )
@@ -125,6 +127,20 @@ def test_the_servo_stage_holds_a_plant_on_a_floor(tmp_path: Path) -> None:
         stage_plants(None, blind, names, tmp_path)
 
 
+def test_a_plant_on_a_floor_is_identified_with_the_table_robot(tmp_path: Path) -> None:
+    """Unless told, ``snake identify`` predicts a plant on a floor with robot_table (its
+    bodies' flat undersides, as the plant's); a fixed-tail plant or a real robot with
+    robot_feedback."""
+    assert default_robot(robot_config("plant_floor"), real=False) == "robot_table"
+    assert default_robot(robot_config("plant"), real=False) == "robot_feedback"
+    assert default_robot(None, real=False) == "robot_feedback"
+    assert default_robot(robot_config("plant_floor"), real=True) == "robot_feedback"
+    table = SnakeModel.from_yaml(robot_config("robot_table")).ground
+    names = SnakeModel.from_yaml(ROBOT).joint_names
+    plant = load_plant(robot_config("plant_floor"), names).ground
+    assert table is not None and plant is not None and table.width == plant.width > 0.0
+
+
 def test_a_crawl_starts_and_ends_at_rest() -> None:
     model = SnakeModel.from_yaml(ROBOT)
     gait = crawl(model, "serpenoid", {"amplitude": 0.8, "frequency": 0.6}, 3.0)
@@ -143,6 +159,7 @@ def test_a_random_floor_lies_within_its_ranges_and_keeps_the_servo() -> None:
         assert FLOOR_RANGES["mu_along"][0] <= along <= FLOOR_RANGES["mu_along"][1]
         assert FLOOR_RANGES["mu_across"][0] <= across <= FLOOR_RANGES["mu_across"][1]
         assert across >= MIN_ANISOTROPY * along
+        assert ground["width"] == TABLE_WIDTH  # the table robot's bodies
         assert doc["servo"] == random_plant(np.random.default_rng(seed))["servo"]
 
 

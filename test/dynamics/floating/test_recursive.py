@@ -62,6 +62,8 @@ GROUNDS = [
     gr.Ground(),
     gr.Ground(contacts=1, viscous_along=0.5, viscous_across=2.0),
     gr.Ground(contacts=4, mu_backward=0.3, damping=0.0, velocity_scale=0.05),
+    gr.Ground(width=0.05),
+    gr.Ground(contacts=1, width=0.03, viscous_across=1.0),
 ]
 
 

@@ -212,3 +212,26 @@ def test_a_robot_that_does_not_crawl_is_refused_in_one_line() -> None:
     ):
         with pytest.raises(ModelError, match="base: floating and a ground"):
             CrawlingSimulator(model, 0.001, stiffness=1.0)
+
+
+@pytest.mark.parametrize("width", [0.0, 0.04])
+def test_a_flat_underside_rights_a_rolled_body_and_a_round_one_stays_rolled(width: float) -> None:
+    """Eq. 231's box: a straight snake let go 0.3 rad rolled about its length, its servos
+    holding it straight, lands on one edge of its flat undersides and tips back flat; a snake
+    of cylinders rests on its lowest points whatever its roll, so it stays rolled."""
+    model = crawler(4, "xzxz", Ground(width=width))
+    sim = CrawlingSimulator(model, 0.001, servo=ServoModel.pd(5.0, 0.1, 4))
+    lying = sim.base_state
+    roll = 0.3
+    rolled = lying._replace(
+        position=lying.position + np.array([0.0, 0.0, 0.01]),
+        quaternion=np.array([0.0, math.sin(roll / 2), 0.0, math.cos(roll / 2)]),
+    )
+    sim.reset(0.0, np.zeros(4), np.zeros(4), rolled)
+    sim.advance(1500, Hold([0.0] * 4))
+    rotation = world_poses(model, sim.base_state)[0][0]
+    final = math.atan2(-rotation[2, 0], rotation[2, 2])  # about e2
+    if width > 0.0:
+        assert abs(final) < 0.01
+    else:
+        assert final == pytest.approx(roll, abs=0.05)

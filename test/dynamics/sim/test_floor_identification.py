@@ -1,6 +1,6 @@
-"""Floor identification (docs/mfm.md eqs. 243-245): the path prediction starts at the first
-measured pose and follows the crawler; the fit recovers a floor from paths the crawler made
-on it (with the pose sensor's noise) and says why it cannot fit."""
+"""Floor identification (docs/mfm.md eqs. 243-246): the path prediction starts at the first
+measured pose and follows the crawler; the fit recovers a floor from paths (and joints) the
+crawler made on it (with the pose sensor's and the pots' noise) and says why it cannot fit."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from snake_dynamics.servo import NOMINAL, ServoModel
 from snake_dynamics.sim.floor_identification import (
     PathRecording,
     fit_ground,
+    joint_error,
     path_error,
+    predict_crawl,
     predict_path,
 )
 
@@ -60,6 +62,47 @@ def test_the_fit_recovers_the_floor_from_noisy_paths() -> None:
     assert fit.ground.stiffness == Ground().stiffness  # the others are kept
     assert np.all(fit.rms_after < 1e-3) and np.all(fit.rms_after < fit.rms_before)
     assert set(fit.stderr) == {"mu_along", "mu_across"}
+
+
+def with_joints(recording: PathRecording, noise: float, seed: int) -> PathRecording:
+    """The take with its joints as the crawler moved them on :data:`TRUE`, each pot off by
+    its own constant and ``noise`` [rad] RMS."""
+    q = predict_crawl(MODEL, SERVO, TRUE, recording).q
+    rng = np.random.default_rng(seed)
+    offsets = rng.normal(0.0, 0.02, q.shape[1])
+    return dataclasses.replace(recording, measured=q + offsets + rng.normal(0.0, noise, q.shape))
+
+
+def test_the_joint_error_is_a_length_with_each_pot_s_offset_removed() -> None:
+    """Eq. 246: L̄ (q_m - q̂) with each joint's mean removed; the prediction's path is
+    predict_path's."""
+    one = take("serpenoid", TRUE, 0.0, 0)
+    predicted = predict_crawl(MODEL, SERVO, TRUE, one)
+    np.testing.assert_array_equal(predicted.xy, predict_path(MODEL, SERVO, TRUE, one))
+    assert predicted.q.shape == one.reference.shape
+    offset = dataclasses.replace(one, measured=predicted.q + np.array([0.01, -0.02, 0.0, 0.3]))
+    assert np.abs(joint_error(MODEL, predicted.q, offset)).max() < 1e-12
+    step = predicted.q.copy()
+    step[one.t >= 1.5, 2] += 0.01  # joint 3 off by 10 mrad for the second half
+    error = joint_error(MODEL, predicted.q, dataclasses.replace(one, measured=step))
+    assert error.shape == (step.size,)
+    assert np.sqrt(np.mean(error**2)) == pytest.approx(0.1 * 0.005 / np.sqrt(4), rel=0.02)
+    assert joint_error(MODEL, predicted.q, one).size == 0  # no pots: the path alone
+    with pytest.raises(IdentificationError, match="measured joints must be finite"):
+        dataclasses.replace(one, measured=predicted.q[:, :3])
+
+
+def test_the_fit_recovers_the_floor_from_noisy_paths_and_joints() -> None:
+    takes = [
+        with_joints(take("sidewinding", TRUE, 5e-4, 1), 2e-3, 3),
+        with_joints(take("serpenoid", TRUE, 5e-4, 2), 2e-3, 4),
+    ]
+    fit = fit_ground(MODEL, SERVO, takes, Ground())
+    assert fit.ground.mu_along == pytest.approx(TRUE.mu_along, rel=0.05)
+    assert fit.ground.mu_across == pytest.approx(TRUE.mu_across, rel=0.05)
+    assert np.all(fit.rms_after < 1e-3) and np.all(fit.rms_after < fit.rms_before)
+    assert np.all(fit.joint_rms_after < 2.2e-3)  # down to the pots' noise
+    assert np.all(fit.joint_rms_after < fit.joint_rms_before)
 
 
 def test_bad_fits_are_refused_with_a_reason() -> None:

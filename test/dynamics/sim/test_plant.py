@@ -32,7 +32,14 @@ from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import CrawlingSimulator
-from snake_dynamics.sim.plant import DECODER_US, LIMP_AFTER, NO_VOLTAGE, Plant, load_plant
+from snake_dynamics.sim.plant import (
+    DECODER_US,
+    LIMP_AFTER,
+    NO_VOLTAGE,
+    TABLE_WIDTH,
+    Plant,
+    load_plant,
+)
 from snake_dynamics.sim.pose_sensor import PoseReading
 from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
 from snake_ros.paths import robot_config
@@ -158,6 +165,8 @@ def test_the_true_table_overlay_holds_the_plant_s_body_floor_and_servos() -> Non
     assert true.masses == pytest.approx(table.masses * plant.mass_scale, rel=1e-12)
     assert true.inertias == pytest.approx(table.inertias * plant.mass_scale, rel=1e-12)
     assert true.ground == plant.ground
+    assert table.ground is not None and plant.ground is not None
+    assert table.ground.width == plant.ground.width == TABLE_WIDTH  # the same body
     servo = ServoModel.from_yaml(robot_config("robot_table_true"), names)
     for ours, theirs in zip(servo.joints, plant.servo.joints, strict=True):
         # the prediction starts at the command, the plant at the pulse: 10 ms later on average
@@ -430,9 +439,11 @@ def _crawl(plant: Plant, seconds: float, joints: range = range(8)) -> list[PoseR
 def test_on_the_floor_the_servos_crawl_by_the_anisotropic_friction() -> None:
     """The law of lateral undulation (docs/mfm.md, "The snake on the ground"): friction
     across the bodies higher than along them carries the snake forward, towards its head;
-    on an isotropic floor the same gait goes nearly nowhere."""
+    on an isotropic floor the same gait goes nearly nowhere. Round bodies (width 0): the law
+    is the friction's; on flat undersides the body's small rolls about its length shift its
+    weight between the edges, and an isotropic floor moves it about half as far."""
     travel = []
-    for ground in ({}, {"mu_across": 0.12, "mu_backward": None}):
+    for ground in ({"width": 0.0}, {"mu_across": 0.12, "mu_backward": None, "width": 0.0}):
         plant = _floor_plant(**ground)
         assert plant.model.base == "floating" and plant.model.gravity[2] == -9.81
         start = plant.base_state
