@@ -10,7 +10,10 @@ lies on a floor drawn at random too (``random_plant(rng, floor=True)``: the same
 the floor stage follows: the friction coefficients' relative errors and the validation
 crawl's predicted travel against the measured, with the config's floor and the fitted one.
 
-    python bench/identify.py [--seeds 1 2 3 4 5] [--floor] [--output FILE]
+    python bench/identify.py [--seeds 1 2 3 4 5] [--floor] [--keep DIR] [--output FILE]
+
+``--keep DIR`` keeps each seed's plant file and ``snake identify`` folder there
+(``DIR/identify-<seed>``: its bags, report and overlay; ``bench/floor_grid.py`` reads it).
 """
 
 from __future__ import annotations
@@ -113,12 +116,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--floor", action="store_true", help="plants on random floors too")
+    parser.add_argument("--keep", type=Path, help="keep the plants and the runs' folders here")
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) if args.keep is None else args.keep
+        folder.mkdir(parents=True, exist_ok=True)
         runs = []
         for seed in args.seeds:
-            runs.append(one(seed, Path(tmp), args.floor))
+            runs.append(one(seed, folder, args.floor))
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     ok = [r for r in runs if "relative_error" in r]
     worst = {

@@ -22,13 +22,14 @@ from pathlib import Path
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
+from snake_bringup.cli.demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS
 from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
 from snake_dynamics import make_gait
 from snake_ros.paths import robot_config
 
-#: The demo's gait (snake_bringup.cli.demo's DEMO_GAIT_PARAMETERS).
-GAIT, GAIT_PARAMETERS = "sidewinding", {"frequency": 0.4}
+#: The demo's gait.
+GAIT, GAIT_PARAMETERS = DEMO_GAIT, DEMO_GAIT_PARAMETERS[DEMO_GAIT]
 PULSE_PERIOD = 0.02  # [s] the firmware's servo frame
 
 

@@ -117,7 +117,7 @@ def test_demo_records_compares_and_reports(
     assert moving and all(0.0 < r < np.radians(10.0) for r in moving), summary
     # the robot crawls on the table (sidewinding at 0.4 Hz, ~8 cm/s), and so does the
     # prediction (the config's servos and floor, not the table's: how far each gets varies
-    # from run to run, as the body rolls and the headings drift apart; bench/README.md)
+    # from run to run, as the headings drift apart; bench/README.md)
     path = summary["path"]
     measured, predicted = path["measured"]["displacement"], path["predicted"]["displacement"]
     assert path["rejected"]["not newer"] == 0, path  # stamped on the sensor's own times
