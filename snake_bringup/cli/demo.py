@@ -58,8 +58,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--gait",
         choices=sorted(GAITS),
-        help=f"gait (default: the --gaits file's, else {DEMO_GAIT} at 0.4 Hz with a 0.25 rad pitch wave, which crawls "
-        "visibly on the table)",
+        help=f"gait (default: the --gaits file's, else {DEMO_GAIT} at 0.4 Hz with a 0.25 rad "
+        "pitch wave, which crawls visibly on the table)",
     )
     gaits_option(p)
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")

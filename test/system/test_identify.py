@@ -176,13 +176,13 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
     the dead time within one telemetry period, and the validation gait's prediction error at
     least 3x smaller than with the nominal servo; then the floor stage: both friction
     coefficients within 15 % of the floor's, and the validation crawl's predicted travel
-    within 5 % of the measured. (The issue's 10 % held on five random floors of six in
-    bench/README.md's runs, this one +2 % idle and +9 % with both cores busy: sidewinding's
-    misprediction moves the fitted level from run to run. 15 % keeps this test from flaking
-    on that, and a fit in a wrong basin, 56-65 % off, still fails it.) All that with both cores busy beside it, as an idle machine
-    gets it (an idle run is the same check, 150 s more of the suite: bench/README.md gives
-    the fits). The emulated robot may fall behind real time, and the fit, on the robot's
-    own clock, is as good (its report says how far behind)."""
+    within 5 % of the measured. All that with both cores busy beside it, as an idle machine
+    gets it (an idle run is the same check, 180 s more of the suite). The emulated robot may
+    fall behind real time, and the fit, on the robot's own clock, is as good (its report says
+    how far behind). The friction came within 10 % on six random floors of seven in
+    bench/README.md's runs, this one +2 % idle and +9 % busy: sidewinding's misprediction
+    moves the fitted level from run to run. 15 % keeps this test from flaking on that, and
+    a fit in a wrong basin (56-65 % off) still fails it."""
     busy_cores(2)
     doc = random_plant(np.random.default_rng(12), floor=True)  # the same servo as without
     servo, mass_scale = doc["servo"]["defaults"], doc["mass_scale"]
