@@ -44,6 +44,10 @@ DEFAULT_FITTED = ("mu_along", "mu_across")
 #: waxed table to rubber, and the grid's points per coefficient (log-spaced).
 SEARCH_SPAN = (0.03, 1.2)
 SEARCH_POINTS = 8
+#: The residual [m] beyond which the fit counts an error less than its square (eq. 245's
+#: soft-L1 loss): a crawl mispredicted by centimetres on every floor (sidewinding under
+#: servos that are not the robot's) must not drag the others off what they fit well.
+ROBUST_SCALE = 0.005
 
 
 @dataclass(frozen=True)
@@ -252,8 +256,20 @@ def _rms(errors: FloatArray) -> float:
     return float(np.sqrt(np.mean(errors**2)))
 
 
+def robust_cost(residual: FloatArray, scale: float) -> float:
+    """Eq. 245's cost of ``residual``: sum of scale^2 * 2 (sqrt(1 + (r/scale)^2) - 1),
+    r^2 for small r and 2 scale |r| for large (scipy's soft_l1 loss); the plain sum of
+    squares for ``scale`` inf."""
+    if math.isinf(scale):
+        return float(np.sum(residual**2))
+    return float(np.sum(2.0 * scale**2 * (np.sqrt(1.0 + (residual / scale) ** 2) - 1.0)))
+
+
 def coarse_search(
-    fun: Callable[[FloatArray], FloatArray], x0: FloatArray, names: Sequence[str]
+    fun: Callable[[FloatArray], FloatArray],
+    x0: FloatArray,
+    names: Sequence[str],
+    scale: float = ROBUST_SCALE,
 ) -> FloatArray:
     """The least squares' start (eq. 247): the best of ``x0`` and a log-spaced grid of
     :data:`SEARCH_POINTS` per coefficient over :data:`SEARCH_SPAN` (mu_backward, when
@@ -266,9 +282,10 @@ def coarse_search(
         fun: the residuals of a point (ln of each coefficient of ``names``).
         x0: the starting point (the config's floor).
         names: the fitted coefficients, in ``x0``'s order.
+        scale: :func:`robust_cost`'s scale [m].
 
     Returns:
-        The point of the least sum of squared residuals.
+        The point of the least cost.
     """
     axis = np.log(np.geomspace(*SEARCH_SPAN, SEARCH_POINTS))
     grid = {
@@ -276,10 +293,10 @@ def coarse_search(
         for along in axis
         for across in axis[axis >= along]
     }
-    best, best_cost = x0, float(np.sum(fun(x0) ** 2))
+    best, best_cost = x0, robust_cost(fun(x0), scale)
     for point in sorted(grid):
         x = np.array(point)
-        cost = float(np.sum(fun(x) ** 2))
+        cost = robust_cost(fun(x), scale)
         if cost < best_cost:
             best, best_cost = x, cost
     return best
@@ -294,6 +311,7 @@ def fit_ground(
     fitted: Sequence[str] = DEFAULT_FITTED,
     dt: float = 0.001,
     progress: Callable[[int, float], None] | None = None,
+    robust_scale: float = ROBUST_SCALE,
 ) -> GroundFit:
     """The floor's friction coefficients that best predict the measured paths and joints
     (eq. 245: nonlinear least squares over the path errors (244) and the joint errors (246)
@@ -310,6 +328,8 @@ def fit_ground(
         fitted: which of :data:`FITTABLE` to fit.
         dt: the prediction's step [s].
         progress: called with (evaluations, RMS path error [m]) after each prediction.
+        robust_scale: the soft-L1 loss's scale [m] (:func:`robust_cost`; inf: plain least
+            squares).
 
     Raises:
         IdentificationError: no takes, an unknown parameter, or no prediction stays finite.
@@ -364,8 +384,16 @@ def fit_ground(
 
     x0 = np.log([first[name] for name in names])
     before, joints_before = rms_each(errors(floor(x0)))
+    loss = ("linear", 1.0) if math.isinf(robust_scale) else ("soft_l1", robust_scale)
     result = least_squares(
-        fun, coarse_search(fun, x0, names), x_scale=1.0, diff_step=1e-2, ftol=1e-8, xtol=1e-6
+        fun,
+        coarse_search(fun, x0, names, robust_scale),
+        x_scale=1.0,
+        diff_step=1e-2,
+        ftol=1e-8,
+        xtol=1e-6,
+        loss=loss[0],
+        f_scale=loss[1],
     )
     fitted_ground = floor(result.x)
     sd = standard_errors(result.jac, result.cost)

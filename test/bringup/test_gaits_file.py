@@ -193,7 +193,7 @@ def test_the_demo_plays_the_files_gait_over_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``snake demo --gaits FILE``: ``--gait``, else the file's gait, else the demo's
-    sidewinding; the file's parameters over the demo's (0.4 Hz, a 0.25 rad pitch wave), the
+    sidewinding; the file's parameters over the demo's (0.4 Hz, a 0.1 rad pitch wave), the
     demo's kept where the file says nothing (the runs themselves not started)."""
     runs: list[dict[str, Any]] = []
     monkeypatch.setattr(demo, "demo_once", lambda **kw: runs.append(kw) or demo.DemoRun(0))
@@ -202,13 +202,11 @@ def test_the_demo_plays_the_files_gait_over_its_own(
     for args in ([plain], [own], [own, "--gait", "spiral"]):
         assert main(["demo", "--gaits", *map(str, args)]) == 0
     assert runs[0]["gait"] == "sidewinding" and runs[0]["gait_parameters"] == {
-        "sidewinding": {"frequency": 0.4, "pitch_amplitude": 0.25},
+        "sidewinding": {"frequency": 0.4, "pitch_amplitude": 0.1},
         "serpenoid": {"amplitude": 0.3},
     }
     assert runs[1]["gait"] == "serpenoid"
-    assert runs[1]["gait_parameters"] == {
-        "sidewinding": {"frequency": 0.3, "pitch_amplitude": 0.25}
-    }
+    assert runs[1]["gait_parameters"] == {"sidewinding": {"frequency": 0.3, "pitch_amplitude": 0.1}}
     assert runs[2]["gait"] == "spiral"
 
 

@@ -21,6 +21,7 @@ from snake_dynamics.sim.floor_identification import (
     path_error,
     predict_crawl,
     predict_path,
+    robust_cost,
 )
 
 MODEL = SnakeModel.uniform(4, 0.1, 0.1, 0.02, axes="xz")
@@ -103,6 +104,16 @@ def test_the_fit_recovers_the_floor_from_noisy_paths_and_joints() -> None:
     assert np.all(fit.rms_after < 1e-3) and np.all(fit.rms_after < fit.rms_before)
     assert np.all(fit.joint_rms_after < 2.2e-3)  # down to the pots' noise
     assert np.all(fit.joint_rms_after < fit.joint_rms_before)
+
+
+def test_the_robust_cost_is_quadratic_near_zero_and_linear_far_off() -> None:
+    """Eq. 245's soft-L1 loss: r^2 for r << s, 2 s |r| - 2 s^2 for r >> s; plain squares
+    for s = inf."""
+    small, large = np.array([1e-5, -2e-5]), np.array([1.0, -2.0])
+    assert robust_cost(small, 0.005) == pytest.approx(float(np.sum(small**2)), rel=1e-4)
+    expected = float(np.sum(2 * 0.005 * np.abs(large) - 2 * 0.005**2))
+    assert robust_cost(large, 0.005) == pytest.approx(expected, rel=1e-4)
+    assert robust_cost(large, np.inf) == 5.0
 
 
 def test_bad_fits_are_refused_with_a_reason() -> None:
