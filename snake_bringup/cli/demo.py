@@ -35,18 +35,18 @@ from .options import (
 if TYPE_CHECKING:
     from .options import Subparsers
 
-#: The demo's gait: it travels about 8 cm/s on the table (bench/README.md).
-DEMO_GAIT = "sidewinding"
-#: The demo's parameters of its gaits, over config/gaits.yaml's: at 0.5 Hz the table's weaker
-#: servos settle into one of two crawls depending on how the gait starts, and in one of them
-#: joint_4's servo sits on its torque limit a third of the time; at 0.4 Hz both starts give
-#: the same crawl (docs/hardware.md, "The demo against the emulated robot"). On the table's
-#: flat-bottomed bodies, which stay upright and slide rather than roll, a pitch wave over
-#: 0.1 rad puts a servo of the table's (robot_table_true) or of its identified overlay on
-#: its torque-speed line more than a tenth of a period (eq. 217); 0.1 rad: under 0.5 % of
-#: the run, 6.7 cm/s (`snake simulate --robot robot_table --ground`).
+#: The demo's gait: lateral undulation, which crawls about 5 cm/s head first on the table
+#: (bench/README.md).
+DEMO_GAIT = "serpenoid"
+#: The demo's parameters of its gaits, over config/gaits.yaml's: the serpenoid the floor
+#: stage of ``snake identify`` crawls. The table robot's flat-bottomed bodies stay upright
+#: and slide where cylinders rolled: sidewinding with a pitch wave over 0.1 rad puts a servo
+#: of the table's (robot_table_true) or of its identified overlay on its torque-speed line
+#: more than a tenth of a period (eq. 217), and with 0.1 rad the robot turns on the spot
+#: (heading drifts of 110-300 deg in 13 s). This one: under 0.5 % of the run on the line,
+#: 5.4 cm/s straight ahead (`snake simulate --robot robot_table_true --ground`).
 DEMO_GAIT_PARAMETERS: dict[str, dict[str, float]] = {
-    "sidewinding": {"frequency": 0.4, "pitch_amplitude": 0.1}
+    "serpenoid": {"amplitude": 0.8, "frequency": 0.6}
 }
 
 
@@ -59,8 +59,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--gait",
         choices=sorted(GAITS),
-        help=f"gait (default: the --gaits file's, else {DEMO_GAIT} at 0.4 Hz with a 0.1 rad "
-        "pitch wave, which crawls visibly on the table)",
+        help=f"gait (default: the --gaits file's, else {DEMO_GAIT} with 0.8 rad at 0.6 Hz, "
+        "which crawls visibly on the table)",
     )
     gaits_option(p)
     p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/demo-...)")
@@ -138,16 +138,18 @@ def run(
 ) -> int:
     """``snake demo``: one run (:func:`demo_once`), or with ``tour`` the whole story
     (:func:`demo_tour`), of ``gait`` (empty: the ``gaits`` file's, else :data:`DEMO_GAIT`)
-    with :data:`DEMO_GAIT_PARAMETERS` and the ``gaits`` file's gait parameters over
-    config/gaits.yaml's. Returns the exit status.
+    with :data:`DEMO_GAIT_PARAMETERS` (on the table: a robot config with a floating base)
+    and the ``gaits`` file's gait parameters over config/gaits.yaml's. Returns the exit
+    status.
 
     Raises:
         GaitsFileError: the ``gaits`` file cannot be played.
     """
     gait, from_file = played_gait(gait, gaits, DEMO_GAIT)
+    on_table = SnakeModel.from_yaml(robot_config(robot)).base == "floating"
+    table = DEMO_GAIT_PARAMETERS if on_table else {}
     parameters = {
-        name: {**DEMO_GAIT_PARAMETERS.get(name, {}), **from_file.get(name, {})}
-        for name in {**DEMO_GAIT_PARAMETERS, **from_file}
+        name: {**table.get(name, {}), **from_file.get(name, {})} for name in {**table, **from_file}
     }
     if gaits:
         print(gaits_note(gaits, gait, parameters))

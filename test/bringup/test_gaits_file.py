@@ -193,20 +193,24 @@ def test_the_demo_plays_the_files_gait_over_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``snake demo --gaits FILE``: ``--gait``, else the file's gait, else the demo's
-    sidewinding; the file's parameters over the demo's (0.4 Hz, a 0.1 rad pitch wave), the
-    demo's kept where the file says nothing (the runs themselves not started)."""
+    serpenoid; the file's parameters over the demo's (0.8 rad at 0.6 Hz), the demo's kept
+    where the file says nothing (the runs themselves not started)."""
     runs: list[dict[str, Any]] = []
     monkeypatch.setattr(demo, "demo_once", lambda **kw: runs.append(kw) or demo.DemoRun(0))
     plain = gaits_yaml(tmp_path / "a.yaml", {"serpenoid": {"amplitude": 0.3}})
-    own = gaits_yaml(tmp_path / "b.yaml", {"gait": "serpenoid", "sidewinding": {"frequency": 0.3}})
+    own = gaits_yaml(
+        tmp_path / "b.yaml", {"gait": "sidewinding", "sidewinding": {"frequency": 0.3}}
+    )
     for args in ([plain], [own], [own, "--gait", "spiral"]):
         assert main(["demo", "--gaits", *map(str, args)]) == 0
-    assert runs[0]["gait"] == "sidewinding" and runs[0]["gait_parameters"] == {
-        "sidewinding": {"frequency": 0.4, "pitch_amplitude": 0.1},
-        "serpenoid": {"amplitude": 0.3},
+    assert runs[0]["gait"] == "serpenoid" and runs[0]["gait_parameters"] == {
+        "serpenoid": {"amplitude": 0.3, "frequency": 0.6},
     }
-    assert runs[1]["gait"] == "serpenoid"
-    assert runs[1]["gait_parameters"] == {"sidewinding": {"frequency": 0.3, "pitch_amplitude": 0.1}}
+    assert runs[1]["gait"] == "sidewinding"
+    assert runs[1]["gait_parameters"] == {
+        "serpenoid": {"amplitude": 0.8, "frequency": 0.6},
+        "sidewinding": {"frequency": 0.3},
+    }
     assert runs[2]["gait"] == "spiral"
 
 

@@ -115,12 +115,14 @@ def test_demo_records_compares_and_reports(
     summary = json.loads((out / "report" / "summary.json").read_text())
     moving = [r for r in summary["rms_rad"] if r]
     assert moving and all(0.0 < r < np.radians(10.0) for r in moving), summary
-    # the robot crawls on the table (sidewinding at 0.4 Hz, ~8 cm/s), and so does the
+    # the robot crawls on the table (the serpenoid, ~5 cm/s), and so does the
     # prediction (the config's servos and floor, not the table's: how far each gets varies
     # from run to run, as the headings drift apart; bench/README.md)
     path = summary["path"]
     measured, predicted = path["measured"]["displacement"], path["predicted"]["displacement"]
     assert path["rejected"]["not newer"] == 0, path  # stamped on the sensor's own times
-    assert measured > 0.3 and predicted > 0.3, path
+    # over 2 cm/s of the robot's time (it may run slower than the host's under load)
+    assert measured > 0.02 * path["duration"] and predicted > 0.02 * path["duration"], path
+    assert path["duration"] > 3.0, path
     assert path["samples"] > 50 * path["duration"], path  # the sensor's 100 Hz, less dropouts
     assert "travel: predicted" in proc.stdout
