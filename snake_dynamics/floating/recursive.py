@@ -237,14 +237,12 @@ def _ground_wrenches(
     for b in range(lengths.shape[0]):
         rb = rotations[b]
         ux, uy, uz = rb[0, 1], rb[1, 1], rb[2, 1]  # u = R_b e2
-        dx = dy = dz = 0.0  # the point's offset across the body
-        if corners == 1:  # d = e3 - (e3 . u) u (eq. 231)
-            dx, dy, dz = -uz * ux, -uz * uy, 1.0 - uz * uz
-            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-            if norm > VERTICAL_TOL:
-                dx, dy, dz = -radii[b] * dx / norm, -radii[b] * dy / norm, -radii[b] * dz / norm
-            else:
-                dx = dy = dz = 0.0
+        dx, dy, dz = -uz * ux, -uz * uy, 1.0 - uz * uz  # d = e3 - (e3 . u) u (eq. 231)
+        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if norm > VERTICAL_TOL:
+            dx, dy, dz = dx / norm, dy / norm, dz / norm
+        else:
+            dx = dy = dz = 0.0
         tx, ty = ux, uy  # t: u's horizontal projection, n = e3 x t (eq. 233)
         norm = math.sqrt(tx * tx + ty * ty)
         if norm > VERTICAL_TOL:
@@ -265,12 +263,13 @@ def _ground_wrenches(
                 corner = p - section * 4
                 side = half_width if corner % 2 else -half_width
                 up = radii[b] if corner >= 2 else -radii[b]
-                dx = side * rb[0, 0] + up * rb[0, 2]
-                dy = side * rb[1, 0] + up * rb[1, 2]
-                dz = side * rb[2, 0] + up * rb[2, 2]
-            ax = along * ux + dx
-            ay = along * uy + dy
-            az = along * uz + dz
+                ax = along * ux + (side * rb[0, 0] + up * rb[0, 2])
+                ay = along * uy + (side * rb[1, 0] + up * rb[1, 2])
+                az = along * uz + (side * rb[2, 0] + up * rb[2, 2])
+            else:  # the round body's lowest point
+                ax = along * ux - radii[b] * dx
+                ay = along * uy - radii[b] * dy
+                az = along * uz - radii[b] * dz
             depth = -(cz + az)
             if not depth > 0.0:
                 continue

@@ -105,7 +105,9 @@ def test_the_search_finds_the_grid_optimum_with_a_tenth_of_its_runs(tmp_path: Pa
         setup["dt_s"],
         setup["ideal_servos"],
     )
-    assert objective_value(setup["objective"], again) == best["objective"]  # still the grid
+    # still the grid: to 1e-9 (the kernels are compiled with fastmath, so a change to one may
+    # move the last bits; a changed model moves far more)
+    assert objective_value(setup["objective"], again) == pytest.approx(best["objective"], rel=1e-9)
     proc = snake(
         *("--param", f"{setup['param']}={REFERENCE['low']}:{REFERENCE['high']}"),
         *(f"--set={k}={v}" for k, v in setup["fixed"].items()),
