@@ -172,7 +172,7 @@ def predict_crawl(
     """
     dead = np.unique(servo.dead_times)
     if dead.size != 1:
-        raise IdentificationError("predict_path() takes servos with one dead time for every joint")
+        raise IdentificationError("predict_crawl() takes servos with one dead time for every joint")
     grounded = on_the_ground(dataclasses.replace(model, ground=ground))
     sim = CrawlingSimulator(grounded, dt, servo=servo, t0=float(recording.t[0]))
     n = model.n_joints
