@@ -38,7 +38,8 @@ BODY = {"stiffness", "damping", "stall_torque"}
 
 def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, object]:
     """fit.json's ``floor`` entry against the plant's floor: relative errors of the fitted
-    coefficients, and the validation crawl's predicted travel relative to the measured."""
+    coefficients (``floor["fitted"]``), and the validation crawl's predicted travel relative
+    to the measured."""
     ground = doc["ground"]
     assert isinstance(ground, dict)
     fitted = floor["ground"]
@@ -46,9 +47,7 @@ def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, 
     assert isinstance(fitted, dict) and isinstance(validation, dict)
     measured = validation["travel_measured_m"]
     return {
-        "relative_error": {
-            k: round(fitted[k] / ground[k] - 1.0, 4) for k in ground if k != "width"
-        },
+        "relative_error": {k: round(fitted[k] / ground[k] - 1.0, 4) for k in floor["fitted"]},
         "travel_measured_mm": round(measured * 1e3, 1),
         "travel_error": {
             which: round(validation[which]["travel"] / measured - 1.0, 4)

@@ -222,8 +222,12 @@ def joint_error(model: SnakeModel, predicted: FloatArray, recording: PathRecordi
     (m n,); empty for a take without measured joints."""
     if recording.measured is None:
         return np.empty(0)
-    mean_link = float(np.mean(model.lengths[1:]))
-    return np.asarray(mean_link * residuals(predicted, recording.measured).ravel())
+    return np.asarray(mean_link(model) * residuals(predicted, recording.measured).ravel())
+
+
+def mean_link(model: SnakeModel) -> float:
+    """L̄ of eq. 246: the links' mean length [m] (the tail not counted)."""
+    return float(np.mean(model.lengths[1:]))
 
 
 @dataclass(frozen=True)
@@ -375,10 +379,9 @@ def fit_ground(
         return residual
 
     def rms_each(per_take: list[tuple[FloatArray, FloatArray]]) -> tuple[FloatArray, FloatArray]:
-        mean_link = float(np.mean(model.lengths[1:]))
         paths = np.array([_rms(path) for path, _ in per_take])
         joints = np.array(
-            [_rms(joint) / mean_link if joint.size else math.nan for _, joint in per_take]
+            [_rms(joint) / mean_link(model) if joint.size else math.nan for _, joint in per_take]
         )
         return paths, joints
 
