@@ -360,6 +360,13 @@ class Emulator:
         last = self.output[-1] if self.output else "no output"
         return f"the emulated robot (simavr) exited ({last})"
 
+    def graph_ready(self) -> None:
+        """Tell the plant that the graph around the emulated robot is up (SIGUSR1): its end
+        line then also tells the lag the running graph added (``running_behind_ms``)."""
+        if self.plant_proc is not None and self.plant_proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.plant_proc.send_signal(signal.SIGUSR1)
+
     def stop(self) -> None:
         """Stop socat, simavr and the plant (SIGTERM, then SIGKILL after 3 s)."""
         for proc in (self.socat, self.runner, self.plant_proc):

@@ -5,7 +5,9 @@ while the MCU runs it (:func:`serve`).
 
 Started by :class:`snake_bringup.emulator.Emulator` (``--plant FILE``) before the runner;
 prints ``PLANT ready ...`` once its kernels are compiled, then answers every emulated
-millisecond until the runner closes the socket::
+millisecond until the runner closes the socket. SIGUSR1 says the graph is up
+(:meth:`snake_bringup.emulator.Emulator.graph_ready`): the end line then tells the lag the
+running graph added apart from the lag its start left (``running_behind_ms``)::
 
     python -m snake_bringup.plant_bridge --fd 3 --robot config/robot.yaml \\
         --plant config/plant.yaml [--log angles.csv] [--pose-port PORT]
@@ -26,6 +28,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,6 +95,11 @@ class ServeStats:
         ignored_pulses: pulses outside the servos' decoder range (simavr's glitches,
             :data:`snake_dynamics.sim.plant.DECODER_US`), which the servos did not follow.
         poses_sent: pose sensor readings sent (none without a pose sensor or a port).
+        behind_at_ready_s: how far behind the emulated clock was when the graph reported
+            ready (None: it never did; :func:`main` takes the report as SIGUSR1) [s].
+        behind_running_s: the most the emulated clock fell behind after that, beyond
+            ``behind_at_ready_s`` [s]: what the running graph cost it, apart from the
+            lag its nodes' start left, which the runner then catches up.
     """
 
     ticks: int = 0
@@ -101,12 +109,20 @@ class ServeStats:
     busy_s: float = 0.0
     ignored_pulses: int = 0
     poses_sent: int = 0
+    behind_at_ready_s: float | None = None
+    behind_running_s: float = 0.0
 
     def __str__(self) -> str:
         rate = self.emulated_s / self.wall_s if self.wall_s > 0 else 0.0
+        running = (
+            "n/a"
+            if self.behind_at_ready_s is None
+            else f"{self.behind_running_s * 1e3:.1f} (at ready {self.behind_at_ready_s * 1e3:.1f})"
+        )
         return (
             f"ticks={self.ticks} emulated_s={self.emulated_s:.3f} wall_s={self.wall_s:.3f} "
             f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
+            f"running_behind_ms={running} "
             f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%} "
             f"ignored_pulses={self.ignored_pulses} poses_sent={self.poses_sent}"
         )
@@ -117,9 +133,11 @@ def serve(
     sock: socket.socket,
     log: IO[str] | None = None,
     send_pose: Callable[[bytes], object] | None = None,
+    graph_ready: threading.Event | None = None,
 ) -> ServeStats:
     """Answer the runner's records until it closes the socket; hand each pose sensor
-    reading's datagram to ``send_pose`` when it is delivered (None: drop them).
+    reading's datagram to ``send_pose`` when it is delivered (None: drop them). Once
+    ``graph_ready`` is set, the stats also count the lag the running graph adds.
 
     Each record is answered at once from the state its period was computed to ahead of it;
     then the plant takes the record's pulses and computes the next period while the MCU
@@ -168,7 +186,12 @@ def serve(
             t_first, wall_first = t, wall
         stats.ticks += 1
         stats.emulated_s, stats.wall_s = t - t_first, wall - wall_first
-        stats.behind_s = max(stats.behind_s, stats.wall_s - stats.emulated_s)
+        behind = stats.wall_s - stats.emulated_s
+        stats.behind_s = max(stats.behind_s, behind)
+        if graph_ready is not None and graph_ready.is_set():
+            if stats.behind_at_ready_s is None:
+                stats.behind_at_ready_s = behind
+            stats.behind_running_s = max(stats.behind_running_s, behind - stats.behind_at_ready_s)
         stats.busy_s += time.monotonic() - wall
         stats.ignored_pulses = plant.ignored_pulses
 
@@ -189,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     plant.warm_up()
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
+    graph_ready = threading.Event()  # the Emulator's word that the graph is up
+    signal.signal(signal.SIGUSR1, lambda signum, frame: graph_ready.set())
     sock = socket.socket(fileno=args.fd)
     pose_port = args.pose_port if plant.pose_sensor is not None else None
     ready = "" if pose_port is None else f"pose_port={pose_port} "
@@ -204,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if log is not None:
             names = plant.model.joint_names
             log.write(",".join(["t", *names, *(f"{j}_target" for j in names)]) + "\n")
-        stats = serve(plant, sock, log, None if pose_port is None else send_pose)
+        stats = serve(plant, sock, log, None if pose_port is None else send_pose, graph_ready)
     finally:
         udp.close()
         if log is not None:

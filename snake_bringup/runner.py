@@ -368,6 +368,7 @@ def run_graph(
     quiet: bool = False,
     dry_run: bool = False,
     outside: Callable[[], str | None] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> int:
     """Start the graph's nodes, run them for ``duration`` seconds after every node is ready
     (or until Ctrl-C, or until the graph must stop), then stop them all. Failed nodes are
@@ -382,6 +383,7 @@ def run_graph(
         dry_run: print the commands only; start and write nothing.
         outside: polled while the graph runs: why something the graph needs outside it
             (the emulated robot) has ended, or None while it runs; the graph then stops.
+        on_ready: called once, when every node is ready.
 
     Returns:
         0, or 130 after Ctrl-C / SIGTERM.
@@ -422,6 +424,8 @@ def run_graph(
             print(f"started {spec.full_name} (pid {child.process.pid})", flush=True)
         if watch.wait_ready(children, start):
             print(f"all nodes ready after {time.monotonic() - start:.1f} s", flush=True)
+            if on_ready is not None:
+                on_ready()
             until = "Ctrl-C" if duration is None else f"{duration:g} s or Ctrl-C"
             print(f"running until {until}; logs in {output}/", flush=True)
             ready = time.monotonic()

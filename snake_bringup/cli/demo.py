@@ -221,7 +221,12 @@ def demo_once(
             gait_parameters=gait_parameters,
         )
         code = run_graph(
-            graph, output=out / "logs", duration=duration, quiet=True, outside=emulator.exit_reason
+            graph,
+            output=out / "logs",
+            duration=duration,
+            quiet=True,
+            outside=emulator.exit_reason,
+            on_ready=emulator.graph_ready,
         )
     if plant:
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")

@@ -180,6 +180,7 @@ def run(
             duration=duration,
             quiet=quiet,
             outside=emulator.exit_reason,
+            on_ready=emulator.graph_ready,
         )
     if plant:
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from scipy.spatial.transform import Rotation
 
+from snake_bringup import plant_bridge
 from snake_bringup.emulator import Emulator
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, pulse_map, serve
 from snake_driver.calibration import load_servo_map, servo_map
@@ -152,6 +153,46 @@ def test_the_bridge_answers_every_record_as_the_plant_steps(dead_time: float) ->
         joints = [*stepped.q, *(stepped.targets.latest(j) for j in range(len(stepped.q)))]
         assert row == f"{t:.3f}," + ",".join(f"{x:.6f}" for x in joints)
     assert np.abs(stepped.q).max() > 0.3  # the joints swept
+
+
+def test_the_bridge_tells_the_lag_the_running_graph_added_apart_from_its_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The end line's lag: the most the emulated clock fell behind the wall clock overall,
+    and, from the graph's ready signal on, beyond the lag it had then. Wall clock faked per
+    record: 39.2 ms lost while the nodes start, 10 ms more once the graph runs, then caught
+    up."""
+    plant = _plant()
+    records = _records(plant, 200)
+    wall = [0.0]
+    monkeypatch.setattr(plant_bridge.time, "monotonic", lambda: wall[0])
+    ready = threading.Event()
+    ours, theirs = socket.socketpair()
+
+    def runner() -> None:
+        for tick, record in enumerate(records):
+            step = 1.8e-3 if tick < 50 else 1.5e-3 if 100 < tick <= 120 else 1e-3
+            wall[0] += step if tick < 150 else 0.2e-3  # the runner catching up at the end
+            if tick == 100:
+                ready.set()
+            ours.sendall(record)
+            ours.recv(REPLY.size, socket.MSG_WAITALL)
+        ours.close()
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    stats = serve(plant, theirs, graph_ready=ready)
+    thread.join()
+    theirs.close()
+    assert stats.ticks == 200
+    assert stats.behind_s == pytest.approx(0.0492, abs=1e-9)  # 49 x 0.8 ms + 20 x 0.5 ms
+    assert stats.behind_at_ready_s == pytest.approx(0.0392, abs=1e-9)
+    assert stats.behind_running_s == pytest.approx(0.0100, abs=1e-9)
+    assert "max_behind_ms=49.2 running_behind_ms=10.0 (at ready 39.2)" in str(stats)
+    ours, theirs = socket.socketpair()
+    ours.close()  # no records, and no ready signal
+    assert "running_behind_ms=n/a" in str(serve(plant, theirs))
+    theirs.close()
 
 
 def test_the_true_table_overlay_holds_the_plant_s_body_floor_and_servos() -> None:
