@@ -33,7 +33,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--robot",
         help="robot config with feedback on every joint (default: robot_feedback; "
-        "robot_table for an emulated plant on a floor)",
+        "robot_table for an emulated plant on a floor; with --from-bags, the earlier run's)",
     )
     p.add_argument("--emulate", action="store_true", help="identify the emulated robot")
     p.add_argument(

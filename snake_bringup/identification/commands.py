@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from snake_driver.calibration import load_servo_map
 from snake_dynamics.gaits import make_gait
@@ -52,10 +53,16 @@ def _start_params(servo: ServoModel) -> ServoParams:
     return NOMINAL
 
 
-def default_robot(plant: Path | None, real: bool) -> str:
-    """The robot config ``snake identify`` uses unless told: ``robot_table`` (the robot on
-    the table, with its bodies' flat undersides: ground.width) for an emulated plant on a
-    floor, else ``robot_feedback``."""
+def default_robot(plant: Path | None, real: bool, from_bags: Path | None = None) -> str:
+    """The robot config ``snake identify`` uses unless told: for an earlier run's bags, the
+    one that run used (the ``base:`` of its robot_identified.yaml, where that file still
+    exists); ``robot_table`` (the robot on the table, with its bodies' flat undersides:
+    ground.width) for an emulated plant on a floor; else ``robot_feedback``."""
+    overlay = None if from_bags is None else from_bags / "robot_identified.yaml"
+    if overlay is not None and overlay.is_file():
+        base = yaml.safe_load(overlay.read_text()).get("base")
+        if isinstance(base, str) and Path(base).is_file():
+            return base
     if real or plant is None:
         return "robot_feedback"
     names = load_servo_map(robot_config("robot_feedback"))[0].joint_names
@@ -113,7 +120,7 @@ def identify(
             crawl with too few poses.
         snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
     """
-    config = robot_config(robot or default_robot(plant, endpoint is not None)).resolve()
+    config = robot_config(robot or default_robot(plant, endpoint is not None, from_bags)).resolve()
     config_model, servos = load_servo_map(config)
     # the servo stage's body: the tail held, no gravity (the plant without a floor, eq. 208)
     model = dataclasses.replace(config_model, gravity=np.zeros(3), base="fixed", ground=None)

@@ -135,6 +135,13 @@ def test_a_plant_on_a_floor_is_identified_with_the_table_robot(tmp_path: Path) -
     assert default_robot(robot_config("plant"), real=False) == "robot_feedback"
     assert default_robot(None, real=False) == "robot_feedback"
     assert default_robot(robot_config("plant_floor"), real=True) == "robot_feedback"
+    # an earlier run's bags: the robot that run used, from its overlay's base
+    earlier = tmp_path / "identify-earlier"
+    earlier.mkdir()
+    assert default_robot(None, real=False, from_bags=earlier) == "robot_feedback"
+    table_file = robot_config("robot_table")
+    (earlier / "robot_identified.yaml").write_text(yaml.safe_dump({"base": str(table_file)}))
+    assert default_robot(None, real=False, from_bags=earlier) == str(table_file)
     table = SnakeModel.from_yaml(robot_config("robot_table")).ground
     names = SnakeModel.from_yaml(ROBOT).joint_names
     plant = load_plant(robot_config("plant_floor"), names).ground
