@@ -1,7 +1,8 @@
 """What the emulated robot's plant costs per emulated millisecond, as JSON on stdout.
 
 Drives :class:`snake_dynamics.sim.plant.Plant` the way ``snake_bringup.plant_bridge`` does
-for the simavr runner: every emulated millisecond the servo pulses the firmware would send
+for the simavr runner: every exchange (``--period-ms``, the runner's PLANT_PERIOD_US: 4 ms,
+firmware/tools/plant_link.h) the servo pulses the firmware would send
 for the demo's gait (each channel's pulse every 20 ms, staggered, ``pulse_us`` of the
 calibration), one ``Plant.step`` and the pose sensor's readings. Two plants: the held robot
 (``robot_feedback.yaml`` on ``plant.yaml``, fixed tail) and the demo's robot on the table
@@ -9,7 +10,7 @@ calibration), one ``Plant.step`` and the pose sensor's readings. Two plants: the
 The time is the CPU's per emulated millisecond [us], back to back: the runner's lock-step
 leaves the rest of each millisecond to simavr and the other processes.
 
-    python bench/plant.py [--seconds 6] [--output bench/results/plant.json]
+    python bench/plant.py [--seconds 6] [--period-ms 4] [--output bench/results/plant.json]
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ GAIT, GAIT_PARAMETERS = DEMO_GAIT, DEMO_GAIT_PARAMETERS[DEMO_GAIT]
 PULSE_PERIOD = 0.02  # [s] the firmware's servo frame
 
 
-def measure(robot: str, plant_file: str, seconds: float) -> dict[str, object]:
-    """Run ``seconds`` of emulated time of ``plant_file`` under ``robot``'s calibration."""
+def measure(robot: str, plant_file: str, seconds: float, period_ms: int) -> dict[str, object]:
+    """Run ``seconds`` of emulated time of ``plant_file`` under ``robot``'s calibration, one
+    exchange every ``period_ms``."""
     model, servos = load_servo_map(robot_config(robot))
     plant = build_plant(robot_config(robot), robot_config(plant_file))
     plant.warm_up()
@@ -54,7 +56,7 @@ def measure(robot: str, plant_file: str, seconds: float) -> dict[str, object]:
             ages[cal.channel] = phase if widths[cal.channel] else math.inf
         pulses.append((t, list(widths), list(ages)))
     start = time.perf_counter()
-    for t, width, age in pulses:
+    for t, width, age in pulses[period_ms - 1 :: period_ms]:
         plant.step(t, width, age)
         plant.pose_readings()
     elapsed = time.perf_counter() - start
@@ -62,6 +64,7 @@ def measure(robot: str, plant_file: str, seconds: float) -> dict[str, object]:
         "robot": robot,
         "plant": plant_file,
         "emulated_s": seconds,
+        "period_ms": period_ms,
         "us_per_emulated_ms": round(elapsed / ticks * 1e6, 1),
         "share_of_a_core": round(elapsed / seconds, 3),
     }
@@ -70,6 +73,7 @@ def measure(robot: str, plant_file: str, seconds: float) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="emulated time [s]")
+    parser.add_argument("--period-ms", type=int, default=4, help="one exchange every ... [ms]")
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     emit(
@@ -78,8 +82,8 @@ def main() -> None:
             "machine": platform.processor() or platform.machine(),
             "gait": {"name": GAIT, **GAIT_PARAMETERS},
             "runs": [
-                measure("robot_feedback", "plant", args.seconds),
-                measure("robot_table", "plant_floor", args.seconds),
+                measure("robot_feedback", "plant", args.seconds, args.period_ms),
+                measure("robot_table", "plant_floor", args.seconds, args.period_ms),
             ],
         },
         args.output,

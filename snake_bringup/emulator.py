@@ -5,9 +5,9 @@ firmware``), starts the unmodified ELF paced to real time, reads the pty the run
 and, when asked, puts socat in front of it as the Wi-Fi bridge (TCP or UDP on 127.0.0.1).
 With a plant file it also starts the physical plant (:mod:`snake_bringup.plant_bridge`:
 servos, body and feedback potentiometers) and connects it to the runner by a socket pair,
-exchanged with in lock-step every emulated millisecond; a plant with a pose sensor sends its
-readings to a UDP port on 127.0.0.1 chosen here (:attr:`Endpoint.pose_port`, where
-``pose_sensor_node`` listens). It only starts, watches and stops processes.
+exchanged with in lock-step every 4 ms of emulated time (plant_link.h); a plant with a pose
+sensor sends its readings to a UDP port on 127.0.0.1 chosen here (:attr:`Endpoint.pose_port`,
+where ``pose_sensor_node`` listens). It only starts, watches and stops processes.
 """
 
 from __future__ import annotations

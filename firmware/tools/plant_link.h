@@ -22,7 +22,15 @@
 
 #include <sim_avr.h>
 
-#define PLANT_PERIOD_US 1000u /* one exchange per emulated millisecond */
+/* One exchange per 4 ms of emulated time. Each is a round trip between two processes, and
+ * on a busy 2-core machine the wakeups, not the work, set the pace: at one per millisecond
+ * the emulation fell 0.1-1.2 s behind real time beside the demo's graph, at one per 4 ms
+ * 0.06-0.16 s (bench/README.md, "The emulated robot's real time"). No timing is lost:
+ * every pulse carries its end time (age) and its target acts a dead time after it, the
+ * plant computes each period ahead when every dead time is at least a period (in turn
+ * otherwise), and the pose sensor samples at its own times. The potentiometer voltages
+ * and a servo's switching on or off go by whole periods. */
+#define PLANT_PERIOD_US 4000u
 #define PLANT_CHANNELS 16u
 #define PLANT_ADC_INPUTS 8u /* ADC0-7: the inputs simavr 1.6 emulates */
 

@@ -10,7 +10,7 @@
  *
  * Plant: with --plant-fd FD (an inherited stream socket) the 16 servo pins drive a physical
  * plant process (the servos and the robot's body), whose potentiometer voltages come back on
- * ADC0-7, in lock-step every emulated millisecond (plant_link.h).
+ * ADC0-7, in lock-step every PLANT_PERIOD_US of emulated time (4 ms, plant_link.h).
  *
  * Resets: SIGUSR1 resets the MCU (as its reset pin would); every reset, whatever its cause
  * (the signal, the MCU's own watchdog), prints "RESET n=N cycle=C cause=signal|mcu", and the

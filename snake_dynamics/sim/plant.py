@@ -387,6 +387,7 @@ class Plant:
         self._rng = np.random.default_rng(params.potentiometer.seed)
         sensor = params.pose_sensor
         self.pose_sensor = None if sensor is None else PoseSensor(sensor, self.sim.time)
+        self._delivered: list[PoseReading] = []  # by the sensor within advance()
 
     def _simulator(self, powered: NDArray[np.bool_]) -> Simulator:
         """The simulator whose servos are those of the powered joints, limp elsewhere."""
@@ -462,7 +463,15 @@ class Plant:
 
     def advance(self, t: float) -> None:
         """Move the joints (and the body) to the last step at or before time t [s] under the
-        pulses taken so far."""
+        pulses taken so far, stopping at each step the pose sensor samples on (the first step
+        at or after each of its sample times, however far one call moves)."""
+        sensor = self.pose_sensor
+        while sensor is not None:
+            steps = math.ceil((sensor.next_sample - self.time) / self.dt - 1e-9)
+            if self.time + steps * self.dt > t + 1e-9:
+                break
+            self.sim.run_until(self.time + steps * self.dt, self.targets, max_steps=1_000_000)
+            self._delivered += sensor.step(self.time, self.marker_pose)
         self.sim.run_until(t, self.targets, max_steps=1_000_000)
 
     def warm_up(self) -> None:
@@ -488,11 +497,12 @@ class Plant:
         return centre, np.asarray(Rotation.from_matrix(rotation).as_quat())
 
     def pose_readings(self) -> list[PoseReading]:
-        """The pose sensor's readings delivered at the plant's time, oldest first (none
-        without a pose sensor); call once per :meth:`step`."""
+        """The pose sensor's readings delivered by the plant's time since the last call,
+        oldest first (none without a pose sensor); call once per :meth:`step`."""
         if self.pose_sensor is None:
             return []
-        return self.pose_sensor.step(self.time, self.marker_pose)
+        out, self._delivered = self._delivered, []
+        return out + self.pose_sensor.step(self.time, self.marker_pose)
 
     def millivolts(self, channels: int = 16) -> FloatArray:
         """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""

@@ -159,6 +159,11 @@ class PoseSensor:
         self.samples = 0  # taken
         self.lost = 0  # of them, dropped
 
+    @property
+    def next_sample(self) -> float:
+        """When the next sample is due: t_k of the grid [s]."""
+        return self._t0 + self._frame / self.params.rate
+
     def step(self, t: float, marker: Callable[[], Pose]) -> list[PoseReading]:
         """Take the sample due at time t [s] (if one is), and deliver those due by then.
 
@@ -170,7 +175,7 @@ class PoseSensor:
             The readings delivered at t, oldest first.
         """
         rate = self.params.rate
-        if t >= self._t0 + self._frame / rate - TIME_TOL:
+        if t >= self.next_sample - TIME_TOL:
             self._sample(t, marker)
             self._frame = math.floor((t - self._t0) * rate + TIME_TOL) + 1
         out = []

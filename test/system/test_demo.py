@@ -64,6 +64,8 @@ def test_demo_records_compares_and_reports(
     # every node stopped cleanly; the emulated servos moved the plant in real time
     assert proc.stdout.count("exit status 0") == 6, proc.stdout
     assert "plant: PLANT end ticks=" in proc.stdout, proc.stdout
+    # the plant heard that the graph got ready, and tells the lag the running graph added
+    assert re.search(r"running_behind_ms=\d+\.\d \(at ready -?\d+\.\d\)", proc.stdout)
 
     # the bag: every demo topic, and what the recorder got of /joint_commands
     store = typestore()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import re
 import shutil
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from snake_bringup import plant_bridge
-from snake_bringup.emulator import Emulator
+from snake_bringup.emulator import Emulator, firmware_dir
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, pulse_map, serve
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
@@ -391,7 +392,9 @@ def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: 
     assert emulator.plant_report.startswith("PLANT end ticks=")
     data = np.genfromtxt(log, delimiter=",", names=True)
     t = data["t"]
-    assert np.diff(t) == pytest.approx(0.001)  # every emulated millisecond, none skipped
+    header = (firmware_dir() / "tools" / "plant_link.h").read_text()
+    period = int(re.search(r"#define PLANT_PERIOD_US (\d+)u", header)[1]) * 1e-6  # type: ignore[index]
+    assert np.diff(t) == pytest.approx(period)  # every exchange, none skipped
     plant = build_plant(ROBOT, PLANT)
     n = plant.model.n_joints
     names = plant.model.joint_names
@@ -529,6 +532,41 @@ def test_the_body_stays_where_it_lies_when_servos_switch_on_and_off() -> None:
     jump = 4 * math.sqrt(2)
     assert np.abs(np.diff(positions[:, :2], axis=0)).max() < 0.003 + jump * sensor.position_noise
     assert np.abs(np.diff(yaws)).max() < 0.05 + jump * sensor.yaw_noise
+
+
+@pytest.mark.parametrize("period_ms", [4, 7])
+def test_the_pose_sensor_samples_on_its_grid_however_far_the_plant_moves_at_a_time(
+    period_ms: int,
+) -> None:
+    """A record every ``period_ms`` (the runner exchanges one per PLANT_PERIOD_US, 4 ms)
+    moves the plant several steps at once; its pose sensor still samples at the first step
+    at or after each sample time, as with a record every millisecond: the same readings, to
+    the bit. (Every dead time is at least the period, so each pulse is taken before its
+    target acts, and every joint is powered from the first record on.)"""
+    gait = make_gait("serpenoid", _floor_plant().model)
+    readings: dict[int, list[PoseReading]] = {}
+    for every in (1, period_ms):
+        plant = _floor_plant()
+        assert min(plant.params.servo.dead_times) >= period_ms * 1e-3
+        readings[every] = []
+        for k in range(28, 1009, every):  # from 28 ms on (every channel has had a pulse) to 1008
+            t = k * 1e-3
+            widths, ages = [0.0] * CHANNELS, [math.inf] * CHANNELS
+            for j in range(plant.model.n_joints):  # joint j's pulses end j + 0.7 ms into a frame
+                ended = t - (t - (j + 0.7) * 1e-3) % 0.02
+                w, a = _pulses(plant, ended, {j: float(gait(ended).q[j])})
+                channel = plant.pulses[j].channel
+                widths[channel], ages[channel] = w[channel], t - ended
+            plant.step(t, widths, ages)
+            readings[every] += plant.pose_readings()
+    fine, coarse = readings[1], readings[period_ms]
+    assert len(fine) == len(coarse) > 90  # 1 s at 100 Hz, less the dropouts
+    for a, b in zip(fine, coarse, strict=True):
+        assert (a.frame, a.time) == (b.frame, b.time)
+        assert a.time * 100.0 == pytest.approx(round(a.time * 100.0), abs=1e-9)  # on the grid
+        assert np.array_equal(a.position, b.position)
+        assert np.array_equal(a.quaternion, b.quaternion)
+    assert np.ptp([r.position[1] for r in fine]) > 1e-3  # the body moved meanwhile
 
 
 @pytest.mark.parametrize("body", [0, 8])
