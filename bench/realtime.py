@@ -119,6 +119,10 @@ def main() -> None:
                 ("snake20.yaml", "sidewinding"),
             )
         ]
+        + [  # the demo's robot: flat-bottomed bodies (ground.width), 12 contacts per body
+            measure("robot_table.yaml", "serpenoid", args.seconds, paced, "servos")
+            for paced in (False, True)
+        ]
         + [
             measure("robot_wheels.yaml", "serpenoid", args.seconds, paced)
             for paced in (False, True)
