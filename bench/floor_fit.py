@@ -1,0 +1,81 @@
+"""The floor fit again on a ``snake identify`` folder's crawls, with the servos and starting
+floor of a robot config of your choice, as JSON on stdout: what the fit (eq. 245) finds when
+it is told the plant's true servos and the floor's other parameters (``--robot
+robot_table_true --servo robot``) against what it finds with the identified servos (the
+folder's overlay, as ``snake identify`` fits).
+
+    python bench/floor_fit.py runs/identify-<time> [--robot robot_table] \\
+        [--servo identified|robot] [--tie-backward] [--fit-backward]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+from report import emit  # bench/report.py (this folder is on sys.path)
+
+from snake_bringup.identification.floor import CRAWLS
+from snake_bringup.identification.poses import crawl_recording
+from snake_dynamics.ground import Ground
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.floor_identification import fit_ground, predict_crawl
+from snake_ros.paths import robot_config
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a snake identify output folder with crawls")
+    parser.add_argument("--robot", default="robot_table", help="the body and starting floor")
+    parser.add_argument(
+        "--servo",
+        choices=("identified", "robot"),
+        default="identified",
+        help="the folder's identified servos, or the --robot config's",
+    )
+    parser.add_argument(
+        "--tie-backward", action="store_true", help="mu_backward follows mu_along (unset)"
+    )
+    parser.add_argument("--fit-backward", action="store_true", help="fit mu_backward too")
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    config = robot_config(args.robot)
+    model = SnakeModel.from_yaml(config)
+    body = dataclasses.replace(model, gravity=np.zeros(3))  # as snake identify's floor stage
+    names = model.joint_names
+    servo_file = args.folder / "robot_identified.yaml" if args.servo == "identified" else config
+    servo = ServoModel.from_yaml(servo_file, names)
+    start = model.ground or Ground()
+    if args.tie_backward:
+        start = dataclasses.replace(start, mu_backward=None)
+    takes = [crawl_recording(args.folder / f"{label}_bag", names).recording for label, *_ in CRAWLS]
+    fitted = ("mu_along", "mu_across", *(("mu_backward",) if args.fit_backward else ()))
+    fit = fit_ground(body, servo, takes, start, fitted=fitted)
+    check = crawl_recording(args.folder / "floor_validation_bag", names).recording
+    xy = predict_crawl(body, servo, fit.ground, check).xy
+    measured = float(np.hypot(*(check.xy[-1] - check.xy[0])))
+    predicted = float(np.hypot(*(xy[-1] - xy[0])))
+    emit(
+        {
+            "folder": str(args.folder),
+            "robot": args.robot,
+            "servo": str(servo_file),
+            "start": {k: getattr(start, k) for k in ("mu_along", "mu_across", "mu_backward")},
+            "fitted": {k: round(float(getattr(fit.ground, k)), 4) for k in fitted},
+            "path_rms_mm_before": [round(float(x) * 1e3, 2) for x in fit.rms_before],
+            "path_rms_mm_after": [round(float(x) * 1e3, 2) for x in fit.rms_after],
+            "evaluations": fit.evaluations,
+            "validation_travel_m": {
+                "measured": round(measured, 4),
+                "predicted": round(predicted, 4),
+            },
+        },
+        args.output,
+    )
+
+
+if __name__ == "__main__":
+    main()
