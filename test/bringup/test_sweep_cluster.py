@@ -8,6 +8,7 @@ and run no point twice (counted in ``points.jsonl``, which each run appends to).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import signal
@@ -22,7 +23,14 @@ from typing import Any
 import pytest
 from conftest import default_sigint, wait_for, wifi_link
 
-from snake_bringup.cluster import Counts, Finished, Job, run_jobs
+from snake_bringup.cluster import (
+    LOOP_LOGGERS,
+    Counts,
+    Finished,
+    Job,
+    quiet_after_ctrl_c,
+    run_jobs,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -222,6 +230,30 @@ def test_a_worker_killed_in_mid_sweep_loses_nothing(
     wait_for(lambda: len(cluster.workers()) == 1, 60, "the scheduler to drop the killed worker")
     assert len(records(tmp_path)) == POINTS
     assert_same_points(tmp_path, local)
+
+
+def test_after_ctrl_c_the_event_loop_s_errors_are_not_printed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ctrl-C within a client's life raises KeyboardInterrupt as by default, having first
+    silenced the event loop's loggers: distributed may log a cancelled call's failure with a
+    traceback from its loop's thread (a fresh-clone CI run printed one under the sweep's
+    resume hint). Before the interrupt they log as ever; outside, SIGINT is as it was."""
+    loop = logging.getLogger(LOOP_LOGGERS[0])
+    before = signal.getsignal(signal.SIGINT)
+    with quiet_after_ctrl_c() as quiet:
+        loop.error("a callback failed before Ctrl-C")
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        loop.error("a cancelled call failed after Ctrl-C")
+    assert signal.getsignal(signal.SIGINT) is before
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["a callback failed before Ctrl-C"]
+    for name in LOOP_LOGGERS:  # it stays while the process ends; a test removes it
+        logging.getLogger(name).removeFilter(quiet)
+    with quiet_after_ctrl_c():
+        pass
+    assert not any(isinstance(f, type(quiet)) for f in loop.filters)  # no Ctrl-C: removed
 
 
 def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -> None:
