@@ -4,10 +4,11 @@
 while the MCU runs it (:func:`serve`).
 
 Started by :class:`snake_bringup.emulator.Emulator` (``--plant FILE``) before the runner;
-prints ``PLANT ready ...`` once its kernels are compiled, then answers every emulated
-millisecond until the runner closes the socket. SIGUSR1 says the graph is up
-(:meth:`snake_bringup.emulator.Emulator.graph_ready`): the end line then tells the lag the
-running graph added apart from the lag its start left (``running_behind_ms``)::
+prints ``PLANT ready ...`` once its kernels are compiled, then answers every exchange (one
+per 4 ms of emulated time, PLANT_PERIOD_US) until the runner closes the socket. SIGUSR1 says
+the graph is up (:meth:`snake_bringup.emulator.Emulator.graph_ready`): the end line then
+tells the lag the running graph added apart from the lag its start left
+(``running_behind_ms``)::
 
     python -m snake_bringup.plant_bridge --fd 3 --robot config/robot.yaml \\
         --plant config/plant.yaml [--log angles.csv] [--pose-port PORT]
