@@ -219,11 +219,16 @@ def check_flood(flood: Flood, name: str, *, moving: bool = False) -> None:
         train = pulses(flood.edges["P" + pin])
         width = statistics.median(w for t, w in train if t < lo)
         flooded = [(t, w) for t, w in train if lo <= t <= hi]
-        assert len(flooded) >= (hi - lo) / PERIOD_US - 1, f"channel {ch}: pulses missing"
+        # simavr 1.6 has no OCR double-buffering: a moving channel's pulse shortened while it
+        # runs misses its compare match and stays high into the next period's pulse, one
+        # pulse longer than a period where the firmware started two (a fresh-clone CI run
+        # saw 21.5 ms on channel 7); count the periods the pulses cover
+        covered = sum(1 + int(w // PERIOD_US) for _, w in flooded)
+        assert covered >= (hi - lo) / PERIOD_US - 1, f"channel {ch}: pulses missing"
         worst = max(flooded, key=lambda tw: abs(tw[1] - width))
         if moving:
             # no period check: in simavr a moving hardware-PWM channel now and then shows a
-            # merged or split pulse (before the bounded maths too; not yet explained)
+            # merged pulse (above) or a split one
             assert worst[1] != width, f"channel {ch} did not move"
             continue
         assert abs(worst[1] - width) <= WIDTH_TOL_US, f"channel {ch}: {worst} not {width:.1f} us"
