@@ -80,3 +80,30 @@ def test_an_unmarked_test_that_needs_ros_or_the_firmware_fails_in_the_quick_run(
     assert "3 failed, 1 passed" in out.stdout, out.stdout
     assert "rclpy is blocked: this run leaves out the tests marked ros" in out.stdout
     assert "make is blocked: this run leaves out the tests marked simavr" in out.stdout
+
+
+@pytest.mark.ros  # its reference collection imports rclpy
+def test_make_test_s_two_runs_together_collect_every_test() -> None:
+    """`make test` runs the tests that need no ROS, firmware or browser on both cores, then the
+    rest one at a time. The first run blocks rclpy, so a module that skips itself without rclpy
+    would hide its unmarked tests from both runs: they must be marked ``ros``. Reference:
+    pytest's collection of the same selection with rclpy available."""
+    quick = "not ros and not simavr and not browser"
+    # the same selection, written so that no marker is left out (nothing gets blocked)
+    unblocked = f"({quick}) or (ros and simavr and browser and slow)"
+
+    def collected(markexpr: str) -> list[str]:
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", "-m"]
+            + [markexpr, "test"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        return [line for line in out.stdout.splitlines() if "::" in line]
+
+    selected = collected(unblocked)
+    assert len(selected) > 700
+    assert collected(quick) == selected

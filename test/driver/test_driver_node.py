@@ -25,6 +25,8 @@ from snake_bringup.graph import GraphError, hardware_graph
 from snake_driver.health import HINT_ECHO
 from snake_driver.protocol import Decoder, Direction, Estop, Ping
 
+#: Every test here needs ROS 2 installed: the module imports rclpy and the nodes.
+pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.time import Time  # noqa: E402

@@ -116,7 +116,18 @@ def test_garbage_and_flipped_bits_are_rejected_counted_and_nothing_else_lost() -
         before = len(driver.measurements)
         t0 = time.monotonic()
         reached = driver.reach(b, 6.0)
-        driver.run(b, 3.0 - (time.monotonic() - t0))  # at least 3 s of faults
+
+        def enough_faults(_: Driver) -> bool:
+            # at least 3 s, and faults both ways: which bytes get hit is random (the
+            # stream's cut into reads varies with the load), so a fixed time may see few
+            return (
+                time.monotonic() - t0 >= 3.0
+                and proxy.to_mcu.flips + proxy.to_mcu.inserts >= 5
+                and proxy.to_host.flips > 5
+                and proxy.to_host.inserts > 5
+            )
+
+        driver.run(b, 15.0 - (time.monotonic() - t0), enough_faults)
         under_faults = len(driver.measurements) - before
         faulty_s = time.monotonic() - t0
         proxy.faults.clear()
@@ -131,7 +142,7 @@ def test_garbage_and_flipped_bits_are_rejected_counted_and_nothing_else_lost() -
     # about a third of the reports are hit (reads of a few bytes each get faults): a quarter
     # of the nominal rate is "still flowing" with margin for a loaded machine
     assert under_faults >= 0.25 * TELEMETRY_HZ * faulty_s, "telemetry stopped flowing"
-    # faults did happen both ways (the host sends ~40 chunks a second, the bridge hundreds)
+    # faults did happen both ways within 15 s (the host sends ~40 chunks a second)
     assert proxy.to_host.flips > 5 and proxy.to_host.inserts > 5
     assert proxy.to_mcu.flips + proxy.to_mcu.inserts >= 5
 

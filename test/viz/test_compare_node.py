@@ -333,6 +333,7 @@ def test_bad_parameters_stop_with_one_line(domain: int, argument: str, expected:
     assert "cannot start" in out and expected in out and "Traceback" not in out, out
 
 
+@pytest.mark.ros
 def test_reports_go_to_ros_home_not_the_working_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

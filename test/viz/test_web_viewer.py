@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+#: Every test here needs ROS 2 installed: the module imports rclpy and the nodes.
+pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
 from conftest import wait_for  # noqa: E402
