@@ -93,9 +93,9 @@ def test_make_test_s_two_runs_together_collect_every_test() -> None:
     unblocked = f"({quick}) or (ros and simavr and browser and slow)"
 
     def collected(markexpr: str) -> list[str]:
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"]
         out = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", "-m"]
-            + [markexpr, "test"],
+            [*command, "-m", markexpr, "test"],
             cwd=ROOT,
             capture_output=True,
             text=True,
