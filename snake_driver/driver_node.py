@@ -301,8 +301,9 @@ class DriverNode(Node):
             if stamp is None:
                 continue  # no clock mapping yet: never stamp with arrival time
             msg = JointState()
-            newest_ns = max(newest_ns, int(stamp * 1e9))
-            msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
+            stamp_ns = int(stamp * 1e9)
+            newest_ns = max(newest_ns, stamp_ns)
+            msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
             msg.name = list(m.positions)
             msg.position = list(m.positions.values())
             states.append(msg)
