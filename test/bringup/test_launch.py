@@ -20,11 +20,13 @@ from snake_bringup.emulator import Endpoint
 from snake_bringup.graph import (
     DRIVER_COMMAND_TIMEOUT_S,
     HARDWARE_ARGUMENTS,
+    REPLAY_ARGUMENTS,
     ROLES,
     SIMULATION_ARGUMENTS,
     NodeSpec,
     demo_graph,
     hardware_graph,
+    replay_graph,
     simulation_graph,
 )
 from snake_ros.paths import PACKAGE, robot_config
@@ -313,6 +315,24 @@ def test_rviz_config_shows_both_robots_and_the_traces_in_the_world_frame() -> No
     # publishes in the sim namespace)
     odometry = [d for d in displays if d["Class"] == "rviz_default_plugins/Odometry"]
     assert odometry and odometry[0]["Topic"]["Value"] == "/sim/odom" and odometry[0]["Keep"] > 1
+
+
+def test_replay_launch_file_starts_exactly_the_replay_graph(
+    launch_stand_ins: None, tmp_path: Path
+) -> None:
+    """replay.launch.py declares REPLAY_ARGUMENTS and starts replay_graph's nodes, no more."""
+    path = ROOT / "launch" / "replay.launch.py"
+    namespace: dict[str, Any] = {"__name__": "replay_launch"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    *declared, opaque = namespace["generate_launch_description"]().args[0]
+    assert [d.args[0] for d in declared] == [a.name for a in REPLAY_ARGUMENTS]
+    defaults = {d.args[0]: d.kwargs["default_value"] for d in declared}
+    nodes = opaque.kwargs["function"]({**defaults, "bag": str(tmp_path), "rate": "0.5"})
+    expected = replay_graph(str(tmp_path), 0.5, rviz=True)
+    assert [(n.kwargs["executable"], n.kwargs["name"]) for n in nodes] == [
+        (s.executable, s.name) for s in expected
+    ]
+    assert nodes[0].kwargs["parameters"] == [{"bag": str(tmp_path), "rate": 0.5, "loop": False}]
 
 
 HARDWARE_LAUNCH = ROOT / "launch" / "hardware.launch.py"

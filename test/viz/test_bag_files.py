@@ -1,17 +1,16 @@
 """Bags and the replay graph without ROS 2: the player's schedule, a bag a kill leaves
-behind, bad bags and arguments, ``snake replay --dry-run`` and replay.launch.py against the
-replay graph, message definitions from installed .msg files.
+behind, bad bags and arguments, ``snake replay --dry-run`` against the replay graph, message
+definitions from installed .msg files.
 
-References: hand-computed schedules, the rosbags reader, and the replay graph itself (the
-launch file and the CLI must start exactly its nodes). The live record and replay tests are in
-test_bags.py.
+References: hand-computed schedules, the rosbags reader, and the replay graph itself (the CLI
+must start exactly its nodes). The live record and replay tests are in test_bags.py;
+replay.launch.py's is in test/bringup/test_launch.py.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,8 +18,6 @@ from snake_bringup.cli import main as snake_main
 from snake_bringup.graph import GraphError, replay_graph
 from snake_viz.bag import BagError, open_reader, playback_schedule, recover, typestore
 from snake_viz.defaults import REPLAY_RATES
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_playback_schedule() -> None:
@@ -142,52 +139,6 @@ def test_snake_replay_runs_the_replay_graph(
             assert f"__node:={spec.name}" in line and f"--params-file {out}/params" in line
     assert "__node:=replay_node" in lines[0]
     assert not out.exists()  # a dry run writes nothing
-
-
-class _Recorder:
-    """Stands in for a launch class: keeps its arguments."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args, self.kwargs = args, kwargs
-
-
-class _LaunchConfiguration(_Recorder):
-    def perform(self, context: dict[str, str]) -> str:
-        return context[self.args[0]]
-
-
-def test_replay_launch_file_starts_exactly_the_replay_graph(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """replay.launch.py declares REPLAY_ARGUMENTS and starts replay_graph's nodes, no more
-    (launch and launch_ros replaced by recorders: they are not on PyPI)."""
-    import types
-
-    from snake_bringup.graph import REPLAY_ARGUMENTS
-
-    stand_ins = {
-        "launch": {"LaunchDescription": _Recorder, "LaunchContext": dict},
-        "launch.actions": {"DeclareLaunchArgument": _Recorder, "OpaqueFunction": _Recorder},
-        "launch.substitutions": {"LaunchConfiguration": _LaunchConfiguration},
-        "launch_ros": {},
-        "launch_ros.actions": {"Node": _Recorder},
-    }
-    for name, attrs in stand_ins.items():
-        module = types.ModuleType(name)
-        module.__dict__.update(attrs)
-        monkeypatch.setitem(sys.modules, name, module)
-    path = ROOT / "launch" / "replay.launch.py"
-    namespace: dict[str, Any] = {"__name__": "replay_launch"}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    *declared, opaque = namespace["generate_launch_description"]().args[0]
-    assert [d.args[0] for d in declared] == [a.name for a in REPLAY_ARGUMENTS]
-    defaults = {d.args[0]: d.kwargs["default_value"] for d in declared}
-    nodes = opaque.kwargs["function"]({**defaults, "bag": str(tmp_path), "rate": "0.5"})
-    expected = replay_graph(str(tmp_path), 0.5, rviz=True)
-    assert [(n.kwargs["executable"], n.kwargs["name"]) for n in nodes] == [
-        (s.executable, s.name) for s in expected
-    ]
-    assert nodes[0].kwargs["parameters"] == [{"bag": str(tmp_path), "rate": 0.5, "loop": False}]
 
 
 def test_types_missing_from_the_store_come_from_installed_msg_files(
