@@ -114,49 +114,27 @@ def ground_point(
     return GroundPoint(locomotion(on_the_ground(model), run), share)
 
 
-#: The loggers of the event loop a ``distributed.Client`` runs in its own thread.
-LOOP_LOGGERS = ("tornado.application", "asyncio")
-
-
-class QuietAfterCtrlC(logging.Filter):
-    """Drops the event loop's log records once Ctrl-C was pressed. A Ctrl-C that cuts short
-    a call the client waits on makes distributed cancel it in the loop's thread, and that
-    can fail there (distributed 2025.x: a NameError in ``distributed.utils``, logged with
-    its traceback by tornado while the sweep says how to resume): the user pressed Ctrl-C;
-    nothing is wrong."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.interrupted = threading.Event()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not self.interrupted.is_set()
-
-
 @contextmanager
-def quiet_after_ctrl_c() -> Iterator[QuietAfterCtrlC]:
+def quiet_after_ctrl_c() -> Iterator[None]:
     """Within: Ctrl-C (SIGINT, in the main thread) raises KeyboardInterrupt as by default,
-    and first silences :data:`LOOP_LOGGERS` (:class:`QuietAfterCtrlC`), before the loop's
-    thread can log the cancelled call's failure. After an interrupt the filter stays: the
-    loop may log it after this block, while the process ends."""
-    quiet = QuietAfterCtrlC()
+    and first turns logging off (``logging.disable``), before another thread, or the code the
+    interrupt lands in, can log the failure of the work it cut short: distributed 2025.x
+    logs a NameError from its loop's thread with its traceback while it cancels the call the
+    client waited on, and SQLAlchemy one for the cursor it cannot close when the interrupt
+    lands in an optuna query. The user pressed Ctrl-C; nothing is wrong, and the command says
+    how to resume. After an interrupt logging stays off while the process ends."""
 
     def on_sigint(signum: int, frame: object) -> None:
-        quiet.interrupted.set()
+        logging.disable(logging.CRITICAL)
         raise KeyboardInterrupt
 
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_sigint) if main else None
-    for name in LOOP_LOGGERS:
-        logging.getLogger(name).addFilter(quiet)
     try:
-        yield quiet
+        yield
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
-        if not quiet.interrupted.is_set():
-            for name in LOOP_LOGGERS:
-                logging.getLogger(name).removeFilter(quiet)
 
 
 @contextmanager
