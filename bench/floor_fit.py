@@ -7,7 +7,7 @@ folder's overlay, as ``snake identify`` fits).
 With ``--plant FILE`` (the plant file the folder's ``snake identify --emulate`` ran on) the
 start is that plant's truth instead: its servo (torques divided by its mass scale, for the
 config's body) with the dead time the folder identified (the host's link adds latency no
-plant key holds), and its floor. ``truth`` then reports each crawl's path RMS from the
+plant key holds), and its floor. ``start_floor_paths`` reports each crawl's path RMS from the
 prediction with those parameters, as measured and after the best rigid motion in the plane
 (which takes out the start pose the sensor's noise sets), against the sensor's noise.
 
