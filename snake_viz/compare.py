@@ -8,7 +8,10 @@ sample are more than ``max_gap`` apart (a telemetry drop-out), or outside the me
 span, the sample has no error (NaN) and counts in no statistic.
 
 Sign convention: ``error = measured - simulated`` [rad]. ``lag`` > 0 means the robot
-follows the prediction late: ``measured(t) ~ simulated(t - lag)`` [s].
+follows the prediction late: ``measured(t) ~ simulated(t - lag)`` [s]. The RMS at the lag,
+of ``measured(t + lag) - simulated(t)``, is the error a pure delay does not explain: a robot
+that does what the prediction says, only later (the link, a servo's dead time), has a large
+RMS and a small RMS at the lag.
 
 A floating robot's prediction also carries the tail's pose (``/sim/odom``):
 :func:`base_travel` is how far the predicted snake went (docs/mfm.md, eq. 238, for the tail).
@@ -364,6 +367,41 @@ def estimate_lag(
     return lags
 
 
+def rms_at_lag(
+    sim: JointSeries,
+    measured: JointSeries,
+    lag: FloatArray,
+    max_gap: float = DEFAULT_MAX_GAP_S,
+    span: float = DEFAULT_LAG_SPAN_S,
+) -> FloatArray:
+    """Per-joint RMS of ``measured(t + lag) - simulated(t)`` [rad]: the error left once each
+    joint's lag is taken out, over the span :func:`estimate_lag` used.
+
+    Args:
+        sim: the prediction.
+        measured: the robot.
+        lag: per-joint lag [s] (:func:`estimate_lag`); NaN gives NaN.
+        max_gap: see :func:`interpolate` [s].
+        span: use only the last ``span`` seconds of the overlap [s].
+
+    Returns:
+        RMS per joint [rad], shape (n,); NaN where the lag is NaN or nothing overlaps.
+    """
+    grid = uniform_grid(sim, measured)
+    if grid.size:
+        grid = grid[grid >= grid[-1] - span]
+    out = np.full(len(sim.names), np.nan)
+    if grid.size == 0:
+        return out
+    predicted = interpolate(sim, grid, max_gap)
+    for k in np.flatnonzero(np.isfinite(lag)):
+        error = interpolate(measured, grid + lag[k], max_gap)[:, k] - predicted[:, k]
+        error = error[np.isfinite(error)]
+        if error.size:
+            out[k] = math.sqrt(float(np.mean(error**2)))
+    return out
+
+
 def _pearson(x: FloatArray, y: FloatArray) -> FloatArray:
     """Column-wise Pearson correlation over the rows where both are finite (NaN if flat)."""
     valid = np.isfinite(x) & np.isfinite(y)
@@ -409,11 +447,13 @@ def traces(model: SnakeModel, q: FloatArray) -> tuple[FloatArray, FloatArray]:
 # --------------------------------------------------------------------------- comparison
 @dataclass(frozen=True)
 class Comparison:
-    """Everything a report shows: the aligned series, the statistics and the lags."""
+    """Everything a report shows: the aligned series, the statistics, the lags and the RMS
+    at the lags."""
 
     aligned: Aligned
     stats: ErrorStats
     lag: FloatArray
+    rms_at_lag: FloatArray
     sim_samples: int
     measured_samples: int
 
@@ -435,10 +475,12 @@ def compare(
         raise CompareError(
             f"simulation {_span(sim)} and measurement {_span(measured)} do not overlap in time"
         )
+    lag = estimate_lag(sim, measured, max_lag, max_gap)
     return Comparison(
         aligned,
         error_stats(aligned, window),
-        estimate_lag(sim, measured, max_lag, max_gap),
+        lag,
+        rms_at_lag(sim, measured, lag, max_gap),
         len(sim),
         len(measured),
     )

@@ -122,6 +122,7 @@ class ReportSummary:
         rms: whole-run RMS error [rad].
         max: whole-run max |error| [rad].
         lag: lag of the measurement behind the prediction [s] (NaN: undefined).
+        rms_at_lag: RMS error once the lag is taken out [rad] (NaN: no lag).
         samples: aligned samples with a valid error.
         duration: aligned span [s].
         files: the files written.
@@ -134,6 +135,7 @@ class ReportSummary:
     rms: tuple[float, ...]
     max: tuple[float, ...]
     lag: tuple[float, ...]
+    rms_at_lag: tuple[float, ...]
     samples: tuple[int, ...]
     duration: float
     files: tuple[Path, ...] = field(default=())
@@ -142,11 +144,16 @@ class ReportSummary:
 
     def table(self) -> str:
         """A fixed-width per-joint table for a terminal."""
-        lines = [f"{'joint':<10} {'RMS [deg]':>10} {'max [deg]':>10} {'lag [ms]':>9}"]
-        for name, rms, peak, lag in zip(self.names, self.rms, self.max, self.lag, strict=True):
+        lines = [
+            f"{'joint':<10} {'RMS [deg]':>10} {'max [deg]':>10} {'lag [ms]':>9} "
+            f"{'RMS at lag [deg]':>16}"
+        ]
+        rows = zip(self.names, self.rms, self.max, self.lag, self.rms_at_lag, strict=True)
+        for name, rms, peak, lag, lagged in rows:
             lines.append(
                 f"{name:<10} {_deg(rms):>10} {_deg(peak):>10} "
-                f"{'n/a' if not math.isfinite(lag) else f'{lag * 1e3:.1f}':>9}"
+                f"{'n/a' if not math.isfinite(lag) else f'{lag * 1e3:.1f}':>9} "
+                f"{_deg(lagged):>16}"
             )
         if self.travel is not None:
             lines.append(travel_line(self.travel))
@@ -209,6 +216,7 @@ class Report:
             tuple(float(x) for x in st.run_rms),
             tuple(float(x) for x in st.run_max),
             tuple(float(x) for x in comparison.lag),
+            tuple(float(x) for x in comparison.rms_at_lag),
             tuple(int(x) for x in st.samples),
             duration,
             travel=travel,
@@ -247,11 +255,13 @@ class Report:
             "",
             f"Aligned span {summary.duration:.3f} s; {comparison.sim_samples} simulated and "
             f"{comparison.measured_samples} measured samples. Error = measured - simulated; "
-            f"lag > 0: the robot follows the prediction late. Window: last {st.window:g} s.",
+            f"lag > 0: the robot follows the prediction late; RMS at lag: the error once the "
+            f"lag is taken out, what a pure delay does not explain. Window: last "
+            f"{st.window:g} s.",
             "",
             "| joint | RMS [deg] | max [deg] | RMS [rad] | max [rad] | window RMS [deg] "
-            "| window max [deg] | lag [ms] | samples |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| window max [deg] | lag [ms] | RMS at lag [deg] | samples |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for k, name in enumerate(summary.names):
             lines.append(
@@ -260,6 +270,7 @@ class Report:
                 f"| {_num(st.run_max[k])} | {_num(st.window_rms[k], 180 / math.pi)} "
                 f"| {_num(st.window_max[k], 180 / math.pi)} "
                 f"| {_num(comparison.lag[k], 1e3, '.1f')} "
+                f"| {_num(comparison.rms_at_lag[k], 180 / math.pi)} "
                 f"| {int(st.samples[k])} |"
             )
         valid = np.isfinite(comparison.aligned.error)
@@ -285,6 +296,7 @@ class Report:
             "rms_rad": clean(summary.rms),
             "max_rad": clean(summary.max),
             "lag_s": clean(summary.lag),
+            "rms_at_lag_rad": clean(summary.rms_at_lag),
             "samples": list(summary.samples),
             "duration_s": summary.duration,
             "servo_model": servo_digest,

@@ -449,8 +449,8 @@ def test_the_tour_table_sums_up_each_run() -> None:
 
     def summary(rms: tuple[float, ...], path: PathSection | None = None) -> ReportSummary:
         n = len(rms)
-        return ReportSummary(Path("r"), ("a", "b")[:n], rms, rms, (0.0,) * n, (1,) * n, 1.0,
-                             path=path)  # fmt: skip
+        return ReportSummary(Path("r"), ("a", "b")[:n], rms, rms, (0.0,) * n, rms, (1,) * n,
+                             1.0, path=path)  # fmt: skip
 
     travel = [PathTravel(d, d, d / 10.0, 0.0) for d in (1.25, 1.5)]
     metrics = PathMetrics(100, 10.0, 0.0321, 0.05, 0.05, travel[0], travel[1], 0.025, 0.0)

@@ -3,6 +3,7 @@ driver, comparison and recorder; then the bag, the reports and the per-joint RMS
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -115,11 +116,19 @@ def test_demo_records_compares_and_reports(
         named = f"Prediction: servo model {servo.digest} from "
         assert named in (out / folder / "summary.md").read_text()
     assert f"servo model {servo.digest}" in (out / "logs" / "dynamics_node.log").read_text()
-    import json
-
     summary = json.loads((out / "report" / "summary.json").read_text())
-    moving = [r for r in summary["rms_rad"] if r]
-    assert moving and all(0.0 < r < np.radians(10.0) for r in moving), summary
+    # The yaw joints crawl (29 deg RMS); the prediction (the config's nominal servos) leads
+    # the heavier, weaker table robot by 65-85 ms, plus the host's latency, which load makes
+    # vary. So: the robot is late but not by more than a servo's lag and the link's; once
+    # that delay is out, the prediction is the robot's motion to within degrees (0.5-1.5 deg
+    # measured; a prediction that did not move would leave the 29 deg).
+    plant = next(line for line in proc.stdout.splitlines() if "PLANT end" in line)
+    yaw = [k for k, r in enumerate(summary["rms_rad"]) if r and r > np.radians(2.0)]
+    assert len(yaw) == 4, (summary, plant)
+    for k in yaw:
+        lag, lagged = summary["lag_s"][k], summary["rms_at_lag_rad"][k]
+        assert 0.0 < lag < 0.3 and lagged < np.radians(4.0), (k, summary, plant)
+        assert lagged < summary["rms_rad"][k] < np.radians(20.0), (k, summary, plant)
     # the robot crawls on the table (the serpenoid, ~5 cm/s), and so does the
     # prediction (the config's servos and floor, not the table's: how far each gets varies
     # from run to run, as the headings drift apart; bench/README.md)

@@ -34,6 +34,7 @@ from snake_viz.compare import (
     compare,
     error_stats,
     estimate_lag,
+    rms_at_lag,
     trace_points,
 )
 from snake_viz.compare_report import Report
@@ -79,6 +80,24 @@ def test_lag_of_a_joint_that_does_not_move_is_undefined(rng: np.random.Generator
     sim = JointSeries.from_samples(NAMES, t, q)
     lag = estimate_lag(sim, sim)
     assert math.isnan(lag[2]) and np.allclose(lag[[0, 1, 3]], 0.0, atol=1e-9)
+
+
+def test_rms_at_lag_is_what_a_delay_does_not_explain() -> None:
+    """A robot 80 ms late at 90 % of the amplitude plus a 0.02 rad offset: the RMS at the
+    lag is that of 0.1 * signal + 0.02 alone, where the plain RMS carries the delay too."""
+    t = np.arange(0.0, 12.0, 0.01) + 1000.0
+    lag = 0.08
+    sim = JointSeries.from_samples(NAMES, t, signal(t))
+    measured = JointSeries.from_samples(NAMES, t, 0.9 * signal(t - lag) + 0.02)
+    comparison = compare(sim, measured, max_lag=0.3)
+    np.testing.assert_allclose(comparison.lag, lag, atol=1e-3)
+    grid = t[t >= t[0] + lag]  # where the shifted measurement exists
+    left = np.sqrt(np.mean((0.02 - 0.1 * signal(grid - lag)) ** 2, axis=0))
+    np.testing.assert_allclose(comparison.rms_at_lag, left, rtol=0.02)
+    assert np.all(comparison.stats.run_rms > 2.0 * left), (comparison.stats.run_rms, left)
+    # no lag (a joint that does not move): no RMS at the lag
+    none = rms_at_lag(sim, measured, np.array([np.nan, 0.0, np.nan, lag]))
+    assert np.isnan(none[[0, 2]]).all() and np.isfinite(none[[1, 3]]).all()
 
 
 def test_rms_and_max_equal_the_direct_formulas(rng: np.random.Generator) -> None:
@@ -222,6 +241,7 @@ def test_report_writes_every_file(tmp_path: Path, rng: np.random.Generator) -> N
     data = json.loads((tmp_path / "report" / "summary.json").read_text())
     np.testing.assert_allclose(data["rms_rad"], comparison.stats.run_rms, rtol=1e-12)
     np.testing.assert_allclose(data["lag_s"], lags, atol=0.0025)
+    np.testing.assert_allclose(data["rms_at_lag_rad"], comparison.rms_at_lag, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------- bags
