@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from snake_dynamics.floating.literal import (
     floating_forward_dynamics,
     ground_force_list,
     lying_state,
+    on_the_ground,
     rest_state,
     world_poses,
 )
@@ -36,6 +38,7 @@ from snake_dynamics.sim.crawler import (
     CrawlingSimulator,
     crawl_rate,
     crawling_substeps,
+    servo_reach,
     simulate_crawling,
 )
 from snake_dynamics.sim.simulator import InputSource, MotionInput
@@ -43,6 +46,10 @@ from snake_dynamics.sim.simulator import InputSource, MotionInput
 FloatArray = NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)
 RNG = np.random.default_rng(240)
+CONFIG = Path(__file__).resolve().parents[3] / "config"
+#: RK4's stability limit on the negative real axis: R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24
+#: has |R| = 1 at z = -2.7853.
+RK4_REAL_LIMIT = 2.7853
 
 
 def crawler(n: int, axes: str, ground: Ground | None = None) -> SnakeModel:
@@ -203,6 +210,26 @@ def test_the_servos_step_count_follows_the_free_base_and_the_ground() -> None:
     bound = stable_step(hard, model.masses, 9.81)
     count = crawling_substeps(hard_floor, ServoModel.pd(1.0, 0.001, 4), 0.001)
     assert count == math.ceil(0.001 / bound) > 5
+
+
+@pytest.mark.parametrize("name", ["robot_table", "snake20"])
+def test_the_servos_step_keeps_rk4_stable_at_poses_it_did_not_search(name: str) -> None:
+    """The step count searches 65 poses for the servos' fastest mode; 1000 others (another
+    seed, the joints' whole range) stay inside RK4's stability interval with a margin, and
+    the search is needed: snake20's worst pose reaches past its straight one by a fifth."""
+    path = CONFIG / f"{name}.yaml"
+    model = on_the_ground(SnakeModel.from_yaml(path))
+    servo = ServoModel.from_yaml(path, model.joint_names)
+    h = 0.001 / crawling_substeps(model, servo, 0.001)
+    rng = np.random.default_rng(1)
+    limits = model.joint_limits
+    poses = rng.uniform(limits[:, 0], limits[:, 1], (1000, model.n_joints))
+    worst = max(servo_reach(model, servo, q) for q in poses)
+    straight = servo_reach(model, servo, np.zeros(model.n_joints))
+    assert worst * h < 0.9 * RK4_REAL_LIMIT, (worst * h, h)
+    assert h == pytest.approx(0.001 / 3)  # 4 from the straight pose under RK4_REACH 2.0
+    if name == "snake20":
+        assert worst > 1.2 * straight
 
 
 def test_a_robot_that_does_not_crawl_is_refused_in_one_line() -> None:
