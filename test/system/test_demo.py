@@ -117,18 +117,21 @@ def test_demo_records_compares_and_reports(
         assert named in (out / folder / "summary.md").read_text()
     assert f"servo model {servo.digest}" in (out / "logs" / "dynamics_node.log").read_text()
     summary = json.loads((out / "report" / "summary.json").read_text())
-    # The yaw joints crawl (29 deg RMS); the prediction (the config's nominal servos) leads
-    # the heavier, weaker table robot by 65-85 ms, plus the host's latency, which load makes
-    # vary. So: the robot is late but not by more than a servo's lag and the link's; once
-    # that delay is out, the prediction is the robot's motion to within degrees (0.5-1.5 deg
-    # measured; a prediction that did not move would leave the 29 deg).
+    tracking = json.loads((out / "tracking" / "summary.json").read_text())
+    # The yaw joints crawl (29 deg RMS swings). The robot trails the gait by 135-155 ms (its
+    # servos, the pulses, the link) and the prediction by 65-95 ms: the datasheet servos the
+    # prediction uses are faster than the table's, and the host's latency, which load makes
+    # vary, comes on top. So, per yaw joint: the prediction is nearer the robot than the gait
+    # is, and takes up part of the robot's delay; once the lag is out, the prediction has the
+    # robot's shape (0.5-1.5 deg idle; 3-5 deg when load starves gait_node of ticks).
     plant = next(line for line in proc.stdout.splitlines() if "PLANT end" in line)
     yaw = [k for k, r in enumerate(summary["rms_rad"]) if r and r > np.radians(2.0)]
     assert len(yaw) == 4, (summary, plant)
     for k in yaw:
-        lag, lagged = summary["lag_s"][k], summary["rms_at_lag_rad"][k]
-        assert 0.0 < lag < 0.3 and lagged < np.radians(4.0), (k, summary, plant)
-        assert lagged < summary["rms_rad"][k] < np.radians(20.0), (k, summary, plant)
+        rms, lag, lagged = (summary[key][k] for key in ("rms_rad", "lag_s", "rms_at_lag_rad"))
+        behind = (k, summary, tracking, plant)
+        assert rms < tracking["rms_rad"][k] and 0.0 < lag < tracking["lag_s"][k], behind
+        assert lagged < np.radians(8.0), behind
     # the robot crawls on the table (the serpenoid, ~5 cm/s), and so does the
     # prediction (the config's servos and floor, not the table's: how far each gets varies
     # from run to run, as the headings drift apart; bench/README.md)
