@@ -137,6 +137,25 @@ def quiet_after_ctrl_c() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
+def quiet_worker_logs() -> Any:
+    """A Dask worker plugin: the worker process logs only what is CRITICAL (the local
+    cluster's workers, whose stderr is the user's terminal).
+
+    A worker whose heartbeat meets the closing scheduler logs a traceback at ERROR, a race
+    of every close, Ctrl-C or not; what a point raises reaches the sweep through its client.
+    (``LocalCluster(silence_logs=...)`` sets only the nanny's logger in a worker process.)
+    """
+    from distributed import WorkerPlugin
+
+    class QuietWorkerLogs(WorkerPlugin):
+        name = "mfm-snake-quiet-worker-logs"
+
+        def setup(self, worker: Any) -> None:
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+    return QuietWorkerLogs()
+
+
 @contextmanager
 def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iterator[Any]:
     """A Dask client: on a new local cluster (``scheduler`` None) or on the scheduler at
@@ -180,6 +199,7 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
                     signal.signal(signal.SIGINT, previous)
             try:
                 with Client(cluster) as client:  # type: ignore[no-untyped-call]
+                    client.register_plugin(quiet_worker_logs())
                     yield client
             finally:
                 cluster.close()

@@ -27,6 +27,7 @@ from snake_bringup.cluster import (
     Counts,
     Finished,
     Job,
+    connect,
     quiet_after_ctrl_c,
     run_jobs,
 )
@@ -253,6 +254,19 @@ def test_after_ctrl_c_library_errors_are_not_printed(caplog: pytest.LogCaptureFi
     with quiet_after_ctrl_c():
         pool.error("no Ctrl-C")
     assert caplog.records[-1].getMessage() == "no Ctrl-C"  # no Ctrl-C: logging as ever
+
+
+def _distributed_log_level() -> int:
+    return logging.getLogger("distributed").getEffectiveLevel()
+
+
+def test_the_local_cluster_s_workers_print_no_library_errors() -> None:
+    """The local workers log only what is CRITICAL: a worker whose heartbeat meets the
+    closing scheduler logs a traceback at ERROR (a fresh-clone CI run printed one after
+    Ctrl-C); what a point raises reaches the sweep through its client."""
+    with connect(None, 1, 10.0) as client:
+        levels = client.run(_distributed_log_level)
+    assert list(levels.values()) == [logging.CRITICAL], levels
 
 
 def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -> None:
