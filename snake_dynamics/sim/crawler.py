@@ -59,6 +59,7 @@ from snake_dynamics.sim.simulator import (
     MotionInput,
     Simulator,
     reset_state,
+    searched_substeps,
 )
 from snake_dynamics.sim.simulator import (
     check_step as check_positive_step,
@@ -68,15 +69,6 @@ FloatArray = NDArray[np.float64]
 
 #: Entries of y before the joints: x_0 (3), quat_0 (4), v_0 (3), w_0 (3).
 BASE = 13
-
-#: How far out the servos' fastest mode may reach, times the RK4 step, once it is searched
-#: over poses (:func:`crawling_substeps`): RK4 is stable to |z| = 2.78 on the negative real
-#: axis, where that mode lies (the damping on a light link); the margin covers poses between
-#: the samples and the velocity terms the linearisation leaves out. (The fixed tail's
-#: :data:`simulator.RK4_REACH`, 2.0, covers the bent poses too, from the straight one.)
-CRAWL_RK4_REACH = 2.5
-#: Bent poses :func:`crawling_substeps` searches, drawn (seeded) within the joints' limits.
-REACH_POSES = 64
 
 
 @compiled
@@ -193,7 +185,7 @@ def _crawl_steps(
     return int(states.shape[0])
 
 
-def servo_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
+def crawling_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
     """The servos' fastest mode at pose ``q`` [rad] with the snake at rest and its base
     free: the largest |lambda| [1/s] of the loop linearised there, M*(q) nu_dot =
     -Sᵀ (K S q + D S nu), S the joints' rows of nu (eqs. 203, 227; eq. 242's matrix)."""
@@ -210,30 +202,17 @@ def servo_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(system))))
 
 
-def reach_poses(model: SnakeModel) -> FloatArray:
-    """The straight pose and :data:`REACH_POSES` bent ones [rad], shape (1 + REACH_POSES, n),
-    drawn uniformly (seed 0) within the joints' limits, +-90 deg where the robot file sets
-    none."""
-    n = model.n_joints
-    limits = np.asarray(model.joint_limits, dtype=float)
-    if limits.shape != (n, 2):
-        limits = np.tile([-0.5 * math.pi, 0.5 * math.pi], (n, 1))
-    bent = np.random.default_rng(0).uniform(limits[:, 0], limits[:, 1], (REACH_POSES, n))
-    return np.vstack([np.zeros(n), bent])
-
-
 def crawling_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
     """RK4 steps per ``dt`` [s] for the servos on a free body on the ground (eq. 242).
 
-    The servos' fastest mode (:func:`servo_reach`), at its largest over :func:`reach_poses`,
-    must keep |lambda| h <= :data:`CRAWL_RK4_REACH`, and h must keep within the ground's
-    bound (eq. 237).
+    The servos' fastest mode (:func:`crawling_reach`), at its largest over
+    :func:`simulator.reach_poses`, must keep |lambda| h <= :data:`SEARCHED_RK4_REACH`, and h
+    must keep within the ground's bound (eq. 237).
 
     Returns:
         The number of RK4 steps per ``dt``, at least 1.
     """
-    reach = max(servo_reach(model, servo, q) for q in reach_poses(model)) * dt
-    count = max(1, math.ceil(reach / CRAWL_RK4_REACH))
+    count = searched_substeps(lambda q: crawling_reach(model, servo, q), model, dt)
     if model.ground is not None:
         bound = stable_step(model.ground, model.masses, float(np.linalg.norm(model.gravity)))
         count = max(count, math.ceil(dt / bound - 1e-9))

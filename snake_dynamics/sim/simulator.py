@@ -499,27 +499,60 @@ class Simulator:
 
 
 #: How far out the largest eigenvalue of the linearised system may reach, times the RK4
-#: step: RK4 is stable to |z| = 2.78 on the negative real axis and 2.83 on the imaginary
-#: one; the margin covers M*(q) away from the straight pose and the omitted velocity terms.
+#: step, where it is taken at the straight pose alone (the wheeled snake, eq. 417): RK4 is
+#: stable to |z| = 2.78 on the negative real axis and 2.83 on the imaginary one; the margin
+#: covers M*(q) away from the straight pose and the omitted velocity terms.
 RK4_REACH = 2.0
+#: The same where the servos' fastest mode is searched over poses (:func:`stable_substeps`,
+#: :func:`snake_dynamics.sim.crawler.crawling_substeps`): that mode is real (the damping on a
+#: light link), and the margin to 2.78 covers poses between the samples and the velocity
+#: terms the linearisation leaves out.
+SEARCHED_RK4_REACH = 2.5
+#: Bent poses the step counts search, drawn (seeded) within the joints' limits.
+REACH_POSES = 64
+
+
+def reach_poses(model: SnakeModel) -> FloatArray:
+    """The straight pose and :data:`REACH_POSES` bent ones [rad], shape (1 + REACH_POSES, n),
+    drawn uniformly (seed 0) within the joints' limits, +-90 deg where the robot file sets
+    none."""
+    n = model.n_joints
+    limits = np.asarray(model.joint_limits, dtype=float)
+    if limits.shape != (n, 2):
+        limits = np.tile([-0.5 * math.pi, 0.5 * math.pi], (n, 1))
+    bent = np.random.default_rng(0).uniform(limits[:, 0], limits[:, 1], (REACH_POSES, n))
+    return np.vstack([np.zeros(n), bent])
+
+
+def servo_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
+    """The servos' fastest mode on the fixed tail at pose ``q`` [rad], at rest: the largest
+    |lambda| [1/s] of M*(q) q_ddot = -K q - D q_dot (eqs. 82, 203), linearised there."""
+    n = model.n_joints
+    minv = np.linalg.inv(recursive.mass_matrix(model, np.asarray(q, dtype=float)))
+    stiffness, damping = servo.packed[0], servo.packed[1]
+    system = np.block([[np.zeros((n, n)), np.eye(n)], [-minv * stiffness, -minv * damping]])
+    return float(np.max(np.abs(np.linalg.eigvals(system))))
+
+
+def searched_substeps(reach: Callable[[FloatArray], float], model: SnakeModel, dt: float) -> int:
+    """RK4 steps per ``dt`` [s] that keep |lambda| h <= :data:`SEARCHED_RK4_REACH` for the
+    fastest mode ``reach(q)`` [1/s] over :func:`reach_poses`; at least 1."""
+    fastest = max(reach(q) for q in reach_poses(model))
+    return max(1, math.ceil(fastest * dt / SEARCHED_RK4_REACH))
 
 
 def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
     """How many RK4 steps a step of ``dt`` [s] needs to stay stable under the servos.
 
-    The servos' loop about the straight pose is M*(0) q_ddot = -K q - D q_dot (eqs. 82,
-    203); its eigenvalues lambda set RK4's stability: |lambda| h <= :data:`RK4_REACH`. The
-    damping on light links (small eigenvalues of M*) is what makes it stiff.
+    The servos' loop at rest, M*(q) q_ddot = -K q - D q_dot (eqs. 82, 203), has eigenvalues
+    lambda that set RK4's stability: |lambda| h <= :data:`SEARCHED_RK4_REACH`, at the
+    fastest over :func:`reach_poses` (:func:`servo_reach`). The damping on light links
+    (small eigenvalues of M*) is what makes it stiff.
 
     Returns:
-        ceil(max |lambda| dt / RK4_REACH), at least 1.
+        The number of RK4 steps per ``dt``, at least 1.
     """
-    n = model.n_joints
-    minv = np.linalg.inv(recursive.mass_matrix(model, np.zeros(n)))
-    stiffness, damping = servo.packed[0], servo.packed[1]
-    system = np.block([[np.zeros((n, n)), np.eye(n)], [-minv * stiffness, -minv * damping]])
-    reach = float(np.max(np.abs(np.linalg.eigvals(system)))) * dt
-    return max(1, math.ceil(reach / RK4_REACH))
+    return searched_substeps(lambda q: servo_reach(model, servo, q), model, dt)
 
 
 def warm_up() -> None:

@@ -345,7 +345,7 @@ def test_the_paper_robots_predict_stably_with_the_nominal_servos(
     worst, fastest = run()
     assert worst < 0.5  # rad, the amplitude: the servos lag the gait, nothing diverges
     assert fastest < no_load_speed
-    monkeypatch.setattr(simulator, "RK4_REACH", 1e9)  # one RK4 step per ms
+    monkeypatch.setattr(simulator, "SEARCHED_RK4_REACH", 1e9)  # one RK4 step per ms
     assert Simulator(model, DT, servo=servo).substeps == 1
     try:
         _, fastest = run()

@@ -37,11 +37,11 @@ from snake_dynamics.sim.crawler import (
     BASE,
     CrawlingSimulator,
     crawl_rate,
+    crawling_reach,
     crawling_substeps,
-    servo_reach,
     simulate_crawling,
 )
-from snake_dynamics.sim.simulator import InputSource, MotionInput
+from snake_dynamics.sim.simulator import InputSource, MotionInput, servo_reach, stable_substeps
 
 FloatArray = NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)
@@ -212,22 +212,32 @@ def test_the_servos_step_count_follows_the_free_base_and_the_ground() -> None:
     assert count == math.ceil(0.001 / bound) > 5
 
 
+@pytest.mark.parametrize("ground", [False, True], ids=["fixed-tail", "on-the-ground"])
 @pytest.mark.parametrize("name", ["robot_table", "snake20"])
-def test_the_servos_step_keeps_rk4_stable_at_poses_it_did_not_search(name: str) -> None:
-    """The step count searches 65 poses for the servos' fastest mode; 1000 others (another
-    seed, the joints' whole range) stay inside RK4's stability interval with a margin, and
-    the search is needed: snake20's worst pose reaches past its straight one by a fifth."""
+def test_the_servos_step_keeps_rk4_stable_at_poses_it_did_not_search(
+    name: str, ground: bool
+) -> None:
+    """The step counts (the fixed tail's and on the ground) search 65 poses for the servos'
+    fastest mode; 1000 others (another seed, the joints' whole range) stay inside RK4's
+    stability interval with a margin, and the search is needed: snake20's worst pose reaches
+    past its straight one by a fifth and more."""
     path = CONFIG / f"{name}.yaml"
-    model = on_the_ground(SnakeModel.from_yaml(path))
+    model = SnakeModel.from_yaml(path)
     servo = ServoModel.from_yaml(path, model.joint_names)
-    h = 0.001 / crawling_substeps(model, servo, 0.001)
+    if ground:
+        model = on_the_ground(model)
+        h = 0.001 / crawling_substeps(model, servo, 0.001)
+        reach = crawling_reach
+    else:
+        h = 0.001 / stable_substeps(model, servo, 0.001)
+        reach = servo_reach
     rng = np.random.default_rng(1)
     limits = model.joint_limits
     poses = rng.uniform(limits[:, 0], limits[:, 1], (1000, model.n_joints))
-    worst = max(servo_reach(model, servo, q) for q in poses)
-    straight = servo_reach(model, servo, np.zeros(model.n_joints))
+    worst = max(reach(model, servo, q) for q in poses)
+    straight = reach(model, servo, np.zeros(model.n_joints))
     assert worst * h < 0.9 * RK4_REAL_LIMIT, (worst * h, h)
-    assert h == pytest.approx(0.001 / 3)  # 4 from the straight pose under RK4_REACH 2.0
+    assert h == pytest.approx(0.001 / 3)  # 4 for the 8 joints from the straight pose at 2.0
     if name == "snake20":
         assert worst > 1.2 * straight
 
