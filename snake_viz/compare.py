@@ -308,6 +308,12 @@ def uniform_grid(sim: JointSeries, measured: JointSeries) -> FloatArray:
     return t0 + dt * np.arange(math.floor((t1 - t0) / dt) + 1, dtype=np.float64)
 
 
+def lag_grid(sim: JointSeries, measured: JointSeries, span: float) -> FloatArray:
+    """The last ``span`` seconds [s] of :func:`uniform_grid`: where the lag is estimated."""
+    grid = uniform_grid(sim, measured)
+    return grid[grid >= grid[-1] - span] if grid.size else grid
+
+
 def estimate_lag(
     sim: JointSeries,
     measured: JointSeries,
@@ -334,9 +340,7 @@ def estimate_lag(
         or when the overlap is shorter than twice the search range.
     """
     n = len(sim.names)
-    grid = uniform_grid(sim, measured)
-    if grid.size:
-        grid = grid[grid >= grid[-1] - span]
+    grid = lag_grid(sim, measured, span)
     lags = np.full(n, np.nan)
     if grid.size < 4:
         return lags
@@ -387,9 +391,7 @@ def rms_at_lag(
     Returns:
         RMS per joint [rad], shape (n,); NaN where the lag is NaN or nothing overlaps.
     """
-    grid = uniform_grid(sim, measured)
-    if grid.size:
-        grid = grid[grid >= grid[-1] - span]
+    grid = lag_grid(sim, measured, span)
     out = np.full(len(sim.names), np.nan)
     if grid.size == 0:
         return out
