@@ -152,19 +152,21 @@ def _crawl_steps(
     h: float,
     sub: int,
     states: FloatArray,
-) -> int:
-    """RK4 steps of eq. (240) in place on ``y``, ``sub`` of length h per step, the inputs at
-    the stage times (rows 2i, 2i+1, 2i+2 for RK4 step i); the quaternion renormalised after
-    every RK4 step (eq. 230). The state at the end of every step into ``states``. Returns the
-    steps done (fewer: the state left the finite numbers; ``y`` then holds the last finite
-    step's state)."""
+) -> None:
+    """RK4 steps of eq. (240) from ``y``, ``sub`` of length h per step, the inputs at the
+    stage times (rows 2i, 2i+1, 2i+2 for RK4 step i); the quaternion renormalised after
+    every RK4 step (eq. 230). The state at the end of every step into ``states``.
+
+    Compiled with fastmath: NaN and inf are not detected here (LLVM may drop the test);
+    the caller checks the rows.
+    """
     n = (y.shape[0] - BASE) // 2
     work = floating_workspace(n)
     scratch = np.empty(scratch_size(n))
     k1, k2, k3, k4 = np.empty(y.size), np.empty(y.size), np.empty(y.size), np.empty(y.size)
     stage = np.empty(y.size)
+    x = y.copy()
     for i in range(states.shape[0]):
-        x = y.copy()
         for j in range(sub):
             row = 2 * (i * sub + j)
             _rate_into(params, ground, servo, x, inputs[row], work, scratch, k1)
@@ -178,11 +180,7 @@ def _crawl_steps(
             norm = math.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
             for c in range(3, 7):
                 x[c] /= norm
-        if not np.all(np.isfinite(x)):
-            return i
-        y[:] = x
         states[i] = x
-    return int(states.shape[0])
 
 
 def crawling_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
@@ -389,12 +387,14 @@ class CrawlingSimulator(Simulator):
         if inputs.shape != (rows, 3 * n):
             raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
         states = np.empty((steps, self._y.size))
-        y = self._y.copy()
-        done = _crawl_steps(
-            self.floating.params, self.floating.ground, self._packed, y, inputs, self._h, sub,
-            states,
+        _crawl_steps(
+            self.floating.params, self.floating.ground, self._packed, self._y, inputs, self._h,
+            sub, states,
         )  # fmt: skip
+        bad = ~np.isfinite(states).all(axis=1)
+        done = int(np.argmax(bad)) if bad.any() else steps
         if done > 0:
+            y = states[done - 1].copy()
             self._y = y
             self._count += done
             self._u = inputs[2 * done * sub]

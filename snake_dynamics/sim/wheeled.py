@@ -224,11 +224,19 @@ class WheeledSimulator(Simulator):
         inputs = source.inputs(self.stage_times(steps))
         if inputs.shape != (2 * steps * sub + 1, 3 * m):
             raise SimulationError(f"inputs must have shape ({2 * steps * sub + 1}, {3 * m})")
-        qs, qds = np.empty((steps, m)), np.empty((steps, m))
-        z = self._z.copy()
-        done = _wheeled_steps(*self._constants, self._packed, z, inputs, self._h, sub, qs, qds)
+        states, qs, qds = (
+            np.empty((steps, self._z.size)),
+            np.empty((steps, m)),
+            np.empty((steps, m)),
+        )
+        _wheeled_steps(
+            *self._constants, self._packed, self._z, inputs, self._h, sub, states, qs, qds
+        )
+        finite = np.isfinite(states).all(axis=1) & np.isfinite(qs).all(axis=1)
+        bad = ~(finite & np.isfinite(qds).all(axis=1))
+        done = int(np.argmax(bad)) if bad.any() else steps
         if done > 0:
-            self._z = z
+            self._z = states[done - 1].copy()
             self._count += done
             self._u = inputs[2 * done * sub]
             self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
@@ -336,17 +344,22 @@ def _wheeled_steps(
     inputs: FloatArray,
     h: float,
     sub: int,
+    states: FloatArray,
     qs: FloatArray,
     qds: FloatArray,
-) -> int:
-    """RK4 steps of eq. 415 in place on ``z``, ``sub`` of length h per step, the inputs at
-    the stage times (rows 2 i, 2 i + 1, 2 i + 2 for RK4 step i); q and q_dot at the end of
-    every step into qs, qds. Returns the steps done (fewer: the state left the finite
-    numbers; ``z`` then holds the last finite step's state)."""
+) -> None:
+    """RK4 steps of eq. 415 from ``z``, ``sub`` of length h per step, the inputs at the
+    stage times (rows 2 i, 2 i + 1, 2 i + 2 for RK4 step i); the state, q and q_dot at the
+    end of every step into states, qs, qds.
+
+    Compiled with fastmath: NaN and inf are not detected here (LLVM may drop the test);
+    the caller checks the rows.
+    """
     n = masses.size
     k1, k2, k3, k4 = np.empty(z.size), np.empty(z.size), np.empty(z.size), np.empty(z.size)
+    y = z.copy()
+    rates = np.empty(n)
     for i in range(qs.shape[0]):
-        y = z.copy()
         for j in range(sub):
             row = 2 * (i * sub + j)
             _rate_into(half, inv, masses, inertias, servo, y, inputs[row], k1)
@@ -354,16 +367,12 @@ def _wheeled_steps(
             _rate_into(half, inv, masses, inertias, servo, y + 0.5 * h * k2, inputs[row + 1], k3)
             _rate_into(half, inv, masses, inertias, servo, y + h * k3, inputs[row + 2], k4)
             y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-        if not np.all(np.isfinite(y)):
-            return i
-        z[:] = y
-        rates = np.empty(n)
+        states[i] = y
         _rate_into(half, inv, masses, inertias, servo, y, inputs[2 * (i + 1) * sub], k1)
         rates[:] = k1[2 : n + 2]
         for k in range(n - 1):
             qs[i, k] = y[k + 3] - y[k + 2]
             qds[i, k] = rates[k + 1] - rates[k]
-    return int(qs.shape[0])
 
 
 def simulate_wheeled(

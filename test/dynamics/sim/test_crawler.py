@@ -14,7 +14,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy.integrate import simpson
 
-from snake_dynamics.errors import ModelError
+from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating.literal import (
     FloatingState,
     body_velocities,
@@ -33,6 +33,7 @@ from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.mfm.recursive import servo_torque
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import NOMINAL, ServoModel
+from snake_dynamics.sim import crawler as crawler_module
 from snake_dynamics.sim.crawler import (
     BASE,
     CrawlingSimulator,
@@ -240,6 +241,20 @@ def test_the_servos_step_keeps_rk4_stable_at_poses_it_did_not_search(
     assert h == pytest.approx(0.001 / 3)  # 4 for the 8 joints from the straight pose at 2.0
     if name == "snake20":
         assert worst > 1.2 * straight
+
+
+def test_a_crawl_that_leaves_the_finite_numbers_stops_at_its_last_finite_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel is compiled with fastmath, where a NaN test may be dropped: the rows are
+    checked outside it. Stiff servos with one RK4 step per ms blow up within a few steps."""
+    model = crawler(4, "xz")
+    monkeypatch.setattr(crawler_module, "crawling_substeps", lambda *_: 1)
+    sim = CrawlingSimulator(model, 0.001, servo=ServoModel.pd(1.0, 1.0, 4))
+    with pytest.raises(SimulationError, match="left the finite numbers at t = "):
+        sim.advance(500, Hold([0.5, -0.5, 0.5, -0.5]))
+    assert 0.0 < sim.time < 2.0
+    assert np.all(np.isfinite(sim.y)) and np.all(np.isfinite(sim.q))
 
 
 def test_a_robot_that_does_not_crawl_is_refused_in_one_line() -> None:

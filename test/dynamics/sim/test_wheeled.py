@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snake_dynamics.errors import ModelError
+from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating.literal import on_the_ground, world_poses
 from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar import wheeled as ws
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import wheeled as wheeled_module
 from snake_dynamics.sim.simulator import InputSource
 from snake_dynamics.sim.wheeled import (
     WheeledSimulator,
@@ -80,6 +81,26 @@ def test_simulator_with_torques_alone_is_kanes_model_integrated_by_dop853() -> N
     )
     np.testing.assert_allclose(sim.z, run.z[-1], rtol=0, atol=1e-9 * np.abs(run.z[-1]).max())
     assert np.abs(sim.z - z0).max() > 0.1  # it moved
+
+
+def test_a_run_that_leaves_the_finite_numbers_stops_at_its_last_finite_step(
+    model: SnakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel is compiled with fastmath, where a NaN test may be dropped: the rows are
+    checked outside it. The robot's servos with one RK4 step per 20 ms blow up."""
+    monkeypatch.setattr(wheeled_module, "wheeled_substeps", lambda *_: 1)
+    sim = WheeledSimulator(model, 0.02, servo=ServoModel.from_yaml(WHEELS, model.joint_names))
+    target = np.full(model.n_joints, 0.5)
+
+    class Hold(InputSource):
+        def inputs(self, t: np.ndarray) -> np.ndarray:
+            return np.hstack([np.zeros((t.size, target.size)), np.tile(target, (t.size, 1)),
+                              np.zeros((t.size, target.size))])  # fmt: skip
+
+    with pytest.raises(SimulationError, match="left the finite numbers at t = "):
+        sim.advance(500, Hold())
+    assert 0.0 < sim.time < 10.0
+    assert np.all(np.isfinite(sim.z)) and np.all(np.isfinite(sim.q))
 
 
 def test_reset_meets_two_joint_rates_and_keeps_the_pose() -> None:
