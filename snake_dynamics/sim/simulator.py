@@ -117,9 +117,12 @@ class CommandReference:
     def __init__(self, rest: ArrayLike, timeout: float, history: float | None = None) -> None:
         self.timeout = _timeout(timeout)
         self.history = self.timeout if history is None else _timeout(history)
-        self._t = np.empty(0)
-        self._q: FloatArray
-        self._qd: FloatArray
+        # the kept samples are rows [_first, _end) of buffers that grow by doubling and are
+        # compacted when full: a push writes one row, with no new arrays per command
+        self._times = np.empty(0)
+        self._qs = np.empty((0, 0))
+        self._qds = np.empty((0, 0))
+        self._first = self._end = 0
         self.hold(rest)
 
     def push(self, t: float, q: FloatArray, qd: FloatArray) -> bool:
@@ -128,46 +131,67 @@ class CommandReference:
         Returns:
             False (and ignores it) if it is not newer than the newest sample.
         """
-        if self._t.size and t <= self._t[-1]:
+        first, end = self._first, self._end
+        if end > first and t <= self._times[end - 1]:
             return False
-        keep = self._t >= t - self.history
-        keep[-1:] = True  # the newest old sample stays: it starts the first interval
-        self._t = np.append(self._t[keep], t)
-        self._q = np.vstack([self._q[keep], q])
-        self._qd = np.vstack([self._qd[keep], qd])
+        # drop the samples older than the history; the newest old sample stays: it starts
+        # the first interval
+        old = int(np.searchsorted(self._times[first:end], t - self.history))
+        first += min(old, max(end - first - 1, 0))
+        if end == self._times.size:  # full: move the kept rows to the front, grow if crowded
+            kept = end - first
+            size = max(64, self._times.size * (2 if 2 * kept > self._times.size else 1))
+            for name in ("_times", "_qs", "_qds"):
+                rows = getattr(self, name)
+                buffer = rows if size == rows.shape[0] else np.empty((size, *rows.shape[1:]))
+                buffer[:kept] = rows[first:end]
+                setattr(self, name, buffer)
+            first, end = 0, kept
+        self._times[end], self._qs[end], self._qds[end] = t, q, qd
+        self._first, self._end = first, end + 1
         return True
 
     @property
     def newest(self) -> float | None:
         """Time of the newest command [s], or None before one (or after :meth:`hold`)."""
-        return float(self._t[-1]) if self._t.size else None
+        return float(self._times[self._end - 1]) if self._end > self._first else None
 
     @property
     def latest(self) -> FloatArray:
         """The newest commanded angles [rad], shape (n,) (the held ones before a command)."""
-        return (self._q[-1] if self._t.size else self._rest).copy()
+        return (self._qs[self._end - 1] if self._end > self._first else self._rest).copy()
 
     def hold(self, q: ArrayLike) -> None:
         """Forget the commands and hold ``q`` [rad] at rest."""
         self._rest = np.array(q, dtype=np.float64)
-        self._t = np.empty(0)
-        self._q = np.empty((0, self._rest.size))
-        self._qd = np.empty((0, self._rest.size))
+        if self._qs.shape[1:] != self._rest.shape:
+            self._times = np.empty(0)
+            self._qs = np.empty((0, self._rest.size))
+            self._qds = np.empty((0, self._rest.size))
+        self._first = self._end = 0
 
-    def evaluate(self, t: FloatArray) -> JointTrajectory:
-        """q [rad], q_dot [rad/s], q_ddot [rad/s^2] at the times ``t``, shape (m, n) each."""
+    def evaluate(self, t: FloatArray, delays: FloatArray | None = None) -> JointTrajectory:
+        """q [rad], q_dot [rad/s], q_ddot [rad/s^2] at the times ``t``, shape (m, n) each;
+        joint c at t - delays[c] where ``delays`` [s], shape (n,), are given."""
         t = np.ascontiguousarray(t, dtype=np.float64)
-        out = np.zeros((3, t.size, self._rest.size))
-        if self._t.size == 0:
+        n = self._rest.size
+        out = np.zeros((3, t.size, n))
+        late = np.zeros(n) if delays is None else delays
+        first, end = self._first, self._end
+        if end == first:
             out[0] = self._rest
         else:
-            _hermite(t, self._t, self._q, self._qd, self.timeout, out[0], out[1], out[2])
+            _hermite(
+                t, late, self._times[first:end], self._qs[first:end], self._qds[first:end],
+                self.timeout, out[0], out[1], out[2],
+            )  # fmt: skip
         return JointTrajectory(out[0], out[1], out[2])
 
 
 @compiled
 def _hermite(
     t: FloatArray,
+    delays: FloatArray,
     times: FloatArray,
     qs: FloatArray,
     qds: FloatArray,
@@ -177,25 +201,26 @@ def _hermite(
     qdd: FloatArray,
 ) -> None:
     """:meth:`CommandReference.evaluate` on samples (times, qs, qds): fills q, qd, qdd
-    (zeroed, shape (m, n)) at the times t, shape (m,).
+    (zeroed, shape (m, n)), joint c at the times t - delays[c], t of shape (m,).
     """
     count = times.shape[0]
     for j in range(t.shape[0]):
-        k = np.searchsorted(times, t[j], side="right") - 1
-        if k < 0:  # before the first sample: its position, at rest
-            q[j] = qs[0]
-        elif k == count - 1:  # after the newest: constant velocity while live, then at rest
-            s = t[j] - times[k]
-            if s <= timeout:
-                q[j] = qs[k] + qds[k] * s
-                qd[j] = qds[k]
-            else:
-                q[j] = qs[k]
-        else:  # cubic Hermite between samples k and k + 1
-            h = times[k + 1] - times[k]
-            u = (t[j] - times[k]) / h
-            u2, u3 = u * u, u * u * u
-            for c in range(q.shape[1]):
+        for c in range(q.shape[1]):
+            tj = t[j] - delays[c]
+            k = np.searchsorted(times, tj, side="right") - 1
+            if k < 0:  # before the first sample: its position, at rest
+                q[j, c] = qs[0, c]
+            elif k == count - 1:  # after the newest: constant velocity while live, then at rest
+                s = tj - times[k]
+                if s <= timeout:
+                    q[j, c] = qs[k, c] + qds[k, c] * s
+                    qd[j, c] = qds[k, c]
+                else:
+                    q[j, c] = qs[k, c]
+            else:  # cubic Hermite between samples k and k + 1
+                h = times[k + 1] - times[k]
+                u = (tj - times[k]) / h
+                u2, u3 = u * u, u * u * u
                 p0, p1 = qs[k, c], qs[k + 1, c]
                 m0, m1 = qds[k, c] * h, qds[k + 1, c] * h
                 q[j, c] = (
@@ -239,23 +264,20 @@ class PrescribedInput(InputSource):
         self.reference = reference
         self.feed_forward = feed_forward
         n = model.model.n_joints
-        self._dead_time = np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,))
+        self._dead_time = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,))
+        )
 
     def inputs(self, t: FloatArray) -> FloatArray:
-        t = np.asarray(t, dtype=np.float64)
         n = self._dead_time.size
-        q, qd, qdd = np.empty((t.size, n)), np.empty((t.size, n)), np.empty((t.size, n))
-        for delay in np.unique(self._dead_time):
-            cols = self._dead_time == delay
-            late = self.reference.evaluate(t - delay)
-            q[:, cols], qd[:, cols], qdd[:, cols] = (x[:, cols] for x in late)
-        tau = np.zeros_like(q)
+        q, qd, qdd = self.reference.evaluate(t, self._dead_time)
+        out = np.zeros((q.shape[0], 3 * n))
+        out[:, n : 2 * n] = q
         if self.feed_forward:
-            for j in range(t.size):
-                tau[j] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
-        else:
-            qd = np.zeros_like(qd)
-        return np.ascontiguousarray(np.hstack([tau, q, qd]))
+            out[:, 2 * n :] = qd
+            for j in range(q.shape[0]):
+                out[j, :n] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
+        return out
 
 
 class MotionInput(InputSource):

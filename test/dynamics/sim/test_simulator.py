@@ -104,6 +104,35 @@ def test_the_history_keeps_the_commands_a_lagging_simulation_is_at(
     assert (error < 1e-4) == kept, error
 
 
+def test_a_long_stream_of_commands_keeps_exactly_its_history(robot) -> None:
+    """3000 commands with uneven gaps (the buffer compacts and grows many times): the
+    reference equals one built from the samples the history keeps, the newest old one
+    included; and per-joint delays evaluate each joint at its own time."""
+    n = robot.n_joints
+    rng = np.random.default_rng(7)
+    times = np.cumsum(rng.uniform(0.002, 0.03, 3000))
+    qs, qds = rng.normal(size=(3000, n)), rng.normal(size=(3000, n))
+    ref = CommandReference(np.zeros(n), timeout=0.5, history=1.0)
+    for k in range(3000):
+        assert ref.push(times[k], qs[k], qds[k])
+        if k % 997 == 0 or k == 2999:
+            kept = np.flatnonzero(times[: k + 1] >= times[k] - 1.0)
+            first = min(kept[0], k)  # the newest sample always stays
+            fresh = CommandReference(np.zeros(n), timeout=0.5, history=100.0)
+            for j in range(first, k + 1):
+                fresh.push(times[j], qs[j], qds[j])
+            t = np.linspace(times[k] - 1.5, times[k] + 0.6, 301)
+            for got, want in zip(ref.evaluate(t), fresh.evaluate(t), strict=True):
+                np.testing.assert_array_equal(got, want)
+    delays = np.linspace(0.0, 0.07, n)
+    t = np.linspace(times[-1] - 0.5, times[-1], 51)
+    together = ref.evaluate(t, delays)
+    for c in range(n):
+        alone = ref.evaluate(t - delays[c])
+        for got, want in zip(together, alone, strict=True):
+            np.testing.assert_array_equal(got[:, c], want[:, c])
+
+
 def test_stale_commands_hold_the_last_position_at_rest(robot) -> None:
     ref = CommandReference(np.full(robot.n_joints, 0.1), timeout=0.05)
     held = ref.evaluate(np.array([0.0, 1.0]))
