@@ -20,6 +20,7 @@ the ideal-servo limit: stiff, fast servos converge to them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -210,7 +211,11 @@ def crawling_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
     Returns:
         The number of RK4 steps per ``dt``, at least 1.
     """
-    count = searched_substeps(lambda q: crawling_reach(model, servo, q), model, dt)
+    # a fit predicts many crawls of one body on different floors, which the reach does not see
+    body = dataclasses.replace(model, ground=None)
+    count = searched_substeps(
+        lambda q: crawling_reach(model, servo, q), model, dt, ("crawling", body, servo.packed[:2])
+    )
     if model.ground is not None:
         bound = stable_step(model.ground, model.masses, float(np.linalg.norm(model.gravity)))
         count = max(count, math.ceil(dt / bound - 1e-9))

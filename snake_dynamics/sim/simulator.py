@@ -18,6 +18,7 @@ Times here are seconds on the caller's clock (the nodes use seconds since their 
 from __future__ import annotations
 
 import math
+import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -556,10 +557,29 @@ def servo_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(system))))
 
 
-def searched_substeps(reach: Callable[[FloatArray], float], model: SnakeModel, dt: float) -> int:
+#: The searched reaches [1/s] by (pickled key, pose): the search costs 10-40 ms, and a fit
+#: builds a simulator of one body for every prediction.
+_REACHES: dict[tuple[bytes, bytes], float] = {}
+
+
+def searched_substeps(
+    reach: Callable[[FloatArray], float], model: SnakeModel, dt: float, key: object
+) -> int:
     """RK4 steps per ``dt`` [s] that keep |lambda| h <= :data:`SEARCHED_RK4_REACH` for the
-    fastest mode ``reach(q)`` [1/s] over :func:`reach_poses`; at least 1."""
-    fastest = max(reach(q) for q in reach_poses(model))
+    fastest mode ``reach(q)`` [1/s] over :func:`reach_poses`; at least 1.
+
+    ``key``: all that ``reach`` depends on besides the pose (picklable); each pose's reach is
+    computed once per key.
+    """
+    tag = pickle.dumps(key)
+    if len(_REACHES) > 64 * (REACH_POSES + 1):
+        _REACHES.clear()
+    fastest = 0.0
+    for q in reach_poses(model):
+        pose = (tag, q.tobytes())
+        if pose not in _REACHES:
+            _REACHES[pose] = reach(q)
+        fastest = max(fastest, _REACHES[pose])
     return max(1, math.ceil(fastest * dt / SEARCHED_RK4_REACH))
 
 
@@ -574,7 +594,9 @@ def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
     Returns:
         The number of RK4 steps per ``dt``, at least 1.
     """
-    return searched_substeps(lambda q: servo_reach(model, servo, q), model, dt)
+    return searched_substeps(
+        lambda q: servo_reach(model, servo, q), model, dt, ("fixed tail", model, servo.packed[:2])
+    )
 
 
 def warm_up() -> None:

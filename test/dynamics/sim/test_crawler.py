@@ -213,6 +213,32 @@ def test_the_servos_step_count_follows_the_free_base_and_the_ground() -> None:
     assert count == math.ceil(0.001 / bound) > 5
 
 
+def test_the_step_count_s_search_runs_once_per_body_and_servo_gains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A floor fit builds a simulator for every prediction: another floor reuses the body's
+    searched reaches, other servo gains or another body search again, and the counts are
+    the search's."""
+    calls = [0]
+
+    def counted(model: SnakeModel, servo: ServoModel, q: FloatArray) -> float:
+        calls[0] += 1
+        return crawling_reach(model, servo, q)
+
+    monkeypatch.setattr(crawler_module, "crawling_reach", counted)
+    model = crawler(4, "xz", Ground(mu_along=0.3))
+    servo = ServoModel.pd(1.25, 0.75, 4)  # gains no other test searches in this process
+    first = crawling_substeps(model, servo, 0.001)
+    searched = calls[0]
+    assert searched == 65  # the straight pose and 64 bent ones
+    slippery = dataclasses.replace(model, ground=Ground(mu_along=0.05))
+    assert crawling_substeps(slippery, servo, 0.001) == first and calls[0] == searched
+    soft = ServoModel.pd(1.25, 0.0125, 4)
+    assert crawling_substeps(model, soft, 0.001) < first and calls[0] == 2 * searched
+    crawling_substeps(crawler(5, "xz"), ServoModel.pd(1.25, 0.75, 5), 0.001)
+    assert calls[0] == 3 * searched
+
+
 @pytest.mark.parametrize("ground", [False, True], ids=["fixed-tail", "on-the-ground"])
 @pytest.mark.parametrize("name", ["robot_table", "snake20"])
 def test_the_servos_step_keeps_rk4_stable_at_poses_it_did_not_search(
