@@ -393,8 +393,8 @@ def fit_ground(
         coarse_search(fun, x0, names, robust_scale),
         x_scale=1.0,
         diff_step=1e-2,
-        ftol=1e-8,
-        xtol=1e-6,
+        ftol=1e-6,
+        xtol=1e-3,
         loss=loss[0],
         f_scale=loss[1],
     )
