@@ -326,11 +326,12 @@ class PulseTargets(InputSource):
         joints = zip(self._times, self._targets, self._lags, strict=True)
         for j, (times, targets, lag) in enumerate(joints):
             k = bisect.bisect_right(times, first - lag) - 1
-            if k == bisect.bisect_right(times, last - lag) - 1:  # one target over all of t
-                u[:, n + j] = targets[max(k, 0)]
-            else:
-                ks = np.searchsorted(times, t - lag, side="right") - 1
-                u[:, n + j] = np.asarray(targets)[np.maximum(ks, 0)]
+            u[:, n + j] = targets[max(k, 0)]
+            changes = range(k + 1, bisect.bisect_right(times, last - lag))
+            if changes:  # each later target from the first stage time that sees it on
+                late = t - lag
+                for i in changes:
+                    u[late.searchsorted(times[i], side="left") :, n + j] = targets[i]
         return u
 
 

@@ -40,6 +40,7 @@ from snake_dynamics.sim.plant import (
     NO_VOLTAGE,
     TABLE_WIDTH,
     Plant,
+    PulseTargets,
     load_plant,
 )
 from snake_dynamics.sim.pose_sensor import PoseReading
@@ -108,6 +109,32 @@ def _records(plant: Plant, ticks: int, freq: int = 16_000_000) -> list[bytes]:
                 ages[pulse.channel] += freq // 1000
         out.append(REQUEST.pack(tick, 1000, freq, *widths, *ages))
     return out
+
+
+def test_pulse_targets_give_each_stage_time_the_newest_target_its_servo_sees() -> None:
+    """Every stage time t sees, per joint, the newest target set at or before t - dead time
+    (eq. 201): against a plain look-up, on grids that meet the targets' times exactly."""
+    rng = np.random.default_rng(201)
+    lags = np.array([0.0, 0.004, 0.0065, 0.02])
+    targets = PulseTargets(np.zeros(4), lags)
+    plain: list[list[tuple[float, float]]] = [[(-math.inf, 0.0)] for _ in lags]
+    for k in range(400):
+        t = 0.004 * k  # targets on the stage grid, and some between its points
+        for j in range(4):
+            if rng.random() < 0.4:
+                when = t + (
+                    rng.integers(4) * 0.0005 if rng.random() < 0.5 else rng.random() * 0.004
+                )
+                value = float(rng.normal())
+                targets.set(j, when, value)
+                if value != plain[j][-1][1] and when > plain[j][-1][0]:
+                    plain[j].append((when, value))
+        stages = t - 0.004 + 0.0005 * np.arange(9)  # the last period's 2 x 4 stages of 0.5 ms
+        got = targets.inputs(stages)
+        assert np.all(got[:, :4] == 0.0) and np.all(got[:, 8:] == 0.0)
+        for j, lag in enumerate(lags):
+            want = [[v for w, v in plain[j] if w <= s - lag][-1] for s in stages]
+            np.testing.assert_array_equal(got[:, 4 + j], want)
 
 
 @pytest.mark.parametrize("dead_time", [0.008, 0.0001], ids=["ahead", "in-turn"])
