@@ -476,8 +476,10 @@ class Plant:
         self.sim.run_until(t, self.targets, max_steps=1_000_000)
 
     def warm_up(self) -> None:
-        """Compile the kernels a run takes (numba's cache), not in its first milliseconds."""
+        """Compile the kernels a run takes (numba's cache), and build the simulator of the
+        servos powered (its step count's search takes tens of ms), not at the first pulses."""
         self.sim.warm_up()
+        self._simulator(np.ones_like(self.powered)).warm_up()
         if self.pose_sensor is not None:
             self.marker_pose()
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import crawler as crawler_module
 from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.plant import (
     DECODER_US,
@@ -259,6 +261,29 @@ def test_no_pulses_no_torque_but_the_gearbox() -> None:
     assert np.abs(moving).max() > 0.01
     # only the gearbox's damping acts, on every joint
     assert plant.sim.tau == pytest.approx(-plant.params.limp_damping * plant.sim.qd, abs=1e-12)
+
+
+def test_after_its_warm_up_the_plant_builds_no_simulator_when_every_servo_powers_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A simulator's step count searches 65 poses (tens of ms): built at the first pulses,
+    it held the emulated robot's clock back 109 ms in a demo. The warm-up builds the one of
+    every servo powered; a joint powered alone still gets its own."""
+    plant = _floor_plant()
+    plant.warm_up()
+    built = []
+    search = crawler_module.crawling_substeps
+
+    def counted(*args: Any) -> int:
+        built.append(args)
+        return search(*args)
+
+    monkeypatch.setattr(crawler_module, "crawling_substeps", counted)
+    every = dict.fromkeys(range(8), 0.1)
+    plant.step(0.001, *_pulses(plant, 0.001, every))
+    assert plant.powered.all() and not built
+    plant.step(0.002, *_pulses(plant, 0.002, {3: 0.1}))
+    assert plant.powered.sum() == 1 and len(built) == 1
 
 
 def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
