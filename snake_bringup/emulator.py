@@ -32,7 +32,7 @@ from typing import IO
 from snake_ros.paths import robot_config, share_dir, state_dir
 
 from .errors import BringupError
-from .process import die_with_parent
+from .process import die_with_parent, robot_priority_raised, robot_process
 
 #: The firmware's default USART0 speed [baud].
 DEFAULT_BAUD = 115200
@@ -223,6 +223,10 @@ class Emulator:
 
     def start(self) -> Endpoint:
         """Build if needed, start simavr (and socat); return the endpoint."""
+        try:
+            robot_priority_raised()  # checked here: robot_process runs where it cannot say
+        except BringupError as exc:
+            raise EmulatorError(str(exc)) from None
         elf, runner = build_firmware(self.key_hex, self.baud)
         try:
             self.eeprom.parent.mkdir(parents=True, exist_ok=True)
@@ -247,7 +251,7 @@ class Emulator:
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=robot_process,
             pass_fds=() if plant_fd is None else (plant_fd.fileno(),),
         )
         if plant_fd is not None:
@@ -293,7 +297,7 @@ class Emulator:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=robot_process,
             pass_fds=(theirs.fileno(),),
         )
         theirs.close()

@@ -42,6 +42,7 @@ from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
 from snake_dynamics.sim.pose_sensor import encode
 
 from .errors import BringupError
+from .process import priority
 
 #: runner -> plant: tick, period [us], clock [Hz], width[16] and age[16] [cycles].
 REQUEST = struct.Struct("=QII16I16I")
@@ -101,6 +102,8 @@ class ServeStats:
         behind_running_s: the most the emulated clock fell behind after that, beyond
             ``behind_at_ready_s`` [s]: what the running graph cost it, apart from the
             lag its nodes' start left, which the runner then catches up.
+        priority: the plant process's CPU priority (:func:`process.priority`; raised by
+            :func:`process.robot_process` where the user may).
     """
 
     ticks: int = 0
@@ -112,6 +115,7 @@ class ServeStats:
     poses_sent: int = 0
     behind_at_ready_s: float | None = None
     behind_running_s: float = 0.0
+    priority: str = ""
 
     def __str__(self) -> str:
         rate = self.emulated_s / self.wall_s if self.wall_s > 0 else 0.0
@@ -125,7 +129,8 @@ class ServeStats:
             f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
             f"running_behind_ms={running} "
             f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%} "
-            f"ignored_pulses={self.ignored_pulses} poses_sent={self.poses_sent}"
+            f"ignored_pulses={self.ignored_pulses} poses_sent={self.poses_sent} "
+            f"priority={self.priority}"
         )
 
 
@@ -150,7 +155,7 @@ def serve(
     """
     request = bytearray(REQUEST.size)
     view = memoryview(request)
-    stats = ServeStats()
+    stats = ServeStats(priority=priority())
     n = plant.model.n_joints
     shortest_dead_time = float(min(plant.params.servo.dead_times, default=0.0))
     t_first = wall_first = 0.0

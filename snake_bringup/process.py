@@ -1,10 +1,15 @@
-"""Child processes that go when ``snake`` goes (Linux ``PR_SET_PDEATHSIG``)."""
+"""Child processes that go when ``snake`` goes (Linux ``PR_SET_PDEATHSIG``), and the emulated
+robot's, which take the CPU first where the user may let them."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import signal
 import sys
+
+from .errors import BringupError
 
 #: prctl option: the signal a process gets when its parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -18,3 +23,56 @@ def die_with_parent() -> None:
     elsewhere nothing)."""
     if _PRCTL is not None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+#: The emulated robot's CPU priority where the user may raise it: a real robot has its own
+#: processor, which the host's nodes cannot take, while the emulator shares the host's cores.
+#: A real-time policy (round robin, the lowest real-time priority) runs it as soon as it
+#: wakes; the kernel's real-time throttling (95 % of a core by default) bounds it.
+ROBOT_RT_PRIORITY = 1
+#: Where no real-time policy is allowed: a higher weight under the normal policy (which
+#: still lets it wait a few time slices for a core).
+ROBOT_NICE = -10
+
+
+#: The environment variable that keeps the emulated robot at the parent's priority
+#: ("normal"; default "raised"): to see how the stack copes with a robot that falls behind.
+ROBOT_PRIORITY_ENV = "SNAKE_ROBOT_PRIORITY"
+
+
+def robot_priority_raised() -> bool:
+    """Whether the emulated robot's processes raise their priority (:data:`ROBOT_PRIORITY_ENV`).
+
+    Raises:
+        BringupError: the variable is neither "raised" nor "normal".
+    """
+    value = os.environ.get(ROBOT_PRIORITY_ENV, "raised")
+    if value not in ("raised", "normal"):
+        raise BringupError(f"{ROBOT_PRIORITY_ENV} must be raised or normal, got {value!r}")
+    return value == "raised"
+
+
+def robot_process() -> None:
+    """In a child of the emulated robot (simavr's runner, the plant), before it runs
+    (``preexec_fn``): :func:`die_with_parent`, and unless :data:`ROBOT_PRIORITY_ENV` says
+    "normal", the priority of :data:`ROBOT_RT_PRIORITY` where the user may (root,
+    CAP_SYS_NICE or RLIMIT_RTPRIO), else :data:`ROBOT_NICE` where the user may
+    (RLIMIT_NICE), else the parent's (:func:`priority` tells which)."""
+    die_with_parent()
+    if os.environ.get(ROBOT_PRIORITY_ENV) == "normal":
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(ROBOT_RT_PRIORITY))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, ROBOT_NICE)
+
+
+def priority(pid: int = 0) -> str:
+    """A process's CPU priority as one word: ``rr:P`` (round robin, real-time priority P),
+    ``fifo:P``, or ``nice:N`` (the normal policy at nice N)."""
+    policy = os.sched_getscheduler(pid)
+    if policy in (os.SCHED_RR, os.SCHED_FIFO):
+        kind = "rr" if policy == os.SCHED_RR else "fifo"
+        return f"{kind}:{os.sched_getparam(pid).sched_priority}"
+    return f"nice:{os.getpriority(os.PRIO_PROCESS, pid)}"

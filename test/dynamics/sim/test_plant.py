@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -23,8 +25,9 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from snake_bringup import plant_bridge
-from snake_bringup.emulator import Emulator, firmware_dir
+from snake_bringup.emulator import Emulator, EmulatorError, firmware_dir
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, pulse_map, serve
+from snake_bringup.process import ROBOT_NICE, ROBOT_RT_PRIORITY, priority, robot_process
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
@@ -223,6 +226,50 @@ def test_the_bridge_tells_the_lag_the_running_graph_added_apart_from_its_start(
     ours.close()  # no records, and no ready signal
     assert "running_behind_ms=n/a" in str(serve(plant, theirs))
     theirs.close()
+
+
+def test_the_emulated_robot_s_processes_take_the_cpu_first_where_the_user_may_let_them() -> None:
+    """A real robot has its own processor: simavr's runner and the plant start under the
+    round-robin real-time policy where the user may (root here and in CI), else at a higher
+    weight where the user may, else at the parent's; the plant's end line says which."""
+    child = subprocess.run(
+        [sys.executable, "-c", "from snake_bringup.process import priority; print(priority())"],
+        preexec_fn=robot_process,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] >= ROBOT_RT_PRIORITY:
+        expected = f"rr:{ROBOT_RT_PRIORITY}"
+    elif 20 - resource.getrlimit(resource.RLIMIT_NICE)[0] <= ROBOT_NICE:  # the lowest nice
+        expected = f"nice:{ROBOT_NICE}"
+    else:
+        expected = priority()
+    assert child.stdout.strip() == expected
+    assert priority() == f"nice:{os.getpriority(os.PRIO_PROCESS, 0)}"  # the test's own
+    ours, theirs = socket.socketpair()
+    ours.close()
+    assert f"priority={priority()}" in str(serve(_plant(), theirs))
+    theirs.close()
+
+
+def test_the_emulated_robot_keeps_the_normal_priority_when_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """SNAKE_ROBOT_PRIORITY=normal keeps the parent's (the suite's loaded runs use it, so that
+    their robot falls behind); a value that is neither is one line, before anything starts."""
+    code = "from snake_bringup.process import priority; print(priority())"
+    monkeypatch.setenv("SNAKE_ROBOT_PRIORITY", "normal")
+    child = subprocess.run(
+        [sys.executable, "-c", code], preexec_fn=robot_process, capture_output=True, text=True
+    )
+    assert child.stdout.strip() == priority()
+    monkeypatch.setenv("SNAKE_ROBOT_PRIORITY", "high")
+    with pytest.raises(
+        EmulatorError, match=r"^SNAKE_ROBOT_PRIORITY must be raised or normal, got 'high'$"
+    ):
+        Emulator(eeprom=tmp_path / "eeprom.bin").start()
+    assert not (tmp_path / "eeprom.bin").exists()
 
 
 def test_the_true_table_overlay_holds_the_plant_s_body_floor_and_servos() -> None:
