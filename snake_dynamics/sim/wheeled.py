@@ -252,6 +252,11 @@ class WheeledSimulator(Simulator):
         m = self.snake.n - 1
         recursive.servo_torque(self._packed, np.zeros(3 * m), np.zeros(m), np.zeros(m))
         wheeled_rate(*self._constants, self._packed, self._z, np.zeros(3 * m))
+        empty = np.empty((0, m))
+        _wheeled_steps(
+            *self._constants, self._packed, self._z, np.zeros((1, 3 * m)), self._h, 1,
+            np.empty((0, self._z.size)), empty, empty,
+        )  # fmt: skip
 
 
 @compiled
