@@ -297,7 +297,7 @@ class Emulator:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            preexec_fn=robot_process,
+            preexec_fn=die_with_parent,  # it raises its priority once ready
             pass_fds=(theirs.fileno(),),
         )
         theirs.close()

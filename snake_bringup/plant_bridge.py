@@ -42,7 +42,7 @@ from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
 from snake_dynamics.sim.pose_sensor import encode
 
 from .errors import BringupError
-from .process import priority
+from .process import priority, raise_robot_priority
 
 #: runner -> plant: tick, period [us], clock [Hz], width[16] and age[16] [cycles].
 REQUEST = struct.Struct("=QII16I16I")
@@ -217,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     plant.warm_up()
+    raise_robot_priority()  # now: compiling at a real-time priority would hold a core
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # the log ends whole
     graph_ready = threading.Event()  # the Emulator's word that the graph is up
     signal.signal(signal.SIGUSR1, lambda signum, frame: graph_ready.set())

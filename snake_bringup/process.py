@@ -52,13 +52,11 @@ def robot_priority_raised() -> bool:
     return value == "raised"
 
 
-def robot_process() -> None:
-    """In a child of the emulated robot (simavr's runner, the plant), before it runs
-    (``preexec_fn``): :func:`die_with_parent`, and unless :data:`ROBOT_PRIORITY_ENV` says
-    "normal", the priority of :data:`ROBOT_RT_PRIORITY` where the user may (root,
-    CAP_SYS_NICE or RLIMIT_RTPRIO), else :data:`ROBOT_NICE` where the user may
-    (RLIMIT_NICE), else the parent's (:func:`priority` tells which)."""
-    die_with_parent()
+def raise_robot_priority() -> None:
+    """This process at :data:`ROBOT_RT_PRIORITY` where the user may (root, CAP_SYS_NICE or
+    RLIMIT_RTPRIO), else at :data:`ROBOT_NICE` where the user may (RLIMIT_NICE), else as it
+    was (:func:`priority` tells which); nothing where :data:`ROBOT_PRIORITY_ENV` says
+    "normal". Threads it starts later inherit it."""
     if os.environ.get(ROBOT_PRIORITY_ENV) == "normal":
         return
     try:
@@ -66,6 +64,14 @@ def robot_process() -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, 0, ROBOT_NICE)
+
+
+def robot_process() -> None:
+    """In simavr's runner before it runs (``preexec_fn``): :func:`die_with_parent` and
+    :func:`raise_robot_priority`. (The plant raises its own once its kernels are compiled:
+    a compilation at a real-time priority would hold a core for seconds.)"""
+    die_with_parent()
+    raise_robot_priority()
 
 
 def priority(pid: int = 0) -> str:

@@ -265,9 +265,8 @@ class PrescribedInput(InputSource):
         self.reference = reference
         self.feed_forward = feed_forward
         n = model.model.n_joints
-        self._dead_time = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,))
-        )
+        # a writable copy: a read-only array is another type to numba, compiled at first use
+        self._dead_time = np.array(np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,)))
 
     def inputs(self, t: FloatArray) -> FloatArray:
         n = self._dead_time.size

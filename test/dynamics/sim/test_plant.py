@@ -229,9 +229,10 @@ def test_the_bridge_tells_the_lag_the_running_graph_added_apart_from_its_start(
 
 
 def test_the_emulated_robot_s_processes_take_the_cpu_first_where_the_user_may_let_them() -> None:
-    """A real robot has its own processor: simavr's runner and the plant start under the
-    round-robin real-time policy where the user may (root here and in CI), else at a higher
-    weight where the user may, else at the parent's; the plant's end line says which."""
+    """A real robot has its own processor: simavr's runner starts under the round-robin
+    real-time policy where the user may (root here and in CI), else at a higher weight where
+    the user may, else at the parent's (the plant raises its own the same way once its
+    kernels are compiled: test_demo reads it); the plant's end line says which."""
     child = subprocess.run(
         [sys.executable, "-c", "from snake_bringup.process import priority; print(priority())"],
         preexec_fn=robot_process,

@@ -16,6 +16,8 @@ from snake_dynamics import SimulationError, SnakeModel, StateError, make_gait
 from snake_dynamics.gaits import Gait, GaitPlayer
 from snake_dynamics.mfm.integrators import simulate, simulate_gait
 from snake_dynamics.mfm.recursive import FastModel
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import simulator as simulator_module
 from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
@@ -131,6 +133,22 @@ def test_a_long_stream_of_commands_keeps_exactly_its_history(robot) -> None:
         alone = ref.evaluate(t - delays[c])
         for got, want in zip(together, alone, strict=True):
             np.testing.assert_array_equal(got[:, c], want[:, c])
+
+
+def test_the_servos_inputs_need_no_compilation_after_the_warm_up(robot) -> None:
+    """dynamics_node's first tick after its first command: the per-joint dead times (a
+    read-only view of the servo file's, before) once made numba compile the interpolation
+    anew there, 0.6 s that a fresh clone's node skipped."""
+    servo = ServoModel.from_yaml(ROOT / "config" / "robot.yaml", robot.joint_names)
+    sim = Simulator(robot, 0.001, servo=servo)
+    sim.warm_up()
+    compiled = len(simulator_module._hermite.signatures)
+    reference = CommandReference(np.zeros(robot.n_joints), timeout=0.5)
+    source = PrescribedInput(sim.fast_model, reference, servo.dead_times, feed_forward=False)
+    for k in range(3):
+        reference.push(0.01 * k, np.full(robot.n_joints, 0.1), np.zeros(robot.n_joints))
+    sim.advance(10, source)
+    assert len(simulator_module._hermite.signatures) == compiled
 
 
 def test_stale_commands_hold_the_last_position_at_rest(robot) -> None:
