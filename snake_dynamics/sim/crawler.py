@@ -59,6 +59,7 @@ from snake_dynamics.sim.simulator import (
     Motion,
     MotionInput,
     Simulator,
+    finite_rows,
     reset_state,
     searched_substeps,
 )
@@ -396,8 +397,7 @@ class CrawlingSimulator(Simulator):
             self.floating.params, self.floating.ground, self._packed, self._y, inputs, self._h,
             sub, states,
         )  # fmt: skip
-        bad = ~np.isfinite(states).all(axis=1)
-        done = int(np.argmax(bad)) if bad.any() else steps
+        done = finite_rows(states)
         if done > 0:
             y = states[done - 1].copy()
             self._y = y

@@ -97,6 +97,14 @@ class InputSource(ABC):
         """u at the times ``t`` [s], shape (m,) -> (m, 3n) [N m, rad, rad/s]."""
 
 
+def finite_rows(*rows: FloatArray) -> int:
+    """How many leading rows of ``rows`` (arrays of one length) are finite in every array:
+    the steps a fastmath kernel took before its state left the finite numbers (the kernels
+    cannot test it themselves: LLVM may drop the test)."""
+    bad = ~np.logical_and.reduce([np.isfinite(r).all(axis=1) for r in rows])
+    return int(np.argmax(bad)) if bad.any() else int(rows[0].shape[0])
+
+
 class CommandReference:
     """A reference trajectory through sampled commands (t_k, q_k, q_dot_k), e.g. at 100 Hz.
 
@@ -473,8 +481,7 @@ class Simulator:
         qs, qds, qdds = (np.empty((steps * sub, n)) for _ in range(3))
         recursive.rk4_servo_steps(self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds)
         qs, qds = qs[sub - 1 :: sub], qds[sub - 1 :: sub]  # at the ends of the steps
-        bad = ~(np.isfinite(qs).all(axis=1) & np.isfinite(qds).all(axis=1))
-        done = int(np.argmax(bad)) if bad.any() else steps
+        done = finite_rows(qs, qds)
         if done > 0:
             self._q, self._qd = qs[done - 1].copy(), qds[done - 1].copy()
             self._u = inputs[2 * done * sub]

@@ -44,6 +44,7 @@ from snake_dynamics.sim.simulator import (
     MotionInput,
     Simulator,
     check_step,
+    finite_rows,
     reset_state,
 )
 
@@ -232,9 +233,7 @@ class WheeledSimulator(Simulator):
         _wheeled_steps(
             *self._constants, self._packed, self._z, inputs, self._h, sub, states, qs, qds
         )
-        finite = np.isfinite(states).all(axis=1) & np.isfinite(qs).all(axis=1)
-        bad = ~(finite & np.isfinite(qds).all(axis=1))
-        done = int(np.argmax(bad)) if bad.any() else steps
+        done = finite_rows(states, qs, qds)
         if done > 0:
             self._z = states[done - 1].copy()
             self._count += done
