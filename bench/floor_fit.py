@@ -5,11 +5,12 @@ robot_table_true --servo robot``) against what it finds with the identified serv
 folder's overlay, as ``snake identify`` fits).
 
 With ``--plant FILE`` (the plant file the folder's ``snake identify --emulate`` ran on) the
-start is that plant's truth instead: its servo (torques divided by its mass scale, for the
-config's body) with the dead time the folder identified (the host's link adds latency no
-plant key holds), and its floor. ``start_floor_paths`` reports each crawl's path RMS from the
-prediction with those parameters, as measured and after the best rigid motion in the plane
-(which takes out the start pose the sensor's noise sets), against the sensor's noise.
+start is that plant's truth instead: its body (the config's, times its mass scale), its
+servos (their dead time, which a plant counts from the pulse, seen from the command: plus
+half a pulse period, eq. 210) and its floor. ``start_floor_paths`` reports each crawl's path
+RMS from the prediction with those parameters, as measured and after the best rigid motion
+in the plane (eq. 248: that takes out the start pose the sensor's noise sets), against the
+sensor's noise (``sensor_noise_rms_mm``: sqrt(2) times its ``position_noise``).
 
     python bench/floor_fit.py runs/identify-<time> [--robot robot_table] \\
         [--servo identified|robot] [--plant FILE] [--tie-backward] [--fit-backward]
@@ -19,20 +20,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import math
 from pathlib import Path
 
 import numpy as np
-import yaml
 from report import emit  # bench/report.py (this folder is on sys.path)
-from scipy.spatial.transform import Rotation
 
 from snake_bringup.identification.floor import CRAWLS
 from snake_bringup.identification.poses import crawl_recording
+from snake_bringup.plant_bridge import build_plant
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import ServoModel, ServoParams
-from snake_dynamics.sim.floor_identification import fit_ground, predict_crawl
+from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim.floor_identification import aligned_path, fit_ground, predict_crawl
+from snake_dynamics.sim.identification import seen_from_the_command
 from snake_ros.paths import robot_config
 
 
@@ -51,7 +52,7 @@ def main() -> None:
     )
     parser.add_argument("--fit-backward", action="store_true", help="fit mu_backward too")
     parser.add_argument(
-        "--plant", type=Path, help="start from this plant file's servo and floor (its truth)"
+        "--plant", type=Path, help="start from this plant file's body, servo and floor (its truth)"
     )
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
@@ -63,20 +64,27 @@ def main() -> None:
     servo = ServoModel.from_yaml(servo_file, names)
     start = model.ground or Ground()
     source = str(servo_file)
+    labels = [label for label, *_ in CRAWLS] + ["floor_validation"]
+    recordings = [
+        crawl_recording(args.folder / f"{label}_bag", names).recording for label in labels
+    ]
+    noise = math.nan
     if args.plant is not None:
-        servo, start = plant_truth(args.plant, args.folder, names)
-        source = f"{args.plant} (the folder's dead time)"
+        plant = build_plant(config, args.plant)
+        body, start = plant.model, plant.params.ground or Ground()
+        servo = seen_from_the_command(plant.params.servo)
+        if plant.params.pose_sensor is not None:
+            noise = math.sqrt(2.0) * plant.params.pose_sensor.position_noise
+        source = f"{args.plant} (its body; its dead time seen from the command, eq. 210)"
     if args.tie_backward:
         start = dataclasses.replace(start, mu_backward=None)
-    takes = [crawl_recording(args.folder / f"{label}_bag", names).recording for label, *_ in CRAWLS]
-    check = crawl_recording(args.folder / "floor_validation_bag", names).recording
-    truth = {}
-    labels = [label for label, *_ in CRAWLS] + ["floor_validation"]
-    for label, take in zip(labels, [*takes, check], strict=True):
+    *takes, check = recordings
+    truth: dict[str, object] = {"sensor_noise_rms_mm": round(noise * 1e3, 3)}
+    for label, take in zip(labels, recordings, strict=True):
         xy = predict_crawl(body, servo, start, take).xy
         truth[label] = {
             "path_rms_mm": round(_rms(xy - take.xy) * 1e3, 2),
-            "aligned_path_rms_mm": round(_rms(_aligned(xy, take.xy) - take.xy) * 1e3, 2),
+            "aligned_path_rms_mm": round(_rms(aligned_path(xy, take.xy) - take.xy) * 1e3, 2),
         }
     fitted = ("mu_along", "mu_across", *(("mu_backward",) if args.fit_backward else ()))
     fit = fit_ground(body, servo, takes, start, fitted=fitted)
@@ -103,34 +111,9 @@ def main() -> None:
     )
 
 
-def plant_truth(plant: Path, folder: Path, names: list[str]) -> tuple[ServoModel, Ground]:
-    """A plant file's servo for the config's body (torques / mass_scale) with the folder's
-    identified dead time, and its floor (over :class:`Ground`'s defaults, as the plant)."""
-    doc = yaml.safe_load(plant.read_text())
-    scale = float(doc.get("mass_scale", 1.0))
-    drawn = dict(doc["servo"]["defaults"])
-    for name in ("stiffness", "damping", "stall_torque"):
-        drawn[name] /= scale
-    fit = json.loads((folder / "fit.json").read_text())
-    drawn["dead_time"] = fit["params"]["dead_time"]
-    return ServoModel.uniform(ServoParams(**drawn), len(names)), Ground.from_dict(doc["ground"])
-
-
 def _rms(error: np.ndarray) -> float:
     """RMS of the distances of (k, 2) position errors [m]."""
     return float(np.sqrt(np.mean(np.sum(np.square(error), axis=1))))
-
-
-def _aligned(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    """The predicted path moved by the rigid motion in the plane that brings it closest to
-    the measured one in the least-squares sense (scipy's ``Rotation.align_vectors``)."""
-    p0, m0 = predicted.mean(axis=0), measured.mean(axis=0)
-    pad = np.zeros((len(predicted), 1))
-    rotation, _ = Rotation.align_vectors(
-        np.hstack([measured - m0, pad]), np.hstack([predicted - p0, pad])
-    )
-    moved: np.ndarray = rotation.apply(np.hstack([predicted - p0, pad]))[:, :2] + m0
-    return moved
 
 
 if __name__ == "__main__":

@@ -94,8 +94,11 @@ class ServeStats:
         behind_s: the most the emulated clock lagged the wall clock since the first record
             [s] (the runner runs paced: near 0 while it keeps real time).
         busy_s: wall time spent stepping the plant [s].
-        ignored_pulses: pulses outside the servos' decoder range (simavr's glitches,
-            :data:`snake_dynamics.sim.plant.DECODER_US`), which the servos did not follow.
+        ignored_pulses: pulses outside the servos' decoder range
+            (:data:`snake_dynamics.sim.plant.DECODER_US`), which the servos did not follow.
+        missed_compares: simavr's pulses that missed their compare match (no OCR
+            double-buffering), taken as the pulse a silicon MCU sends
+            (:data:`snake_dynamics.sim.plant.PWM_PERIOD_US`).
         poses_sent: pose sensor readings sent (none without a pose sensor or a port).
         behind_at_ready_s: how far behind the emulated clock was when the graph reported
             ready (None: it never did; :func:`main` takes the report as SIGUSR1) [s].
@@ -112,6 +115,7 @@ class ServeStats:
     behind_s: float = 0.0
     busy_s: float = 0.0
     ignored_pulses: int = 0
+    missed_compares: int = 0
     poses_sent: int = 0
     behind_at_ready_s: float | None = None
     behind_running_s: float = 0.0
@@ -129,7 +133,8 @@ class ServeStats:
             f"rate={rate:.3f} max_behind_ms={self.behind_s * 1e3:.1f} "
             f"running_behind_ms={running} "
             f"plant_busy={self.busy_s / self.wall_s if self.wall_s > 0 else 0.0:.1%} "
-            f"ignored_pulses={self.ignored_pulses} poses_sent={self.poses_sent} "
+            f"ignored_pulses={self.ignored_pulses} missed_compares={self.missed_compares} "
+            f"poses_sent={self.poses_sent} "
             f"priority={self.priority}"
         )
 
@@ -200,6 +205,7 @@ def serve(
             stats.behind_running_s = max(stats.behind_running_s, behind - stats.behind_at_ready_s)
         stats.busy_s += time.monotonic() - wall
         stats.ignored_pulses = plant.ignored_pulses
+        stats.missed_compares = plant.missed_compares
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import IdentificationError, ModelError, SimulationError
 from snake_dynamics.floating.literal import FloatingState, lying_state, on_the_ground
@@ -213,6 +214,20 @@ def predict_path(
 def path_error(predicted: FloatArray, recording: PathRecording) -> FloatArray:
     """|measured - predicted| of the marker in the plane at every pose sample (eq. 244) [m]."""
     return np.asarray(np.hypot(*(recording.xy - predicted).T))
+
+
+def aligned_path(predicted: FloatArray, measured: FloatArray) -> FloatArray:
+    """A predicted path [m], shape (k, 2), moved by the rigid motion in the plane that brings
+    it closest to the measured one in the least-squares sense (scipy's
+    ``Rotation.align_vectors``): on a level, uniform floor, the prediction from the start
+    pose that fits the whole path best, where eq. 243 starts from the first pose alone, as
+    noisy as any (eq. 248)."""
+    p0, m0 = predicted.mean(axis=0), measured.mean(axis=0)
+    pad = np.zeros((len(predicted), 1))
+    rotation, _ = Rotation.align_vectors(
+        np.hstack([measured - m0, pad]), np.hstack([predicted - p0, pad])
+    )
+    return np.asarray(rotation.apply(np.hstack([predicted - p0, pad]))[:, :2] + m0)
 
 
 def joint_error(model: SnakeModel, predicted: FloatArray, recording: PathRecording) -> FloatArray:

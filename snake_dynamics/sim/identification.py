@@ -263,6 +263,18 @@ class ServoFit:
         return self.params.dead_time - 0.5 * PULSE_PERIOD
 
 
+def seen_from_the_command(servo: ServoModel) -> ServoModel:
+    """A plant file's servos as a prediction from the commanded reference sees them (eq. 208):
+    each dead time, which a plant counts from the pulse, plus the mean wait for the next
+    pulse (eq. 210 solved for T_d)."""
+    return ServoModel(
+        tuple(
+            dataclasses.replace(j, dead_time=j.dead_time + 0.5 * PULSE_PERIOD) for j in servo.joints
+        ),
+        servo.source,
+    )
+
+
 #: The optimiser's unit of each fitted parameter: ms, mrad, then logs (all of order one).
 _SCALE = {"dead_time": 1e-3, "deadband": 1e-3}
 

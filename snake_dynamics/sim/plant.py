@@ -56,11 +56,19 @@ FloatArray = NDArray[np.float64]
 LIMP_AFTER = 0.05
 
 #: The pulse widths a servo's decoder takes as a target [us]; it ignores any other (keeps its
-#: last target). A hobby servo reads 0.5-2.5 ms pulses and ignores what is far outside. In
-#: simavr 1.6 (no OCR double-buffering) a pulse shortened while it runs misses its compare
-#: match and lasts a whole 20 ms period more: a silicon ATmega2560 never makes it, and a
-#: servo would not follow it.
+#: last target). A hobby servo reads 0.5-2.5 ms pulses and ignores what is far outside.
 DECODER_US = (300.0, 3000.0)
+#: The firmware's pulse period [us]. simavr 1.6 has no OCR double-buffering: a pulse the
+#: firmware shortens below the timer's count while it runs misses its compare match, stays
+#: high through the next period's start and falls at that period's match, one period plus
+#: the new width. A silicon ATmega2560 double-buffers OCR in its PWM modes and sends the
+#: running pulse and then the new one, so the plant takes such a pulse as the second (its
+#: width less one period, ending where it ends): what the real robot's servo gets.
+PWM_PERIOD_US = 20_000.0
+
+#: Two pulse ends closer than this are one pulse seen twice [s] (pulses are 20 ms apart; the
+#: runner's ages are whole cycles, 62.5 ns, and t - age rounds differently each time).
+EDGE_TOL_S = 1e-6
 
 #: Millivolts meaning "no value for this channel" in the runner's reply.
 NO_VOLTAGE = 0xFFFF
@@ -382,7 +390,8 @@ class Plant:
         self.targets = PulseTargets(np.zeros(n), params.servo.dead_times)
         self.powered = np.zeros(n, dtype=bool)
         self._last_edge = np.full(n, -math.inf)
-        self.ignored_pulses = 0  # outside DECODER_US (simavr's glitches)
+        self.ignored_pulses = 0  # outside DECODER_US
+        self.missed_compares = 0  # simavr's, taken as silicon sends them (PWM_PERIOD_US)
         self._simulators: dict[tuple[bool, ...], Simulator] = {}
         self.sim = self._simulator(self.powered)
         self._rng = np.random.default_rng(params.potentiometer.seed)
@@ -446,14 +455,16 @@ class Plant:
                 continue
             powered[j] = True
             edge = t - age
+            if edge <= self._last_edge[j] + EDGE_TOL_S:
+                continue  # taken already (seen again, its age rounded otherwise)
+            self._last_edge[j] = edge
+            if width > DECODER_US[1] and DECODER_US[0] <= width - PWM_PERIOD_US <= DECODER_US[1]:
+                width -= PWM_PERIOD_US  # simavr's missed compare: the second period's pulse
+                self.missed_compares += 1
             if not DECODER_US[0] <= width <= DECODER_US[1]:
-                if edge > self._last_edge[j]:
-                    self._last_edge[j] = edge
-                    self.ignored_pulses += 1
+                self.ignored_pulses += 1
                 continue
-            if edge > self._last_edge[j]:
-                self._last_edge[j] = edge
-                self.targets.set(j, edge, pulse.target(width))
+            self.targets.set(j, edge, pulse.target(width))
         if not np.array_equal(powered, self.powered):
             sim = self._simulator(powered)
             if isinstance(sim, CrawlingSimulator):  # the body stays where it lies

@@ -113,6 +113,8 @@ static volatile uint16_t *const hw_tcnt[HW_CHANNELS] = {
     &TCNT4, &TCNT4, &TCNT4, &TCNT5, &TCNT5, &TCNT5,
 };
 static uint16_t hw_stopping; /* channels to disconnect once their running pulse is over */
+static uint16_t hw_pending;  /* channels whose new width waits for their running pulse's end */
+static uint16_t hw_pending_ocr[HW_CHANNELS];
 
 /* The pins behind them: OCnA/B/C are bits 5-7 of PORTB (timer 1) and 3-5 of PORTE, PORTH
  * and PORTL (timers 3, 4, 5). */
@@ -257,6 +259,38 @@ static void hw_stop_after_pulse(uint8_t ch)
     }
 }
 
+/* Give a connected channel its new compare value where silicon's double-buffered OCR takes
+ * it, for the next pulse: between pulses at once; during a pulse (or just before one) once
+ * it is over (hw_finish_writes, every pass, long before the next period). simavr 1.6 writes
+ * OCR at once: a pulse shortened below the count while it runs would miss its match and stay
+ * high into the next period. Interrupts off. */
+static void hw_write_width(uint8_t ch, uint16_t ocr)
+{
+    uint16_t bit = (uint16_t)(1u << ch);
+    if (!(*hw_tccra[ch] & hw_com[ch]) || hw_pulse_over(ch)) {
+        *hw_ocr[ch] = ocr;
+        hw_pending &= (uint16_t)~bit;
+    } else {
+        hw_pending_ocr[ch] = ocr;
+        hw_pending |= bit;
+    }
+}
+
+/* Write the waiting widths whose channel's pulse is over. */
+static void hw_finish_writes(void)
+{
+    for (uint8_t ch = 0; hw_pending != 0 && ch < HW_CHANNELS; ch++) {
+        uint16_t bit = (uint16_t)(1u << ch);
+        ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+        {
+            if ((hw_pending & bit) && hw_pulse_over(ch)) {
+                *hw_ocr[ch] = hw_pending_ocr[ch];
+                hw_pending &= (uint16_t)~bit;
+            }
+        }
+    }
+}
+
 /* Disconnect the stopping channels whose pulse is over. */
 static void hw_finish_stops(void)
 {
@@ -278,10 +312,16 @@ void hal_servo_write(uint8_t channel, uint16_t pulse_us)
             ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
             {
                 hw_stopping &= (uint16_t)~(1u << channel); /* no pending stop */
-                *hw_ocr[channel] = (uint16_t)(2u * pulse_us - 1u); /* high for OCR + 1 ticks */
-                *hw_tccra[channel] |= hw_com[channel];
+                hw_write_width(channel, (uint16_t)(2u * pulse_us - 1u)); /* high OCR + 1 ticks */
+                if (!(*hw_tccra[channel] & hw_com[channel])) {
+                    *hw_tccra[channel] |= hw_com[channel]; /* a write reconfigures simavr's timer */
+                }
             }
         } else {
+            ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
+            {
+                hw_pending &= (uint16_t)~(1u << channel); /* its last width never goes out */
+            }
             hw_stop_after_pulse(channel);
         }
     } else if (channel < HW_CHANNELS + SOFT_CHANNELS) {
@@ -306,6 +346,7 @@ void hal_servo_cut(void)
          * does not. Only here: writing a port in simavr also drives its other timer pins to
          * their port bits, which would cut pulses still running on them. */
         hw_stopping = 0;
+        hw_pending = 0;
         for (uint8_t ch = 0; ch < HW_CHANNELS; ch++) {
             hw_disconnect(ch);
             *hw_port[ch] &= (uint8_t)~hw_pin[ch];
@@ -519,6 +560,7 @@ void hal_kick(void)
 /* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
 void hal_idle(void)
 {
+    hw_finish_writes();
     hw_finish_stops();
     uint8_t loop_pin = debug_pins & 2u ? _BV(LOOP_BIT) : 0;
     LOOP_PORT &= (uint8_t)~loop_pin; /* the pass ends here */

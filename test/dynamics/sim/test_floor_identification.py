@@ -16,6 +16,7 @@ from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import NOMINAL, ServoModel
 from snake_dynamics.sim.floor_identification import (
     PathRecording,
+    aligned_path,
     fit_ground,
     joint_error,
     path_error,
@@ -138,3 +139,10 @@ def test_a_take_may_start_rolled_about_the_body() -> None:
     assert np.abs(d_flat[:, 0]).max() > 1e-3  # it sways: the mirror is not trivial
     with pytest.raises(IdentificationError, match="unit quaternion"):
         dataclasses.replace(flat, orientation=np.array([0.0, 0.0, 0.0, 2.0]))
+
+
+def test_the_aligned_path_undoes_a_rigid_motion_of_the_start() -> None:
+    measured = take("sidewinding", TRUE, 0.0, 0).xy
+    c, s = np.cos(0.3), np.sin(0.3)
+    moved = measured @ np.array([[c, s], [-s, c]]) + [0.1, -0.4]
+    np.testing.assert_allclose(aligned_path(moved, measured), measured, atol=1e-12)

@@ -43,6 +43,7 @@ from snake_dynamics.sim.plant import (
     DECODER_US,
     LIMP_AFTER,
     NO_VOLTAGE,
+    PWM_PERIOD_US,
     TABLE_WIDTH,
     Plant,
     PulseTargets,
@@ -335,8 +336,8 @@ def test_after_its_warm_up_the_plant_builds_no_simulator_when_every_servo_powers
 
 
 def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
-    """simavr's glitch (a shortened pulse that misses its match and lasts a whole period
-    more) is not a target: the servo keeps its last one, still powered; it is counted."""
+    """A runt or a pulse far too long is not a target: the servo keeps its last one, still
+    powered; it is counted once however often the runner reports it."""
     plant = _plant()
     t = 0.0
     for _ in range(40):
@@ -344,7 +345,7 @@ def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
         plant.step(t, *_pulses(plant, t, {2: 0.3}))
     widths, ages = _pulses(plant, t + 0.02, {2: 0.3})
     channel = plant.pulses[2].channel
-    widths[channel] = 21_000.0  # a 20 ms period plus a 1 ms pulse
+    widths[channel] = 12_000.0  # no servo pulse, not a missed compare either
     plant.step(t + 0.02, widths, ages)
     assert plant.targets.latest(2) == pytest.approx(0.3)
     assert plant.powered[2] and plant.ignored_pulses == 1
@@ -355,7 +356,28 @@ def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
     ages[channel] = 0.0
     plant.step(t + 0.04, widths, ages)
     assert plant.targets.latest(2) == pytest.approx(0.3) and plant.ignored_pulses == 2
-    assert DECODER_US[0] > 200.0 and DECODER_US[1] < 21_000.0
+    assert DECODER_US[0] > 200.0 and DECODER_US[1] < 12_000.0
+    assert plant.missed_compares == 0
+
+
+def test_simavr_s_missed_compare_is_taken_as_silicon_sends_it() -> None:
+    """simavr 1.6 (no OCR double-buffering): a pulse shortened below the count while it
+    runs stays high into the next period and falls at its match, one period plus the new
+    width. The plant takes the new width, ending where the long pulse ends, as the servo of
+    a silicon MCU (double-buffered OCR) gets it; counted apart from the undecodable."""
+    plant = _plant()
+    t = 0.0
+    for _ in range(40):
+        t += 0.001
+        plant.step(t, *_pulses(plant, t, {2: 0.3}))
+    widths, ages = _pulses(plant, t + 0.02, {2: -0.2})
+    channel = plant.pulses[2].channel
+    widths[channel] += PWM_PERIOD_US
+    plant.step(t + 0.02, widths, ages)
+    ages[channel] = 0.001
+    plant.step(t + 0.021, widths, ages)  # seen again: taken once
+    assert plant.targets.latest(2) == pytest.approx(-0.2)
+    assert (plant.missed_compares, plant.ignored_pulses) == (1, 0)
 
 
 def test_one_joint_step_is_the_servo_models_closed_loop() -> None:
