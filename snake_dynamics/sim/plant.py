@@ -47,6 +47,7 @@ from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.servo import ServoModel, ServoParams
 from snake_dynamics.sim.crawler import CrawlingSimulator
+from snake_dynamics.sim.identification import PULSE_PERIOD
 from snake_dynamics.sim.pose_sensor import Pose, PoseReading, PoseSensor, PoseSensorParams
 from snake_dynamics.sim.simulator import InputSource, Simulator
 
@@ -58,13 +59,14 @@ LIMP_AFTER = 0.05
 #: The pulse widths a servo's decoder takes as a target [us]; it ignores any other (keeps its
 #: last target). A hobby servo reads 0.5-2.5 ms pulses and ignores what is far outside.
 DECODER_US = (300.0, 3000.0)
-#: The firmware's pulse period [us]. simavr 1.6 has no OCR double-buffering: a pulse the
-#: firmware shortens below the timer's count while it runs misses its compare match, stays
-#: high through the next period's start and falls at that period's match, one period plus
-#: the new width. A silicon ATmega2560 double-buffers OCR in its PWM modes and sends the
-#: running pulse and then the new one, so the plant takes such a pulse as the second (its
-#: width less one period, ending where it ends): what the real robot's servo gets.
-PWM_PERIOD_US = 20_000.0
+#: The firmware's pulse period [us] (:data:`.identification.PULSE_PERIOD`). simavr 1.6 has no
+#: OCR double-buffering: a pulse the firmware shortens below the timer's count while it runs
+#: misses its compare match, stays high through the next period's start and falls at that
+#: period's match, one period plus the new width. A silicon ATmega2560 double-buffers OCR in
+#: its PWM modes and sends the running pulse and then the new one, so the plant takes such a
+#: pulse as the second (its width less one period, ending where it ends): what the real
+#: robot's servo gets.
+PWM_PERIOD_US = 1e6 * PULSE_PERIOD
 
 #: Two pulse ends closer than this are one pulse seen twice [s] (pulses are 20 ms apart; the
 #: runner's ages are whole cycles, 62.5 ns, and t - age rounds differently each time).

@@ -245,9 +245,9 @@ static bool hw_disconnect_if_over(uint8_t ch)
 }
 
 /* Stop a hardware channel without a runt: between pulses at once; during a pulse (or just
- * before one) the main loop disconnects it once the pulse is over (hw_finish_stops, every
- * pass): the gap between a pulse's end (2.5 ms at most) and the next period (20 ms) is far
- * longer than a main-loop pass, so that happens before the next pulse. (The timers'
+ * before one) the main loop disconnects it once the pulse is over (hw_finish_after_pulses,
+ * every pass): the gap between a pulse's end (2.5 ms at most) and the next period (20 ms) is
+ * far longer than a main-loop pass, so that happens before the next pulse. (The timers'
  * compare interrupts could do it, but simavr 1.6 delivers them unreliably.) */
 static void hw_stop_after_pulse(uint8_t ch)
 {
@@ -261,9 +261,9 @@ static void hw_stop_after_pulse(uint8_t ch)
 
 /* Give a connected channel its new compare value where silicon's double-buffered OCR takes
  * it, for the next pulse: between pulses at once; during a pulse (or just before one) once
- * it is over (hw_finish_writes, every pass, long before the next period). simavr 1.6 writes
- * OCR at once: a pulse shortened below the count while it runs would miss its match and stay
- * high into the next period. Interrupts off. */
+ * it is over (hw_finish_after_pulses, every pass, long before the next period). simavr 1.6
+ * writes OCR at once: a pulse shortened below the count while it runs would miss its match
+ * and stay high into the next period. Interrupts off. */
 static void hw_write_width(uint8_t ch, uint16_t ocr)
 {
     uint16_t bit = (uint16_t)(1u << ch);
@@ -276,10 +276,11 @@ static void hw_write_width(uint8_t ch, uint16_t ocr)
     }
 }
 
-/* Write the waiting widths whose channel's pulse is over. */
-static void hw_finish_writes(void)
+/* Once a channel's pulse is over: give it its waiting width, or disconnect it if it is
+ * stopping (never both: a width cancels a stop, a stop drops the width). */
+static void hw_finish_after_pulses(void)
 {
-    for (uint8_t ch = 0; hw_pending != 0 && ch < HW_CHANNELS; ch++) {
+    for (uint8_t ch = 0; (hw_pending | hw_stopping) != 0 && ch < HW_CHANNELS; ch++) {
         uint16_t bit = (uint16_t)(1u << ch);
         ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
         {
@@ -287,17 +288,6 @@ static void hw_finish_writes(void)
                 *hw_ocr[ch] = hw_pending_ocr[ch];
                 hw_pending &= (uint16_t)~bit;
             }
-        }
-    }
-}
-
-/* Disconnect the stopping channels whose pulse is over. */
-static void hw_finish_stops(void)
-{
-    for (uint8_t ch = 0; hw_stopping != 0 && ch < HW_CHANNELS; ch++) {
-        uint16_t bit = (uint16_t)(1u << ch);
-        ATOMIC_BLOCK(ATOMIC_RESTORESTATE)
-        {
             if ((hw_stopping & bit) && hw_disconnect_if_over(ch)) {
                 hw_stopping &= (uint16_t)~bit;
             }
@@ -560,8 +550,7 @@ void hal_kick(void)
 /* Sleep until the next interrupt (received byte, timer), unless input is already waiting. */
 void hal_idle(void)
 {
-    hw_finish_writes();
-    hw_finish_stops();
+    hw_finish_after_pulses();
     uint8_t loop_pin = debug_pins & 2u ? _BV(LOOP_BIT) : 0;
     LOOP_PORT &= (uint8_t)~loop_pin; /* the pass ends here */
     set_sleep_mode(SLEEP_MODE_IDLE);

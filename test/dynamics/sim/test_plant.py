@@ -376,6 +376,8 @@ def test_simavr_s_missed_compare_is_taken_as_silicon_sends_it() -> None:
     plant.step(t + 0.02, widths, ages)
     ages[channel] = 0.001
     plant.step(t + 0.021, widths, ages)  # seen again: taken once
+    ages[channel] = 0.004 - 3e-10  # and again, its end rounded 0.3 ns later
+    plant.step(t + 0.024, widths, ages)
     assert plant.targets.latest(2) == pytest.approx(-0.2)
     assert (plant.missed_compares, plant.ignored_pulses) == (1, 0)
 
