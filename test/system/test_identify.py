@@ -232,7 +232,7 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
 
 
 #: How far the measured path may lie from the plant's own prediction, in multiples of the
-#: pose sensor's noise in the plane (eq. 248; measured 1.0-2.1 over these crawls in eight runs,
+#: pose sensor's noise in the plane (eq. 248; measured 1.0-2.1 over these crawls in seven runs,
 #: 1.8 and 2.1 in the two with both cores busy; one run of the firmware that wrote OCR at
 #: once 3.0, not isolated: bench/README.md).
 TRUTH_PATH_NOISE = 3.0
