@@ -18,6 +18,7 @@ floor", eqs. 243-245; no ROS, no I/O).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,12 @@ from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import BASE, CrawlingSimulator
-from snake_dynamics.sim.identification import SampledReference, residuals, standard_errors
+from snake_dynamics.sim.identification import (
+    SampledReference,
+    in_parallel,
+    residuals,
+    standard_errors,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -366,7 +372,7 @@ def fit_ground(
         first["mu_backward"] = start.mu_along
     if any(not (value and value > 0.0) for value in first.values()):
         raise IdentificationError(f"start the floor fit from coefficients > 0, got {first}")
-    count = [0]
+    count = itertools.count(1)
     sizes = [t.pose_t.size + (0 if t.measured is None else t.measured.size) for t in takes]
 
     def floor(x: FloatArray) -> Ground:
@@ -374,14 +380,14 @@ def fit_ground(
         return dataclasses.replace(start, **values)
 
     def errors(ground: Ground) -> list[tuple[FloatArray, FloatArray]]:
-        out = []
-        for take in takes:
+        def one(take: PathRecording) -> tuple[FloatArray, FloatArray]:
             predicted = predict_crawl(model, servo, ground, take, dt)
-            out.append((path_error(predicted.xy, take), joint_error(model, predicted.q, take)))
-        return out
+            return path_error(predicted.xy, take), joint_error(model, predicted.q, take)
+
+        return in_parallel(one, takes)
 
     def fun(x: FloatArray) -> FloatArray:
-        count[0] += 1
+        k = next(count)
         try:
             per_take = errors(floor(x))
             residual = np.concatenate([np.concatenate(pair) for pair in per_take])
@@ -390,7 +396,7 @@ def fit_ground(
             residual = np.full(sum(sizes), 1.0)  # far off: step back
             path_rms = 1.0
         if progress is not None:
-            progress(count[0], path_rms)
+            progress(k, path_rms)
         return residual
 
     def rms_each(per_take: list[tuple[FloatArray, FloatArray]]) -> tuple[FloatArray, FloatArray]:
@@ -420,5 +426,5 @@ def fit_ground(
     }
     after, joints_after = rms_each(errors(fitted_ground))
     return GroundFit(
-        fitted_ground, names, stderr, before, after, joints_before, joints_after, count[0]
+        fitted_ground, names, stderr, before, after, joints_before, joints_after, next(count) - 1
     )

@@ -5,6 +5,7 @@ crawler made on it (with the pose sensor's and the pots' noise) and says why it 
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from snake_dynamics.sim.floor_identification import (
     predict_path,
     robust_cost,
 )
+from snake_dynamics.sim.identification import in_parallel
 
 MODEL = SnakeModel.uniform(4, 0.1, 0.1, 0.02, axes="xz")
 SERVO = ServoModel.uniform(NOMINAL, 4)
@@ -146,3 +148,25 @@ def test_the_aligned_path_undoes_a_rigid_motion_of_the_start() -> None:
     c, s = np.cos(0.3), np.sin(0.3)
     moved = measured @ np.array([[c, s], [-s, c]]) + [0.1, -0.4]
     np.testing.assert_allclose(aligned_path(moved, measured), measured, atol=1e-12)
+
+
+@pytest.mark.parametrize("cores", [{0}, {0, 1}])
+def test_predictions_on_threads_equal_those_made_one_at_a_time(
+    cores: set[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fits run their independent predictions on a thread per core (in_parallel): the
+    paths are bit for bit those of one prediction at a time, in order, and with one core
+    nothing leaves the calling thread."""
+    floors = [dataclasses.replace(TRUE, mu_across=m) for m in (0.3, 0.42, 0.6)]
+    blank = take("serpenoid", TRUE, 0.0, 0)
+    alone = [predict_path(MODEL, SERVO, floor, blank) for floor in floors]
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: cores)
+    threads: list[int] = []
+
+    def one(floor: Ground) -> np.ndarray:
+        threads.append(threading.get_ident())
+        return predict_path(MODEL, SERVO, floor, blank)
+
+    together = in_parallel(one, floors)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
+    assert (threading.get_ident() in threads) == (len(cores) == 1)
