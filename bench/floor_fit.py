@@ -6,11 +6,12 @@ folder's overlay, as ``snake identify`` fits).
 
 With ``--plant FILE`` (the plant file the folder's ``snake identify --emulate`` ran on) the
 start is that plant's truth instead: its body (the config's, times its mass scale), its
-servos (their dead time, which a plant counts from the pulse, seen from the command: plus
-half a pulse period, eq. 210) and its floor. ``start_floor_paths`` reports each crawl's path
-RMS from the prediction with those parameters, as measured and after the best rigid motion
-in the plane (eq. 248: that takes out the start pose the sensor's noise sets), against the
-sensor's noise (``sensor_noise_rms_mm``: sqrt(2) times its ``position_noise``).
+servos (their dead time, which a plant counts from the end of the pulse, seen from the
+command: plus half a pulse period and the pulse, eq. 210) and its floor.
+``start_floor_paths`` reports each crawl's path RMS from the prediction with those
+parameters, as measured and after the best rigid motion in the plane (eq. 248: that takes
+out the start pose the sensor's noise sets), against the sensor's noise
+(``sensor_noise_rms_mm``: sqrt(2) times its ``position_noise``).
 
     python bench/floor_fit.py runs/identify-<time> [--robot robot_table] \\
         [--servo identified|robot] [--plant FILE] [--tie-backward] [--fit-backward]

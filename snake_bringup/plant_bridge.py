@@ -17,7 +17,8 @@ With ``--log`` it writes, per tick, the time [s] and every joint's angle and tar
 With ``--pose-port`` and a plant file with a ``pose_sensor:``, it sends each reading the
 sensor delivers (:func:`snake_dynamics.sim.pose_sensor.encode`) as a UDP datagram to
 127.0.0.1:PORT, at its delivery time in emulated time (``pose_sensor_node`` listens there),
-and its ready line says ``pose_port=PORT``.
+and its ready line says ``pose_port=PORT``. A reading's time goes out on the MCU's clock,
+as the telemetry's do (:data:`MCU_CLOCK_START_S`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ REQUEST = struct.Struct("=QII16I16I")
 REPLY = struct.Struct("=16H")
 #: A pulse age meaning "none" [cycles].
 NO_PULSE = 0xFFFFFFFF
+#: The emulated time at which the firmware starts its microsecond clock, timer 1, after its
+#: start-up [s]: a pose reading's emulated time less this is its time on the MCU's clock,
+#: the telemetry reports' (test_firmware.py checks it against the ELF's pulses in simavr).
+MCU_CLOCK_START_S = 1.2175e-3
 
 
 class PlantFileError(BringupError, ValueError):
@@ -184,7 +189,7 @@ def serve(
         sock.sendall(REPLY.pack(*(int(v) for v in plant.millivolts(len(widths)))))
         for reading in plant.pose_readings():
             if send_pose is not None:
-                send_pose(encode(reading))
+                send_pose(encode(reading._replace(time=reading.time - MCU_CLOCK_START_S)))
                 stats.poses_sent += 1
         if ahead:
             plant.take_pulses(t, widths, ages)

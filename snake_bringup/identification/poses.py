@@ -8,16 +8,15 @@ a crawl plays. A real robot's motion capture is not read yet (it would come as
 geometry_msgs/PoseStamped on ``/measured/pose``, stamped on arrival): ``snake identify``
 refuses the floor stage without the emulated sensor.
 
-**One time base.** A datagram carries the time its sample was taken, the emulated time
-since the MCU's power-on. The MCU's microsecond clock, which the telemetry reports carry,
-is the same emulated time less the firmware's start-up before it starts timer 1: 1.22 ms,
-measured (channel 0's pulses rise 1.2175 ms past each 20 ms of emulated time, at the MCU's
-whole 20 ms). The reports go on the robot's clock as robot time = origin + MCU time
+**One time base.** A datagram carries the time its sample was taken on the MCU's
+microsecond clock, which the telemetry reports carry too: the plant's emulated time less
+the firmware's start-up before it starts timer 1
+(:data:`snake_bringup.plant_bridge.MCU_CLOCK_START_S`, 1.2175 ms: channel 0's pulses rise
+that long past each 20 ms of emulated time, at the MCU's whole 20 ms). The reports go on
+the robot's clock as robot time = origin + MCU time
 (:class:`snake_driver.clock.RobotClock`); :func:`.recording.robot_offset` finds that
-origin, and each pose is stamped origin + its sample time: 1.22 ms late against the
-reference, under 0.3 mm of the marker at the crawls' speeds (up to 0.2 m/s), below the
-sensor's noise. No host clock enters: an emulator falling behind real time stretches
-nothing.
+origin, and each pose is stamped origin + its sample time. No host clock enters: an
+emulator falling behind real time stretches nothing.
 
 **What is refused.** A datagram that is not one, or carries values that are not finite, is
 counted here and dropped (:func:`snake_dynamics.sim.pose_sensor.decode`); the others go into

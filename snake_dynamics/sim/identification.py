@@ -203,6 +203,12 @@ class Recording:
 
 #: The servo pulse period [s]: a servo takes a new target once per pulse.
 PULSE_PERIOD = 0.02
+#: The pulse's width at the servo range's centre [s] (1500 us of 500-2500): a servo reads
+#: its target at the pulse's end, this long after it began (eq. 210).
+PULSE_WIDTH = 0.0015
+#: From a command to the end of the pulse that carries it, on average [s]: the mean wait for
+#: the next pulse and the pulse itself (eq. 210).
+COMMAND_TO_PULSE_END = 0.5 * PULSE_PERIOD + PULSE_WIDTH
 
 
 class SampledReference(InputSource):
@@ -282,7 +288,8 @@ class ServoFit:
 
     Attributes:
         params: the fitted servo; its dead time counts from the command the pulses carry
-            (the prediction's meaning: it includes the mean wait for the next pulse).
+            (the prediction's meaning: it includes the mean wait for the next pulse and the
+            pulse itself).
         stderr: each fitted parameter's standard error, in its unit (:data:`FITTED` order).
         rms: each joint's RMS error of the fitted prediction on the fitting data [rad].
         evaluations: predictions the fit ran.
@@ -297,18 +304,20 @@ class ServoFit:
 
     @property
     def dead_time_after_pulse(self) -> float:
-        """The servo's own delay after the pulse that carries a target, as a plant file
-        gives it: the fitted dead time less the mean wait for the next pulse (eq. 210) [s]."""
-        return self.params.dead_time - 0.5 * PULSE_PERIOD
+        """The servo's own delay after the pulse that carries a target has ended, as a plant
+        file gives it: the fitted dead time less the mean wait for the next pulse and the
+        pulse itself (eq. 210) [s]."""
+        return self.params.dead_time - COMMAND_TO_PULSE_END
 
 
 def seen_from_the_command(servo: ServoModel) -> ServoModel:
     """A plant file's servos as a prediction from the commanded reference sees them (eq. 208):
-    each dead time, which a plant counts from the pulse, plus the mean wait for the next
-    pulse (eq. 210 solved for T_d)."""
+    each dead time, which a plant counts from the end of the pulse, plus the mean wait for
+    the next pulse and the pulse itself (eq. 210 solved for T_d)."""
     return ServoModel(
         tuple(
-            dataclasses.replace(j, dead_time=j.dead_time + 0.5 * PULSE_PERIOD) for j in servo.joints
+            dataclasses.replace(j, dead_time=j.dead_time + COMMAND_TO_PULSE_END)
+            for j in servo.joints
         ),
         servo.source,
     )

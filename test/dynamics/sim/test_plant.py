@@ -289,8 +289,9 @@ def test_the_true_table_overlay_holds_the_plant_s_body_floor_and_servos() -> Non
     assert table.ground.width == plant.ground.width == TABLE_WIDTH  # the same body
     servo = ServoModel.from_yaml(robot_config("robot_table_true"), names)
     for ours, theirs in zip(servo.joints, plant.servo.joints, strict=True):
-        # the prediction starts at the command, the plant at the pulse: 10 ms later on average
-        assert ours.dead_time == pytest.approx(theirs.dead_time + 0.010, abs=1e-12)
+        # the prediction starts at the command, the plant at the end of the pulse: half a
+        # 20 ms period and a 1.5 ms pulse later on average (eq. 210)
+        assert ours.dead_time == pytest.approx(theirs.dead_time + 0.0115, abs=1e-12)
         assert dataclasses.replace(ours, dead_time=theirs.dead_time) == theirs
 
 
