@@ -56,8 +56,9 @@ def raise_robot_priority() -> None:
     """This process at :data:`ROBOT_RT_PRIORITY` where the user may (root, CAP_SYS_NICE or
     RLIMIT_RTPRIO), else at :data:`ROBOT_NICE` where the user may (RLIMIT_NICE), else as it
     was (:func:`priority` tells which); nothing where :data:`ROBOT_PRIORITY_ENV` says
-    "normal". Threads it starts later inherit it."""
-    if os.environ.get(ROBOT_PRIORITY_ENV) == "normal":
+    "normal". Threads it starts later inherit it. (The Emulator checks the variable before it
+    starts the robot's processes, so a wrong value raises there, not here.)"""
+    if not robot_priority_raised():
         return
     try:
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(ROBOT_RT_PRIORITY))
