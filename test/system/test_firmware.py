@@ -452,6 +452,20 @@ def test_pulse_widths_and_period_on_all_channels(simavr_run: Run) -> None:
     print(f"16 channels: widths within {worst_width:.2f} us, periods within {worst_period:.2f} us")
 
 
+def test_the_four_pwm_timers_pulse_5_ms_apart(simavr_run: Run) -> None:
+    """Timers 1, 3, 4 and 5 start at counts 0, 10000, 20000 and 30000 of their 40000 (the
+    firmware spreads the servos' current peaks), so channels 0-2 rise at 0 ms of the MCU's
+    20 ms period, 3-5 at 15, 6-8 at 10 and 9-11 at 5. A count written before the timer's
+    clock runs, simavr 1.6 drops: the twelve rose within 3 us of each other."""
+    window = channel_pulses(
+        simavr_run, simavr_run.marks["a_start"] + 2 * PERIOD_US, simavr_run.marks["b_cmd_lo"]
+    )
+    for ch, train in enumerate(window[:12]):
+        want = (0.0, 15000.0, 10000.0, 5000.0)[ch // 3]
+        late = statistics.median([(t - want + PERIOD_US / 2) % PERIOD_US for t, _ in train])
+        assert late - PERIOD_US / 2 == pytest.approx(0.0, abs=5.0), f"channel {ch}"
+
+
 def test_the_mcu_clock_starts_when_the_plant_bridge_says(simavr_run: Run) -> None:
     """The emulated pose sensor's readings go out on the MCU's clock (plant_bridge.py): the
     plant's time less MCU_CLOCK_START_S, the firmware's start-up before timer 1, its clock,

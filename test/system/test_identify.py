@@ -234,8 +234,9 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
 
 
 #: How far the measured path may lie from the plant's own prediction, in multiples of the
-#: pose sensor's noise in the plane (eq. 248; measured 1.06-2.03 over these crawls in five
-#: runs, 1.50 and 1.35 at most in the two with both cores busy: bench/README.md).
+#: pose sensor's noise in the plane (eq. 248; measured 1.05-1.95 over these crawls in four
+#: idle runs, 2.00 and 1.57 at most in two with both cores busy, since simavr staggers the
+#: PWM timers as silicon does: bench/README.md).
 TRUTH_PATH_NOISE = 3.0
 
 

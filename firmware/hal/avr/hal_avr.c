@@ -133,9 +133,13 @@ static void pwm_timer_init(volatile uint16_t *icr, volatile uint16_t *tcnt,
                            volatile uint8_t *tccra, volatile uint8_t *tccrb, uint16_t phase)
 {
     *icr = PWM_TOP;
-    *tcnt = phase; /* stagger the timers so pulses do not all start together */
     *tccra = _BV(WGM11);                          /* mode 14: fast PWM, TOP = ICRn */
     *tccrb = _BV(WGM13) | _BV(WGM12) | _BV(CS11); /* clk/8: 0.5 us ticks */
+    /* stagger the timers so pulses do not all start together; written once the clock runs:
+     * simavr 1.6 starts a timer from zero when its clock is selected, whatever count was
+     * written before (its four timers then pulsed within 3 us of each other); silicon keeps
+     * the count either way */
+    *tcnt = phase;
 }
 
 /* ---- software channels (timer 2) ---- */
