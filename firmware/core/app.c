@@ -23,7 +23,7 @@ static uint16_t pulse_us[SERVO_CHANNELS];
 static proto_parser_t parser;
 static proto_sender_t sender;
 static bool frame_handled; /* since the last control update */
-static uint32_t last_control_us;
+static uint32_t next_control_us; /* when the periodic update is due */
 static uint32_t last_rx_us; /* clock after the read of the pass that took the latest byte */
 /* The heavy jobs, the 5 ms update and a report, wait for a pass without other work, but
  * not for long: the update at most one pass behind a frame, a report two passes. */
@@ -31,7 +31,12 @@ static uint32_t last_rx_us; /* clock after the read of the pass that took the la
 static bool update_waited;   /* the due 5 ms update waited one pass behind a frame */
 static uint8_t report_waits; /* passes the due report has waited */
 
-#define CONTROL_PERIOD_US 5000u /* outputs follow frames at once, and time every 5 ms */
+/* Outputs follow frames at once, and time every 5 ms: CONTROL_LEAD_US before each pulse slot
+ * of the clock (hal.h), so that the pulses starting there carry the command of that moment,
+ * not of an update up to 5 ms older (a pass of the update and one waiting before it fit in
+ * the lead). */
+#define CONTROL_PERIOD_US HAL_PULSE_SLOT_US
+#define CONTROL_LEAD_US 2500u
 #define T_GAP_US 2000u          /* inter-frame timeout (PROTOCOL.md) */
 #define RX_PER_PASS 32u         /* received bytes parsed per main-loop pass, at most */
 #define REPLY_QUEUE 4u          /* replies waiting for room in the transmit buffer */
@@ -269,7 +274,10 @@ void app_init(const uint8_t *key)
     uint32_t boot_id = hal_boot_id();
     protocol_parser_init(&parser, key, PROTO_DIR_TO_MCU, boot_id, on_frame, NULL);
     frame_handled = false;
-    last_control_us = now;
+    next_control_us = now - now % CONTROL_PERIOD_US + (CONTROL_PERIOD_US - CONTROL_LEAD_US);
+    if ((int32_t)(next_control_us - now) <= 0) {
+        next_control_us += CONTROL_PERIOD_US;
+    }
     last_rx_us = now;
     update_waited = false;
     report_waits = 0;
@@ -289,7 +297,9 @@ static void control(uint32_t now, bool periodic)
         if (watchdog_poll(now) && watchdog_action() == WATCHDOG_HOLD) {
             servo_hold(now);
         }
-        last_control_us = now;
+        do { /* the next slot's lead, past any a stalled loop missed */
+            next_control_us += CONTROL_PERIOD_US;
+        } while ((int32_t)(now - next_control_us) >= 0);
     }
     if (periodic || servo_changed()) {
         servo_update(now);
@@ -322,7 +332,7 @@ void app_step(void)
     now = hal_micros();
     feedback_update(now);
     bool frame = frame_handled;
-    bool update_due = now - last_control_us >= CONTROL_PERIOD_US;
+    bool update_due = (int32_t)(now - next_control_us) >= 0;
     bool periodic = update_due && (!frame || update_waited);
     update_waited = update_due && !periodic;
     if (frame || periodic) {

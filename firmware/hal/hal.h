@@ -18,6 +18,11 @@ uint32_t hal_boot_id(void);
 /* Free-running microsecond clock; wraps after 2^32 us (71 minutes). */
 uint32_t hal_micros(void);
 
+/* The hardware servo channels' pulses start at whole multiples of this on hal_micros, one
+ * group of channels at each in turn (hal/avr: the four PWM timers, 5 ms apart), until the
+ * clock wraps; the core updates the widths just before each. */
+#define HAL_PULSE_SLOT_US 5000u
+
 /* Copy up to max received bytes into buf; returns how many (0 if none, never blocks). */
 size_t hal_uart_read(uint8_t *buf, size_t max);
 

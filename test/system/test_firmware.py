@@ -55,6 +55,9 @@ HW_CHANNELS = 12  # channels 0-11 are the timers' output-compare pins
 DISARM_PHASE_US = 1700.0
 INSIDE_US = (1050.0, 2340.0)
 CONTROL_PERIOD_US = 5000  # the firmware checks its watchdog this often
+#: Phase R's ramp: from every channel at -60 deg to +60 deg in 400 ms (30 cdeg per ms, about
+#: 3.3 us of pulse per ms on every channel's calibration)
+RAMP, RAMP_MS = (((-6000,) * 16), ((6000,) * 16)), 400
 TIMEOUT_S = 20.0  # bound on every wait for the emulator (it runs below real time)
 
 
@@ -414,6 +417,14 @@ def drive(link: Link, run: Run) -> None:
     link.poll(0.3)
     run.marks["end"] = link.ping()
 
+    # R: released, then a ramp and no frame during it (the watchdog given time)
+    patient = p.ConfigSystem(4 * RAMP_MS, p.WatchdogAction.HOLD, 20, 60000)
+    link.ping(patient, p.Enable(True), p.SetTargets(RAMP[0]))
+    link.poll(0.1)
+    run.marks["r_cmd_lo"] = link.ping()
+    run.marks["r_cmd_hi"] = link.ping(p.SetTargets(RAMP[1], duration_ms=RAMP_MS))
+    link.poll(RAMP_MS * 1e-3 + 0.1)
+
 
 def flag_set(t: p.Telemetry, flag: p.Flag) -> bool:
     return bool(t.flags & flag)
@@ -464,6 +475,36 @@ def test_the_four_pwm_timers_pulse_5_ms_apart(simavr_run: Run) -> None:
         want = (0.0, 15000.0, 10000.0, 5000.0)[ch // 3]
         late = statistics.median([(t - want + PERIOD_US / 2) % PERIOD_US for t, _ in train])
         assert late - PERIOD_US / 2 == pytest.approx(0.0, abs=5.0), f"channel {ch}"
+
+
+def test_every_pulse_of_a_ramp_carries_the_command_of_one_lead_before_it(
+    simavr_run: Run,
+) -> None:
+    """The firmware updates its outputs every 5 ms just before a pulse slot (core/app.c), so
+    during a ramp that no frame interrupts, each hardware channel's pulse carries the command
+    of the same time before the pulse starts, whatever its timer's phase: that time, told
+    from each width through the calibration and the ramp, spreads over 1.5 ms at most (the
+    command's whole milliseconds, the width's whole microseconds, the loop's latency). An
+    update every 5 ms at whatever phase the loop drifted to spread it over 5 ms (here: 0.36 ms
+    against 5.1 ms)."""
+    m, cals = simavr_run.marks, calibrations()
+    window = channel_pulses(simavr_run, m["r_cmd_hi"] + PERIOD_US, m["r_cmd_lo"] + RAMP_MS * 1e3)
+    (start,), (goal,) = set(RAMP[0]), set(RAMP[1])
+    told = []  # the time each pulse's command was taken, less the ramp's start [us]
+    for ch, train in enumerate(window[:12]):
+        cal = cals[ch]
+        span, centre = (
+            cal.pulse_max_us - cal.pulse_min_us,
+            (cal.pulse_max_us + cal.pulse_min_us) / 2,
+        )
+        assert len(train) >= RAMP_MS // 20 - 3, f"channel {ch}: {len(train)} pulses"
+        for t, width in train:
+            angle = cal.direction * (
+                (width - centre) * cal.travel_cdeg / span - cal.zero_offset_cdeg
+            )
+            told.append(t - (angle - start) * RAMP_MS * 1e3 / (goal - start))
+    print(f"ramp: {len(told)} pulses took their commands over {max(told) - min(told):.0f} us")
+    assert max(told) - min(told) <= 1500.0, (min(told), max(told))
 
 
 def test_the_mcu_clock_starts_when_the_plant_bridge_says(simavr_run: Run) -> None:
@@ -577,7 +618,7 @@ def test_estop_stops_pulses_and_latches(simavr_run: Run) -> None:
     high = [pin for pin in PINS if [v for t, v in edges["P" + pin] if t <= m["end"]][-1:] == [1]]
     assert high == [], f"pins left high after the e-stop: {high}"
     assert m["end"] - m["d_estop_hi"] >= 300000 * 0.5  # watched long enough
-    stopped = [t for t in simavr_run.telemetry if t.mcu_time_us > m["d_estop_hi"]]
+    stopped = [t for t in simavr_run.telemetry if m["d_estop_hi"] < t.mcu_time_us < m["end"]]
     assert stopped
     assert all(t.flags & p.Flag.ESTOP and t.pulses_us == (0,) * 16 for t in stopped)
     assert any(e.code == p.ErrorCode.NOT_ARMED for e in simavr_run.errors)
