@@ -49,11 +49,14 @@ PERIOD_TOL_US = PERIOD_US * 1e-3
 WATCHDOG_MS = 300
 DISARMS_INSIDE, MAX_DISARMS = 3, 200  # phase E: ENABLE(0)s inside a pulse; at most in all
 HW_CHANNELS = 12  # channels 0-11 are the timers' output-compare pins
-#: Phase E aims the pong that follows an ENABLE(0) at this time into the PWM period; the
-#: ENABLE(0) itself acts up to 1 ms before its pong (the same main-loop pass). A pong between
-#: INSIDE_US's bounds comes from a disarm inside channel 1's 2392 us pulse (from period start).
-DISARM_PHASE_US = 1700.0
-INSIDE_US = (1050.0, 2340.0)
+#: Phase E aims the pong that follows an ENABLE(0) at this time into the PWM period. The
+#: ENABLE(0) acts when its own frame has arrived, the ping's frame on the line after it
+#: (about 1.4 ms at 115200 baud): a pong earlier than that into the period came from a disarm
+#: before the period began, which no pulse was running to outlast (pongs at 905-1289 us did
+#: not land inside in simavr, 1456-2356 us did). A pong between INSIDE_US's bounds comes from a
+#: disarm inside channel 1's 2392 us pulse (from the period's start).
+DISARM_PHASE_US = 1900.0
+INSIDE_US = (1500.0, 2340.0)
 CONTROL_PERIOD_US = 5000  # the firmware checks its watchdog this often
 #: Phase R's ramp: from every channel at -60 deg to +60 deg in 400 ms (30 cdeg per ms, about
 #: 3.3 us of pulse per ms on every channel's calibration)
