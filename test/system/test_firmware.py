@@ -592,7 +592,7 @@ def test_disarm_ends_running_pulses_at_their_natural_end(simavr_run: Run) -> Non
     in_flight = 0  # disarms that landed inside a hardware-PWM pulse
     for pong, quiet_end in simavr_run.disarms:
         landed_inside = False
-        # the pong follows the ENABLE(0) in the same pass: outputs change within 1 ms of it
+        # the ENABLE(0) acted before its pong (one ping frame on the line): none pulse 1 ms after
         disarm, off, quiet_end = pong + offset, pong + offset + 1000.0, quiet_end + offset
         for ch, pin in enumerate(PINS):
             train = edges["P" + pin]
