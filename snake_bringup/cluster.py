@@ -156,6 +156,17 @@ def quiet_worker_logs() -> Any:
     return QuietWorkerLogs()
 
 
+def register_worker_plugin(client: Any, plugin: Any) -> None:
+    """Register a worker plugin on every worker of ``client``'s cluster, now and later:
+    ``Client.register_plugin`` (distributed 2023.9 on), else ``register_worker_plugin``
+    (Debian 12's distributed 2022.12.1 has only that; later versions removed it)."""
+    register = getattr(client, "register_plugin", None)
+    if register is None:
+        client.register_worker_plugin(plugin)
+    else:
+        register(plugin)
+
+
 @contextmanager
 def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iterator[Any]:
     """A Dask client: on a new local cluster (``scheduler`` None) or on the scheduler at
@@ -199,7 +210,7 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
                     signal.signal(signal.SIGINT, previous)
             try:
                 with Client(cluster) as client:  # type: ignore[no-untyped-call]
-                    client.register_plugin(quiet_worker_logs())
+                    register_worker_plugin(client, quiet_worker_logs())
                     yield client
             finally:
                 cluster.close()

@@ -29,6 +29,7 @@ from snake_bringup.cluster import (
     Job,
     connect,
     quiet_after_ctrl_c,
+    register_worker_plugin,
     run_jobs,
 )
 
@@ -267,6 +268,35 @@ def test_the_local_cluster_s_workers_print_no_library_errors() -> None:
     with connect(None, 1, 10.0) as client:
         levels = client.run(_distributed_log_level)
     assert list(levels.values()) == [logging.CRITICAL], levels
+
+
+class _NewClient:
+    """A client of distributed 2023.9 on: ``register_plugin`` only."""
+
+    def __init__(self) -> None:
+        self.plugins: list[object] = []
+
+    def register_plugin(self, plugin: object) -> None:
+        self.plugins.append(plugin)
+
+
+class _OldClient:
+    """A client of Debian 12's distributed 2022.12.1: ``register_worker_plugin`` only."""
+
+    def __init__(self) -> None:
+        self.plugins: list[object] = []
+
+    def register_worker_plugin(self, plugin: object) -> None:
+        self.plugins.append(plugin)
+
+
+@pytest.mark.parametrize("client_type", [_NewClient, _OldClient])
+def test_the_worker_plugin_registers_on_old_and_new_distributed(client_type: type) -> None:
+    """Debian 12's distributed (2022.12.1) has no ``Client.register_plugin``; today's has no
+    ``register_worker_plugin``: the plugin reaches the workers through whichever exists."""
+    client, plugin = client_type(), object()
+    register_worker_plugin(client, plugin)
+    assert client.plugins == [plugin]
 
 
 def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -> None:
