@@ -4,13 +4,19 @@
 
 It receives the plant process's datagrams (:mod:`snake_dynamics.sim.pose_sensor`) on UDP
 ``host``:``port`` and publishes each one as it arrives, stamped with its sample time placed
-on the node's clock by the least arrival delay seen so far (slewed to a lower one, so that
-stamps never go back): the time it arrives without the link's and the host's jitter (stamps
+on the node's clock by the least arrival delay of the last few seconds
+(:class:`snake_ros.arrival_stamps.ArrivalStamper`; slewed to a lower one, so that stamps
+never go back): the time it arrives without the link's and the host's jitter (stamps
 on arrival would bunch whenever the emulator or the host stalls, and on the robot's clock,
 which holds while the robot is late, repeat). A real mocap system's own timestamps play that
 part (mocap4ros2; vrpn_client_ros with use_server_time). On the emulated robot's graph the
-node follows the robot's clock (``use_sim_time``). A datagram that is not a reading is
-counted and rejected on ``/diagnostics`` (:class:`snake_ros.common.InputMonitor`). Against a
+node follows the robot's clock (``use_sim_time``). A datagram that is not a reading, one
+whose sample time is ahead of the others' by more than 50 ms (from the
+future: a wrong clock, a spoofed datagram) and one not newer than the last published are
+rejected and counted on ``/diagnostics`` (:class:`snake_ros.common.InputMonitor`: ``pose
+datagrams (<reason>) rejected``; the status WARNs while they grow); such an outlier never
+enters the estimate, and a sensor that restarts or steps its clock is followed after
+``DEFAULT_REBASE`` readings (``stamp offset restarts``). Against a
 real robot, a mocap driver's topic remapped to ``/measured/pose`` takes its place.
 
 Parameters (read-only): ``port`` (the UDP port; ``snake hardware --emulate`` sets the one its
@@ -30,6 +36,7 @@ from rclpy.time import Time
 
 from snake_dynamics.sim.pose_sensor import PoseDatagramError, PoseReading, decode
 
+from .arrival_stamps import DEFAULT_REBASE, ArrivalStamper
 from .common import InputMonitor, declare_int, declare_string, run
 
 #: The receiving thread's longest wait before it looks at the stop flag [s].
@@ -51,14 +58,12 @@ class PoseSensorNode(Node):
             self, "frame_id", "world", "header.frame_id of the poses", read_only=True
         )
         self._monitor = InputMonitor(self)
-        self._least_ns = 0  # the least arrival - sample time seen [ns]
-        self._offset_ns: int | None = None  # the offset the stamps use, slewed to it [ns]
-        self._last_sample_ns: int | None = None
+        self._stamper = ArrivalStamper()
         self._pub = self.create_publisher(PoseStamped, TOPIC, 10)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind((host, port))
         self._sock.settimeout(WAKE_S)
-        self._received: deque[bytes] = deque()
+        self._received: deque[tuple[bytes, int]] = deque()  # datagram, arrival [ns]
         self._wake = self.create_guard_condition(self._publish_received)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._receive, daemon=True)
@@ -73,39 +78,32 @@ class PoseSensorNode(Node):
                 continue
             except OSError:
                 return  # closed
-            self._received.append(data)
+            # its arrival now, not when the executor gets to it (a busy executor is no delay)
+            self._received.append((data, self.get_clock().now().nanoseconds))
             self._wake.trigger()
 
     def _publish_received(self) -> None:
         while self._received:
+            data, arrival_ns = self._received.popleft()
             try:
-                self._publish(decode(self._received.popleft()))
+                self._publish(decode(data), arrival_ns)
             except PoseDatagramError as exc:
                 self._monitor.reject("pose datagrams", str(exc))
 
-    def _stamp_ns(self, reading: PoseReading) -> int | None:
-        """The reading's sample time plus the least (arrival on the node's clock - sample
-        time) seen [ns], that offset slewed (as NTP slews a clock): a lower least delay is
-        taken at most half a sample spacing per reading, so the stamps never go back. None
-        before the node's clock runs."""
-        now = self.get_clock().now().nanoseconds
-        if now == 0:
-            return None
-        sample = round(reading.time * 1e9)
-        delay = now - sample
-        if self._offset_ns is None or self._last_sample_ns is None:
-            self._least_ns = self._offset_ns = delay
-        else:
-            self._least_ns = min(self._least_ns, delay)
-            step = (sample - self._last_sample_ns) // 2
-            self._offset_ns = max(self._least_ns, self._offset_ns - max(step, 0))
-        self._last_sample_ns = sample
-        return sample + self._offset_ns
-
-    def _publish(self, reading: PoseReading) -> None:
-        stamp = self._stamp_ns(reading)
-        if stamp is None:
+    def _publish(self, reading: PoseReading, arrival_ns: int) -> None:
+        if arrival_ns == 0:
             self._monitor.reject("pose datagrams", "received before the clock")
+            return
+        restarts = self._stamper.rebased
+        stamp, reason, detail = self._stamper.stamp(round(reading.time * 1e9), arrival_ns)
+        if self._stamper.rebased != restarts:
+            self._monitor.event(
+                "stamp offset restarts",
+                f"{DEFAULT_REBASE} pose readings in a row did not fit the stamp offset: "
+                "the sensor restarted or its clock stepped; estimating it again",
+            )
+        if stamp is None:
+            self._monitor.reject(f"pose datagrams ({reason})", detail)
             return
         msg = PoseStamped()
         msg.header.stamp = Time(nanoseconds=stamp).to_msg()

@@ -98,7 +98,7 @@ def read_poses(bag_path: Path, topic: str, msgtype: str) -> list[PoseSample] | N
             return None
         if wanted[0].msgtype != msgtype:
             raise CompareError(f"{path}: {topic} is {wanted[0].msgtype}, expected {msgtype}")
-        for conn, _time, raw in reader.messages(connections=wanted):
+        for conn, record_ns, raw in reader.messages(connections=wanted):
             msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
             pose = attrgetter(POSE_TYPES[msgtype])(msg)
             p, o = pose.position, pose.orientation
@@ -108,6 +108,7 @@ def read_poses(bag_path: Path, topic: str, msgtype: str) -> list[PoseSample] | N
                     msg.header.frame_id,
                     (p.x, p.y, p.z),
                     (o.x, o.y, o.z, o.w),
+                    record_ns * 1e-9,  # its arrival on the recorder's clock
                 )
             )
     return samples

@@ -25,8 +25,11 @@ external pose sensor's, e.g. motion capture) and publishes ``compare/path_error`
 (std_msgs/Float64) at ``error_rate``: the planar distance between the measured tail and the
 prediction interpolated at the newest measured stamp [m] (:mod:`snake_viz.path_compare`).
 Poses that are not finite, whose orientation is not a unit quaternion, in another frame than
-``pose_frame`` or not newer than the last accepted one are rejected and counted by reason
-(``<topic> (<reason>) rejected`` on ``/diagnostics``). The report then has the path section
+``pose_frame``, stamped more than ``pose_max_ahead`` ahead of the node's clock (a sensor
+period or two: one pose from the future would otherwise make every genuine pose after it
+"not newer") or not newer than the last accepted one are rejected and counted by reason
+(``<topic> (<reason>) rejected`` on ``/diagnostics``, e.g. ``/measured/pose (ahead of the
+clock) rejected``). The report then has the path section
 (numbers; ``snake compare`` of a bag of the run draws ``path.png`` too). A robot with a fixed
 base publishes neither and nothing changes.
 
@@ -101,6 +104,7 @@ from .compare import (
 from .compare_report import PathSection, Report, ReportSummary, path_section
 from .path_compare import (
     DEFAULT_FRAME,
+    DEFAULT_MAX_AHEAD_S,
     POSE_FIELDS,
     POSE_TOPIC,
     PoseValidator,
@@ -175,6 +179,14 @@ class CompareNode(Node):
             "frame of the poses on sim/odom and measured/pose; others are rejected",
             read_only=True,
         )
+        pose_max_ahead = static(
+            "pose_max_ahead",
+            DEFAULT_MAX_AHEAD_S,
+            0.001,
+            STAMP_AHEAD_S,
+            "poses stamped further ahead of the node's clock are rejected (a sensor period or "
+            "two) [s]",
+        )
         self.report_on_shutdown = declare_bool(
             self, "report_on_shutdown", True, "write the report when the node stops"
         )
@@ -191,7 +203,10 @@ class CompareNode(Node):
         self.monitor = InputMonitor(self)
         # the tail's poses on the floor (columns POSE_FIELDS), each topic checked on its own
         self.poses = {
-            topic: (SampleBuffer(POSE_FIELDS, max_samples), PoseValidator(pose_frame))
+            topic: (
+                SampleBuffer(POSE_FIELDS, max_samples),
+                PoseValidator(pose_frame, pose_max_ahead),
+            )
             for topic in (ODOM_TOPIC, POSE_TOPIC)
         }
         self.limits = dict(zip(names, self.model.joint_limits.tolist(), strict=True))
@@ -284,13 +299,15 @@ class CompareNode(Node):
         a rejected one is counted by reason on ``/diagnostics``."""
         buffer, validator = self.poses[role]
         stamp_ns = header.stamp.sec * 10**9 + header.stamp.nanosec
-        late = stamp_problem(stamp_ns, clock_ns(self), STAMP_AHEAD_S, STAMP_BEHIND_S)
+        now_ns = clock_ns(self)
+        late = stamp_problem(stamp_ns, now_ns, STAMP_AHEAD_S, STAMP_BEHIND_S)
         if late is not None:
             self.monitor.reject(f"{topic} (stamp)", late)
             return
         p, o = pose.position, pose.orientation
         position, orientation = (p.x, p.y, p.z), (o.x, o.y, o.z, o.w)
-        problem = validator.check(stamp_ns * 1e-9, header.frame_id, position, orientation)
+        received = None if now_ns is None else now_ns * 1e-9
+        problem = validator.check(stamp_ns * 1e-9, header.frame_id, position, orientation, received)
         if problem is not None:
             self.monitor.reject(f"{topic} ({problem.reason})", problem.detail)
             return

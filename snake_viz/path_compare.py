@@ -10,8 +10,12 @@ the *measured* stamps: the prediction is interpolated linearly at each measured 
 predicted gap longer than ``max_gap`` counts in no statistic.
 
 Measured poses are checked first (:class:`PoseValidator`): a pose that is not finite, whose
-orientation is not a unit quaternion, in another frame than the expected one, or not newer
-than the last accepted one is rejected and counted by reason, never compared or plotted.
+orientation is not a unit quaternion, in another frame than the expected one, stamped ahead
+of the receiver's clock (its arrival time) by more than ``max_ahead`` (a sensor period or
+two), or not newer than the last accepted one is rejected and counted by reason, never
+compared or plotted. The clock check comes before the order check, so one pose from the
+future (a wrong clock, a spoofed message) is rejected on its own instead of becoming the
+latest and making every genuine pose after it "not newer".
 
 Sign convention: error vectors are measured - predicted; the path error is their length in
 the ground plane (x, y of ``world``) [m].
@@ -41,16 +45,20 @@ POSE_TOPIC = "/measured/pose"
 DEFAULT_FRAME = "world"
 #: The largest accepted | |q| - 1 | of a measured orientation.
 QUATERNION_TOLERANCE = 1e-3
+#: Poses stamped further ahead of the receiver's clock are rejected [s]: two periods of a
+#: 30 Hz camera, five of a 100 Hz mocap system (and the 10 ms steps of a simulated /clock).
+DEFAULT_MAX_AHEAD_S = 0.05
 #: The columns of a pose series: position [m] and orientation quaternion (x, y, z, w).
 POSE_FIELDS = ("x", "y", "z", "qx", "qy", "qz", "qw")
 #: Why a measured pose is rejected (the keys of :attr:`PoseValidator.rejected`).
-NOT_FINITE, NOT_UNIT, WRONG_FRAME, NOT_NEWER = (
+NOT_FINITE, NOT_UNIT, WRONG_FRAME, AHEAD, NOT_NEWER = (
     "not finite",
     "not a unit quaternion",
     "wrong frame",
+    "ahead of the clock",
     "not newer",
 )
-REASONS = (NOT_FINITE, NOT_UNIT, WRONG_FRAME, NOT_NEWER)
+REASONS = (NOT_FINITE, NOT_UNIT, WRONG_FRAME, AHEAD, NOT_NEWER)
 
 
 class Rejection(NamedTuple):
@@ -66,18 +74,25 @@ class PoseValidator:
 
     Attributes:
         frame: the frame the poses must be in.
+        max_ahead: a pose stamped further ahead of its arrival time is rejected [s].
         last_stamp: the stamp of the last accepted pose [s].
         accepted: poses accepted so far.
         rejected: poses rejected so far, by reason (every one of :data:`REASONS`).
     """
 
     frame: str = DEFAULT_FRAME
+    max_ahead: float = DEFAULT_MAX_AHEAD_S
     last_stamp: float = -math.inf
     accepted: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
 
     def check(
-        self, stamp: float, frame_id: str, position: Sequence[float], orientation: Sequence[float]
+        self,
+        stamp: float,
+        frame_id: str,
+        position: Sequence[float],
+        orientation: Sequence[float],
+        received: float | None = None,
     ) -> Rejection | None:
         """Accept (None) or reject one pose; an accepted one becomes the latest.
 
@@ -86,8 +101,9 @@ class PoseValidator:
             frame_id: its header frame.
             position: x, y, z [m].
             orientation: quaternion x, y, z, w.
+            received: its arrival on the receiver's clock [s] (None: unknown, not checked).
         """
-        problem = self._problem(stamp, frame_id, position, orientation)
+        problem = self._problem(stamp, frame_id, position, orientation, received)
         if problem is not None:
             self.rejected[problem.reason] += 1
             return problem
@@ -96,7 +112,12 @@ class PoseValidator:
         return None
 
     def _problem(
-        self, stamp: float, frame_id: str, position: Sequence[float], orientation: Sequence[float]
+        self,
+        stamp: float,
+        frame_id: str,
+        position: Sequence[float],
+        orientation: Sequence[float],
+        received: float | None,
     ) -> Rejection | None:
         values = [stamp, *position, *orientation]
         if not all(math.isfinite(x) for x in values):
@@ -106,6 +127,12 @@ class PoseValidator:
             return Rejection(NOT_UNIT, f"orientation of norm {norm:.6g}, not 1")
         if frame_id != self.frame:
             return Rejection(WRONG_FRAME, f"frame {frame_id!r}, expected {self.frame!r}")
+        if received is not None and stamp - received > self.max_ahead:
+            return Rejection(
+                AHEAD,
+                f"stamp {stamp:.9f} s is {stamp - received:.3f} s ahead of its arrival "
+                f"{received:.9f} s (more than {self.max_ahead:g} s): check the sender's clock",
+            )
         if not stamp > self.last_stamp:
             return Rejection(
                 NOT_NEWER, f"stamp {stamp:.9f} s not after the last accepted {self.last_stamp:.9f}"
@@ -114,12 +141,14 @@ class PoseValidator:
 
 
 class PoseSample(NamedTuple):
-    """One pose message: stamp [s], frame, position [m] and orientation (x, y, z, w)."""
+    """One pose message: stamp [s], frame, position [m], orientation (x, y, z, w) and, where
+    known, its arrival on the receiver's clock [s] (a bag's record time)."""
 
     stamp: float
     frame_id: str
     position: Sequence[float]
     orientation: Sequence[float]
+    received: float | None = None
 
 
 def pose_series(samples: Iterable[PoseSample]) -> JointSeries:

@@ -222,7 +222,7 @@ class PoseFeeder:
     """The predicted tail on /sim/odom at 100 Hz and the measured one on /measured/pose at 30 Hz
     (PATH_OFFSET to the side), both on a straight line along x, stamped with the clock; on
     :meth:`step`, the poses of ``bad`` first (each with the stamp of the last good pose sent,
-    or a fresh one)."""
+    a fresh one, or one a float of seconds ahead of now)."""
 
     def __init__(self, node) -> None:  # type: ignore[no-untyped-def]
         self.node = node
@@ -231,7 +231,8 @@ class PoseFeeder:
         self.t0 = node.get_clock().now().nanoseconds
         self.next_odom = self.next_pose = time.monotonic()
         self.last_stamp = 0
-        self.bad: list[tuple[str, list[float], bool]] = []  # frame, position, repeat the stamp
+        # frame, position, repeat the stamp (True), fresh (False) or that far ahead [s]
+        self.bad: list[tuple[str, list[float], bool | float]] = []
 
     def pose_at(self, stamp_ns: int, frame: str, position: list[float]) -> PoseStamped:
         msg = PoseStamped()
@@ -245,8 +246,12 @@ class PoseFeeder:
         now = time.monotonic()
         stamp = self.node.get_clock().now().nanoseconds
         x = PATH_SPEED * (stamp - self.t0) * 1e-9
-        for frame, position, repeat in self.bad:
-            self.pose.publish(self.pose_at(self.last_stamp if repeat else stamp, frame, position))
+        for frame, position, when in self.bad:
+            if isinstance(when, float):
+                bad_stamp = stamp + round(when * 1e9)
+            else:
+                bad_stamp = self.last_stamp if when else stamp
+            self.pose.publish(self.pose_at(bad_stamp, frame, position))
         self.bad = []
         if now >= self.next_odom:
             predicted = self.pose_at(stamp, "world", [x, 0.0, 0.03])
@@ -288,11 +293,14 @@ def test_path_error_on_the_floor_and_bad_poses_counted_by_reason(
             ("world", [0.0, math.inf, 0.0], False),
             ("map", [0.0, 0.0, 0.0], False),
             ("world", [5.0, 0.0, 0.0], True),  # the stamp of the last accepted pose again
+            ("world", [5.0, 0.0, 0.0], 3.0),  # the campaign's: 3 s ahead, a spoof or a bad clock
+            ("world", [5.0, 0.0, 0.0], 0.5),
         ]
         expected = {
             "/measured/pose (not finite) rejected": 2,
             "/measured/pose (wrong frame) rejected": 1,
-            "/measured/pose (not newer) rejected": 1,
+            "/measured/pose (ahead of the clock) rejected": 2,
+            "/measured/pose (not newer) rejected": 1,  # the genuine poses after them accepted
         }
         done = lambda: all(counts.get(k) == n for k, n in expected.items())  # noqa: E731
         assert spin_until(node, done, 25.0, feeder.step), counts

@@ -15,6 +15,8 @@ import pytest
 
 from snake_viz.compare import CompareError, JointSeries
 from snake_viz.path_compare import (
+    AHEAD,
+    DEFAULT_MAX_AHEAD_S,
     NOT_FINITE,
     NOT_NEWER,
     NOT_UNIT,
@@ -160,7 +162,13 @@ def test_bad_poses_are_rejected_and_counted_by_reason() -> None:
     ]
     series, validator = validated_series(samples)
     assert validator.accepted == 2
-    assert validator.rejected == {NOT_FINITE: 3, NOT_UNIT: 2, WRONG_FRAME: 2, NOT_NEWER: 3}
+    assert validator.rejected == {
+        NOT_FINITE: 3,
+        NOT_UNIT: 2,
+        WRONG_FRAME: 2,
+        AHEAD: 0,
+        NOT_NEWER: 3,
+    }
     assert set(validator.rejected) == set(REASONS)
     np.testing.assert_array_equal(series.t, [1.0, 2.0])
     np.testing.assert_array_equal(series.q[:, 0], [0.0, 0.2])
@@ -181,3 +189,48 @@ def test_bad_poses_are_rejected_and_counted_by_reason() -> None:
 )
 def test_wrap_angle(angle: float, wrapped: float) -> None:
     assert wrap_angle(angle) == pytest.approx(wrapped, abs=1e-15)
+
+
+def arriving(t: np.ndarray, latency: float, x: np.ndarray) -> list[PoseSample]:
+    """Poses along x stamped at ``t``, each arriving ``latency`` after its stamp [s]."""
+    unit = (0.0, 0.0, 0.0, 1.0)
+    return [
+        PoseSample(float(s), "world", (float(xi), 0.0, 0.03), unit, float(s) + latency)
+        for s, xi in zip(t, x, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("ahead", [3.0, 2 * DEFAULT_MAX_AHEAD_S, 1e6])
+def test_a_pose_from_the_future_is_rejected_alone_and_leaves_the_path_error(ahead: float) -> None:
+    """The campaign's attack: one pose stamped ``ahead`` of its arrival among 100 Hz genuine
+    ones (latency 20 ms). Reference: the same comparison without it (identical to the bit);
+    the counts: one rejection "ahead of the clock", no genuine pose "not newer" (before the
+    clock check, the 3 s one made the next 300 "not newer")."""
+    t = np.arange(0.0, 6.0, 0.01)
+    genuine = arriving(t, 0.02, 0.08 * t)
+    spoof = PoseSample(2.0 + ahead, "world", (5.0, 5.0, 0.03), (0.0, 0.0, 0.0, 1.0), 2.02)
+    attacked = [*genuine[:201], spoof, *genuine[201:]]
+    t_p = np.arange(0.0, 6.0 + 1e-9, 0.01)
+    predicted = poses(t_p, 0.1 * t_p, 0.0 * t_p, np.full_like(t_p, math.pi / 2))
+    clean, clean_check = validated_series(genuine)
+    series, check = validated_series(attacked)
+    assert check.rejected[AHEAD] == 1 and sum(check.rejected.values()) == 1
+    assert check.accepted == clean_check.accepted == t.size
+    np.testing.assert_array_equal(series.t, clean.t)
+    np.testing.assert_array_equal(series.q, clean.q)
+    before, after = compare_paths(predicted, clean), compare_paths(predicted, series)
+    assert after.metrics == before.metrics
+    assert latest_path_error(predicted, series) == latest_path_error(predicted, clean)
+
+
+def test_poses_within_a_sensor_period_or_two_ahead_are_accepted() -> None:
+    """A sender whose clock runs up to ``max_ahead`` ahead (clock steps, sync error) is
+    accepted; a pose without an arrival time (an old bag) is not checked against a clock."""
+    check = PoseValidator()
+    unit = (0.0, 0.0, 0.0, 1.0)
+    assert check.check(1.0, "world", (0, 0, 0), unit, 1.0 - 0.9 * DEFAULT_MAX_AHEAD_S) is None
+    assert check.check(2.0, "world", (0, 0, 0), unit) is None
+    late = check.check(3.0, "world", (0, 0, 0), unit, 2.5)
+    assert late is not None and late.reason == AHEAD
+    assert "0.500 s ahead of its arrival" in late.detail
+    assert check.rejected[AHEAD] == 1 and check.last_stamp == 2.0
