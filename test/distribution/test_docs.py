@@ -259,7 +259,12 @@ def test_numbered_equations_say_what_the_code_says(number: int, expression: str)
 
 @pytest.mark.parametrize(
     "page",
-    [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))],
+    [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        ROOT / "bench" / "README.md",
+        *sorted((ROOT / "bench" / "notes").glob("*.md")),
+    ],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_relative_links_resolve_to_files_in_the_repository(page: Path) -> None:
