@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from snake_driver.calibration import load_servo_map
 from snake_dynamics.gaits import PeriodicGait, make_gait
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import (
     SaturationError,
@@ -46,6 +47,20 @@ def planned_gait(
     built = make_gait(name, model, **values)
     assert isinstance(built, PeriodicGait)  # every gait of GAITS is one
     return built
+
+
+def check_robot_config(robot: str) -> None:
+    """Check the sections of ``robot``'s config that the nodes read at their start (the
+    body, ``servo:`` and, where there is one, the driver's ``servos:``), so that a typo is one
+    line from ``snake`` (``--dry-run`` too), not a node's traceback later.
+
+    Raises:
+        ModelError, CalibrationError: one line naming the file, the key and the known keys.
+    """
+    path = robot_config(robot)
+    ServoModel.from_yaml(path, SnakeModel.from_yaml(path).joint_names)
+    if "servos" in read_robot_yaml(path):
+        load_servo_map(path)
 
 
 def check_servos_follow(

@@ -12,7 +12,7 @@ measured, the others as its estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,14 @@ _CHANNEL_KEYS = {
 }
 _FEEDBACK_KEYS = {"adc_lo", "angle_lo_deg", "adc_hi", "angle_hi_deg"}
 _DRIVER_KEYS = {"watchdog_ms", "watchdog_action", "telemetry_period_ms", "servo_speed_deg_s"}
+_SECTION_KEYS = {"defaults", "joints", "driver"}
+
+
+def _unknown_keys(where: str, keys: Iterable[Any], known: set[str]) -> None:
+    """Raise for keys outside ``known``: one line naming them and the known ones."""
+    extra = sorted(str(k) for k in set(keys) - known)
+    if extra:
+        raise CalibrationError(f"{where}: unknown keys {extra}; known keys {sorted(known)}")
 
 
 class CalibrationError(DriverError, ValueError):
@@ -232,6 +240,7 @@ def servo_map(spec: Mapping[str, Any], model: SnakeModel, where: str = "servos")
         CalibrationError: unknown keys, unknown joints, a joint without a channel, duplicate
             channels, or a value outside PROTOCOL.md's calibration ranges.
     """
+    _unknown_keys(where, spec, _SECTION_KEYS)
     defaults = dict(spec.get("defaults") or {})
     joints = spec.get("joints")
     if not isinstance(joints, Mapping):
@@ -247,9 +256,7 @@ def servo_map(spec: Mapping[str, Any], model: SnakeModel, where: str = "servos")
             )
         entry = {**defaults, **dict(joints[joint] or {})}
         here = f"{where}.joints.{joint}"
-        extra = set(entry) - _CHANNEL_KEYS
-        if extra:
-            raise CalibrationError(f"{here}: unknown keys {sorted(extra)}")
+        _unknown_keys(here, entry, _CHANNEL_KEYS)
         channel = entry.get("channel")
         if (
             isinstance(channel, bool)
@@ -304,9 +311,7 @@ def servo_map(spec: Mapping[str, Any], model: SnakeModel, where: str = "servos")
 
 
 def _system(spec: Mapping[str, Any], where: str) -> ConfigSystem:
-    extra = set(spec) - _DRIVER_KEYS
-    if extra:
-        raise CalibrationError(f"{where}: unknown keys {sorted(extra)}")
+    _unknown_keys(where, spec, _DRIVER_KEYS)
     action = str(spec.get("watchdog_action", "hold"))
     if action not in ("hold", "limp"):
         raise CalibrationError(f"{where}.watchdog_action must be hold or limp, got {action!r}")

@@ -24,7 +24,10 @@ diagnostics key ``estop_confirmed`` (or the flag ``estop``).
 Commands (``joint_commands``) are refused, counted and warned about (throttled) when they are
 not finite, name unknown joints, differ in name and position counts, or are stamped outside
 ``command_max_age`` of now (older, or in the future by more than that; a zero stamp means
-"now"). Diagnostics are OK only while valid telemetry arrives at about its configured rate
+"now"). A command beyond a joint's limits by more than ``command_limit_margin`` (1e9 rad,
+DBL_MAX: no gait asks that) is refused whole and counted (``commands_out_of_range``), never
+clamped and executed; within the margin it is clamped to the limit (``commands_clamped``).
+Diagnostics are OK only while valid telemetry arrives at about its configured rate
 (:mod:`snake_driver.health`); otherwise WARN or ERROR with a one-line hint.
 
 ``measured/joint_states`` carries each joint's measured angle where its servo has
@@ -123,6 +126,15 @@ class DriverNode(Node):
             "refuse commands stamped more than this before now, or after now [s] (a zero "
             "stamp counts as now)",
         )
+        self.command_limit_margin = declare_float(
+            self,
+            "command_limit_margin",
+            0.5,
+            0.0,
+            2.0 * math.pi,
+            "refuse a command beyond a joint's limits by more than this (counted in "
+            "commands_out_of_range); one within it is clamped to the limit [rad]",
+        )
         self.command_timeout = declare_float(
             self,
             "command_timeout",
@@ -178,6 +190,7 @@ class DriverNode(Node):
         self.rejected = 0
         self.stale = 0
         self.clamped = 0
+        self.out_of_range = 0
         self.monitor = LinkMonitor()
         self.last_measurement: Measurement | None = None
         self._session = -1  # link.stats.connects + mcu_resets when the monitor restarted
@@ -261,6 +274,14 @@ class DriverNode(Node):
             problem = f"unknown joints {[n for n in msg.name if n not in known]}"
         elif set(known) - set(msg.name) and self.targets is None:
             problem = f"first command misses joints {sorted(set(known) - set(msg.name))}"
+        else:
+            beyond = self._out_of_range(msg)
+            if beyond is not None:
+                self.out_of_range += 1
+                self.get_logger().warning(
+                    f"refused /joint_commands: {beyond}", throttle_duration_sec=2.0
+                )
+                return
         if problem is not None:
             self.rejected += 1
             self.get_logger().warning(
@@ -269,6 +290,19 @@ class DriverNode(Node):
             return
         self.targets = {**(self.targets or {}), **dict(zip(msg.name, msg.position, strict=True))}
         self._commanded_at = time.monotonic()
+
+    def _out_of_range(self, msg: JointState) -> str | None:
+        """The first joint of a command beyond its limits by more than
+        ``command_limit_margin``, in one line (None: every joint within)."""
+        known, margin = self.servos.by_joint(), self.command_limit_margin
+        for name, angle in zip(msg.name, msg.position, strict=True):
+            c = known[name]
+            if not c.lower - margin <= angle <= c.upper + margin:
+                return (
+                    f"{name} at {angle:.6g} rad, beyond its limits [{c.lower:.4g}, "
+                    f"{c.upper:.4g}] rad by more than command_limit_margin {margin:g} rad"
+                )
+        return None
 
     def on_send(self) -> None:
         """Send the newest targets, unless the commands stopped (``command_timeout``: e.g. the
@@ -397,6 +431,7 @@ class DriverNode(Node):
             "commands_rejected": self.rejected,
             "commands_stale": self.stale,
             "commands_clamped": self.clamped,
+            "commands_out_of_range": self.out_of_range,
             "error_reports": stats.error_reports,
         }
         if m is not None:

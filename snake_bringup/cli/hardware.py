@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..emulator import Emulator, Endpoint
-from ..feasibility import check_servos_follow
+from ..feasibility import check_robot_config, check_servos_follow
 from ..graph import ROLES, NodeSpec, hardware_graph
 from ..runner import run_folder, run_graph
 from .options import (
@@ -137,6 +137,7 @@ def run(
         InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
     gait, parameters = played_gait(gait, gaits)
+    check_robot_config(robot)
     warning = check_servos_follow(robot, gait, force=force, overrides=parameters)
     if warning:
         report_warning(warning)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..feasibility import check_robot_config
 from ..graph import simulation_graph
 from ..runner import run_folder, run_graph
 from .options import gaits_note, graph_options, played_gait
@@ -53,8 +54,10 @@ def run(
 
     Raises:
         GaitsFileError: the ``gaits`` file cannot be played.
+        ModelError, CalibrationError: the robot config cannot be read (one line).
     """
     gait, parameters = played_gait(gait, gaits)
+    check_robot_config(robot)
     graph = simulation_graph(
         robot, gait, rviz=rviz, use_sim_time=use_sim_time, gait_parameters=parameters
     )

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from snake_bringup.cli import main
+from snake_ros.paths import robot_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -468,3 +469,39 @@ def test_the_tour_table_sums_up_each_run() -> None:
     # sqrt((0.03^2 + 0.04^2) / 2) = 0.035355 rad = 2.03 deg; sqrt(0.1^2 / 2) = 4.05 deg
     assert config[2:] == ["2.03", "4.05", "1.250", "/", "1.500", "3.2"]
     assert rows[3].split()[1:] == ["n/a"] * 4
+
+
+@pytest.mark.parametrize("command", ["sim", "hardware"])
+@pytest.mark.parametrize(
+    ("typo", "message"),
+    [
+        (
+            ("    joint_1: {channel: 0}", "    joint_1: {chanel: 0}"),
+            "servos.joints.joint_1: unknown keys ['chanel']; known keys ['channel',",
+        ),
+        (
+            ("  defaults: {direction", "  defualts: {direction"),
+            "servos: unknown keys ['defualts']; known keys ['defaults', 'driver', 'joints']",
+        ),
+        (("    watchdog_ms:", "    watchdog:"), "servos.driver: unknown keys ['watchdog']"),
+    ],
+)
+def test_a_misspelled_servos_key_is_one_line_before_anything_starts(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    typo: tuple[str, str],
+    message: str,
+) -> None:
+    """The campaign's typo passed ``--dry-run`` and ended in a node's traceback later; now
+    ``--dry-run`` refuses it in one line naming the file, the key and the known keys."""
+    text = robot_config("robot").read_text()
+    assert text.count(typo[0]) == 1
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(text.replace(typo[0], typo[1]))
+    status = main([command, "--robot", str(bad), "--dry-run", "-o", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert status == 1 and "Traceback" not in err
+    assert err.splitlines() == [f"snake: error: {bad}: {err.split(': ', 3)[-1].strip()}"]
+    assert message in err
+    assert not (tmp_path / "x").exists()

@@ -189,7 +189,7 @@ def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
     node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
     pub = node.create_publisher(JointState, "/joint_commands", 10)
     target = [0.2 if k % 2 else -0.3 for k in range(8)]
-    target[2] = 2.5  # beyond the +-90 deg limit: clamped
+    target[2] = 1.9  # beyond the +-90 deg limit, within command_limit_margin: clamped
     expected = [min(x, math.pi / 2) for x in target]
 
     def reached() -> bool:
@@ -606,3 +606,38 @@ def test_a_bad_auth_key_is_one_line_from_the_graph_and_the_cli(capsys) -> None:
     assert err.splitlines() == [
         "snake: error: --key: the key must be 32 hex digits (128 bits), got other characters"
     ]
+
+
+@pytest.mark.ros
+@pytest.mark.simavr
+def test_commands_far_beyond_the_limits_are_refused_counted_and_never_executed(driver) -> None:
+    """The campaign's 1e9 rad and DBL_MAX: before, clamped and executed (every joint driven to
+    its limit); now refused whole and counted in commands_out_of_range. Reference: the
+    measured angles (the firmware's reports) stay at the last good command."""
+    node = rclpy.create_node("driver_out_of_range")
+    measured: list[JointState] = []
+    diagnostics: list[DiagnosticArray] = []
+    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    good = [0.15] * 8
+
+    def settled() -> bool:
+        pub.publish(command(good))
+        return bool(measured) and all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)
+
+    def values() -> dict[str, str]:
+        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+
+    assert spin_until(node, settled, 20.0)
+    assert spin_until(node, lambda: "commands_out_of_range" in values(), 10.0), values()
+    before = int(values()["commands_out_of_range"])
+    bad = [[1e9] * 8, [sys.float_info.max] * 8, [0.15] * 7 + [-1e9]]
+    for positions in bad:
+        pub.publish(command(positions))
+    measured.clear()
+    assert spin_until(node, lambda: len(measured) > 10, 5.0)
+    assert all(abs(a - 0.15) < 1e-3 for m in measured for a in m.position)  # never acted on
+    counted = lambda: int(values().get("commands_out_of_range", 0)) >= before + 3  # noqa: E731
+    assert spin_until(node, counted, 10.0), values()
+    node.destroy_node()
