@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -29,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from snake_driver.keyfile import write_key_file
 from snake_ros.paths import robot_config, share_dir, state_dir
 
 from .errors import BringupError
@@ -101,8 +103,9 @@ def tcp_listening(port: int) -> bool:
 
 
 def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tuple[Path, Path]:
-    """Build (if out of date) the AVR ELF (USART0 at ``baud``) and the simavr runner; return
-    their paths.
+    """Build (if out of date) the AVR ELF (USART0 at ``baud``; ``key_hex``: the authenticated
+    build, its image mode 0600) and the simavr runner; return their paths. The key reaches
+    make through a private temporary file (``AUTH_KEY_FILE``), never a command line.
 
     Raises:
         EmulatorError: missing toolchain, or the build failed (with make's last lines).
@@ -117,8 +120,11 @@ def build_firmware(key_hex: str | None = None, baud: int = DEFAULT_BAUD) -> tupl
     build = firmware_build_dir(fw)
     args = ["make", "--no-print-directory", "-C", str(fw), "avr", "runner", f"BAUD={baud}"]
     args += [f"BUILD={build}"]
-    args += [f"AUTH_KEY={key_hex}"] if key_hex else []
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="snake-key-") as private:  # 0700
+        if key_hex:
+            key_file = write_key_file(Path(private) / "key", bytes.fromhex(key_hex))
+            args += [f"AUTH_KEY_FILE={key_file}"]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
         raise EmulatorError(f"firmware build failed:\n{tail}")
@@ -235,6 +241,8 @@ class Emulator:
                 f"cannot create {self.eeprom.parent} for the emulator's EEPROM ({e.strerror}): "
                 "set ROS_HOME to a writable folder"
             ) from None
+        with contextlib.suppress(OSError):  # one from before the runner wrote it 0600
+            self.eeprom.chmod(0o600)
         args = [str(runner), "--realtime", "--eeprom", str(self.eeprom), *self.runner_args]
         if self.seconds is not None:
             args += ["--seconds", f"{self.seconds:g}"]

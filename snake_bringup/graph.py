@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from snake_driver.protocol import AuthKeyError, parse_key
+from snake_driver.keyfile import KeyFileError, read_key_file
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
@@ -133,9 +133,16 @@ HARDWARE_ARGUMENTS = (
     LaunchArgument("port", "/dev/ttyACM0", "serial device, or the Wi-Fi bridge's port number"),
     LaunchArgument("host", "127.0.0.1", "the Wi-Fi bridge's address (udp, tcp)"),
     LaunchArgument(
-        "auth_key",
+        "auth_key_file",
         "",
-        "32 hex digits: authenticated mode (the firmware's AUTH_KEY); empty: the driver's config",
+        "file holding the link key (chmod 600; the firmware's AUTH_KEY_FILE): authenticated "
+        "mode; empty: $SNAKE_AUTH_KEY_FILE, else $SNAKE_AUTH_KEY, else plain",
+    ),
+    LaunchArgument(
+        "allow_open_domain",
+        "false",
+        "start the driver although ROS discovery reaches other hosts (docs/safety.md)",
+        BOOLEAN,
     ),
     LaunchArgument("gait", "", "gait to play (empty: the one in config/gaits.yaml)"),
     LaunchArgument("dynamics", "false", "run the MFM prediction beside the robot", BOOLEAN),
@@ -314,7 +321,8 @@ def hardware_graph(
     rviz: bool = True,
     use_sim_time: bool = False,
     robot_clock: bool = False,
-    auth_key: str = "",
+    auth_key_file: str = "",
+    allow_open_domain: bool = False,
     report_dir: Path | None = None,
     pose_port: int | None = None,
     role: str = "both",
@@ -339,8 +347,11 @@ def hardware_graph(
         robot_clock: the robot's clock drives the graph: driver_node publishes /clock from
             the MCU's timestamps and every other node follows it (the emulated robot: one that
             falls behind real time slows the run instead of skewing it).
-        auth_key: 32 hex digits for authenticated mode (the firmware's key); empty: the
-            driver's ``auth_key`` from config/driver_node.yaml.
+        auth_key_file: the file holding the link key (mode 0600) for authenticated mode;
+            empty: the driver's ``$SNAKE_AUTH_KEY_FILE``, else ``$SNAKE_AUTH_KEY``, else plain.
+            The key itself is never a parameter (docs/safety.md, "The MCU link key").
+        allow_open_domain: the driver starts although ROS discovery reaches other hosts
+            (two hosts, an isolated network); False: it refuses to.
         report_dir: with ``dynamics``, compare_node's report goes to ``report_dir/compare``
             (a run's folder; None: compare_node's default under ``$ROS_HOME``, for
             ``ros2 launch``).
@@ -355,7 +366,8 @@ def hardware_graph(
             config/gaits.yaml's.
 
     Raises:
-        GraphError: unknown transport or role, or an auth_key that is not 32 hex digits.
+        GraphError: unknown transport or role, or (on the robot's side) an auth_key_file
+            that is not a private key file.
         ModelError: the robot config cannot be loaded.
         GaitError: unknown gait.
     """
@@ -363,10 +375,12 @@ def hardware_graph(
         raise GraphError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     if role not in ROLES:
         raise GraphError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-    try:
-        parse_key(auth_key)
-    except AuthKeyError as exc:
-        raise GraphError(f"auth_key: {exc}") from None
+    key_file = str(Path(auth_key_file.strip()).resolve()) if auth_key_file.strip() else ""
+    if key_file and role != "station":  # the station never reads it
+        try:
+            read_key_file(key_file)
+        except KeyFileError as exc:
+            raise GraphError(f"auth_key_file: {exc}") from None
     config, urdf, floating = _robot(robot, gait)
     common: dict[str, Any] = {"use_sim_time": use_sim_time or robot_clock}
     robot_params = {**common, "robot_config": str(config)}
@@ -378,8 +392,10 @@ def hardware_graph(
     }
     if robot_clock:  # the driver keeps the host's clock and publishes the robot's
         link |= {"use_sim_time": False, "publish_clock": True}
-    if auth_key.strip():
-        link["auth_key"] = auth_key.strip()
+    if key_file:
+        link["auth_key_file"] = key_file
+    if allow_open_domain:
+        link["allow_open_domain"] = True
     nodes = [
         # listeners: the driver, and dynamics_node
         _gait_node(robot_params, gait, "", 2 if dynamics else 1, compensate, gait_parameters),
@@ -542,6 +558,7 @@ def demo_graph(
         report_dir=out,
         pose_port=endpoint.pose_port,
         gait_parameters=gait_parameters,
+        allow_open_domain=True,  # an emulated robot: nothing on the network can hurt it
     )
     listeners = {"wait_for_subscribers": 3}  # the recorder listens too
     return (

@@ -68,13 +68,15 @@ from snake_ros.common import (
     run,
     stream_qos,
 )
+from snake_ros.domain import refuse_open_domain
 from snake_ros.paths import robot_config
 
 from .calibration import load_servo_map
 from .clock import RobotClock
 from .health import Counts, Level, LinkMonitor, judge
+from .keyfile import KEY_ENV, KEY_FILE_ENV, load_key, plain_mode_risk
 from .link import DriverLink, LinkEvent, Measurement
-from .protocol import AuthKeyError, Flag, parse_key
+from .protocol import Flag
 from .transport import TRANSPORTS, make_transport
 
 
@@ -102,9 +104,23 @@ class DriverNode(Node):
         )
         ping_rate = declare_float(self, "ping_rate", 5.0, 0.2, 50.0, "clock-sync pings [Hz]")
         diag_rate = declare_float(self, "diagnostics_rate", 1.0, 0.1, 10.0, "/diagnostics [Hz]")
-        key_hex = declare_string(
-            self, "auth_key", "", "32 hex digits: authenticated mode; empty: off"
+        # the key itself is never a parameter: any host of the domain could read it
+        key_file = declare_string(
+            self,
+            "auth_key_file",
+            "",
+            "file holding the link key (32 hex digits, mode 0600): authenticated mode; empty: "
+            f"${KEY_FILE_ENV}, else ${KEY_ENV}, else plain mode",
         )
+        allow_open_domain = declare_bool(
+            self,
+            "allow_open_domain",
+            False,
+            "start even though ROS discovery reaches other hosts (an isolated network, or "
+            "two hosts: docs/safety.md); false: refuse to start",
+        )
+        if not allow_open_domain:
+            refuse_open_domain("driver_node", "allow_open_domain:=true")
         enable = declare_bool(self, "enable_on_connect", True, "enable the servos on connecting")
         link_timeout = declare_float(
             self,
@@ -165,10 +181,10 @@ class DriverNode(Node):
         self._clock_step_ns = int(1e9 / clock_rate)
 
         model, self.servos = load_servo_map(robot_config(config))
-        try:
-            key = parse_key(key_hex)
-        except AuthKeyError as exc:
-            raise AuthKeyError(f"parameter auth_key: {exc}") from None
+        key = load_key(key_file)
+        risk = None if key else plain_mode_risk(kind, host, port)
+        if risk:
+            self.get_logger().error(risk)  # once, at start
         transport = make_transport(kind, port, host, baud)
         self.link = DriverLink(
             transport,

@@ -33,7 +33,22 @@ published one nor later than the report's arrival; a report that would break tha
 delivered unstamped (counted).
 
 An e-stop is latched in the link: until ``enable(True)`` it sends no targets, every session
-starts with ESTOP instead of ENABLE, and ESTOP is repeated until telemetry confirms it.
+starts with ESTOP instead of ENABLE, and ESTOP is repeated until telemetry confirms it. It
+comes from the driver's ``~/estop`` (``estop()``) or from the operator's latched stop state
+(``operator_stop(True)``, the ``/estop`` heartbeat); one latched by the stop state is
+released when the stop state says false again, one latched by ``estop()`` only by
+``enable(True)`` (a heartbeat cannot undo a stop it did not set).
+
+**Nothing re-arms by itself after a trip.** Once targets have flowed, a lost session, an
+MCU restart, or telemetry showing the firmware's watchdog tripped *trips* the link
+(``tripped`` says why, a ``tripped`` event): it sends no targets and no ENABLE (a new
+session starts disarmed, and disarms an MCU it finds still armed) until the operator's
+intent is fresh again: ``enable(True)``, or ``operator_stop(False)`` heard after the trip.
+Then the next targets go with an ENABLE. A watchdog that trips before the first targets
+ever sent (a gait that starts after the driver) is no trip: ``enable_on_connect`` is the
+intent of the start, and the first targets arm the firmware. An ENABLE that was lost (the
+firmware reports disarmed, no watchdog trip, no e-stop) is sent again beside targets: the
+intent has not changed.
 
 **The line.** However fast the host writes, the MCU's UART takes ``line_baud / 10`` bytes a
 second (8N1; for a Wi-Fi bridge the bridge's UART speed); what it cannot take queues in the
@@ -202,9 +217,12 @@ class LinkEvent:
     ``kind`` is connected (the handshake completed), lost (a failed read or write, or no
     valid frame for ``link_timeout``), no_answer (an open transport whose device answered no
     PING within ``link_timeout``; the message says why, e.g. an echo), open_failed,
-    mcu_reset (the MCU restarted behind an open link), rearmed, send_failed (a message
-    that cannot be encoded), error_report (the firmware refused a frame) or line_busy
-    (frames skipped: more to send than the line carries).
+    mcu_reset (the MCU restarted behind an open link), tripped (a lost session, an MCU
+    restart or the firmware's watchdog after targets flowed: disarmed until the operator's
+    intent is fresh), rearmed, stop_state (the operator's stop state latched or released
+    the e-stop), send_failed (a message that cannot be encoded), error_report (the
+    firmware refused a frame) or line_busy (frames skipped: more to send than the line
+    carries).
     """
 
     kind: str
@@ -222,7 +240,9 @@ class LinkStats:
         disconnects: sessions lost (including timeouts).
         timeouts: sessions lost because no valid frame came for ``link_timeout``.
         mcu_resets: MCU restarts seen behind an open link.
-        rearms: ENABLEs sent again because targets flowed to a disarmed firmware.
+        rearms: ENABLEs sent again beside targets: one the firmware lost, or the first after a
+            trip once the operator's intent was fresh.
+        trips: trips (see the module docstring): disarmed until fresh intent.
         frames_sent: frames written.
         bytes_sent: bytes written [B].
         frames_skipped_line_busy: frames that a newer one supersedes (targets, pings in a
@@ -248,6 +268,7 @@ class LinkStats:
     timeouts: int = 0
     mcu_resets: int = 0
     rearms: int = 0
+    trips: int = 0
     frames_sent: int = 0
     bytes_sent: int = 0
     frames_skipped_line_busy: int = 0
@@ -280,8 +301,8 @@ class DriverLink:
         servos: joint <-> channel map and firmware settings, sent in every session.
         now: host clock of the telemetry stamps [s] (the driver node passes ROS time).
         key: 16-byte key for authenticated mode, or None.
-        enable_on_connect: arm the servos (ENABLE(1)) in every session until ``enable`` or
-            ``estop`` says otherwise.
+        enable_on_connect: arm the servos (ENABLE(1)) in the sessions until ``enable`` or
+            ``estop`` says otherwise, or a trip until the intent is fresh.
         min_backoff: first reconnect delay [s].
         max_backoff: longest reconnect delay [s].
         link_timeout: an open link without a valid frame from the MCU for this long is
@@ -298,7 +319,13 @@ class DriverLink:
             opened on a worker thread), "handshake" (open, only PINGs sent) or "session".
         boot_id: the MCU's boot id learnt in the handshake (0 before the first).
         want_enabled: the servos are to be armed (the last ``enable``, or ``enable_on_connect``).
-        estopped: an e-stop is latched: no targets, no ENABLE, until ``enable(True)``.
+        estopped: an e-stop is latched: no targets, no ENABLE, until ``enable(True)`` (or,
+            latched by the stop state, until it says false).
+        estop_source: what latched the e-stop: "service" (``estop``), "topic"
+            (``operator_stop``), "" while none is latched.
+        tripped: why the link is tripped ("" if not): no targets, no ENABLE until
+            ``enable(True)`` or ``operator_stop(False)`` after the trip.
+        stop_state: the operator's stop state last heard (None: never).
         estop_confirmed: telemetry has shown the firmware's e-stop flag since the latest
             ESTOP was sent.
         lost_reason: why the link was last lost ("" if never).
@@ -339,7 +366,10 @@ class DriverLink:
         self.boot_id = 0
         self.want_enabled = enable_on_connect
         self.estopped = False
+        self.estop_source = ""
         self.estop_confirmed = False
+        self.tripped = ""
+        self.stop_state: bool | None = None
         self.lost_reason = ""
         speed = servos.system.servo_speed_cdeg_s * math.pi / 18000.0  # [rad/s]
         self.ramp = Ramp(speed, command_period)
@@ -366,6 +396,10 @@ class DriverLink:
         self._last_sent: dict[str, float] | None = None  # latest targets sent [rad]
         self._first_report_pending = False  # the session waits for its first telemetry
         self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, monotonic()]
+        self._targets_flowed = False  # a targets frame has been sent (trips count from then)
+        self._armed_seen = False  # a report of this session showed the firmware armed
+        self._tripped_at = -math.inf  # the latest trip [s, monotonic()]
+        self._stop_heard_at = -math.inf  # the stop state's latest arrival [s, monotonic()]
         self._last_stamp: float | None = None  # latest stamp delivered [s]
 
     @property
@@ -460,6 +494,7 @@ class DriverLink:
         self._last_rx = self.monotonic()
         self._last_mcu = (pong.mcu_time_us, self._last_rx)
         self._mcu_flags = None
+        self._armed_seen = False
         self._first_report_pending = bool(self.servos.system.telemetry_period_ms)
         self.ramp.stop()
         if not self._first_report_pending and self._last_sent is not None:
@@ -469,9 +504,30 @@ class DriverLink:
             events += self.send(msg)
         if self.estopped:
             events += self._begin_estop()
-        elif self.want_enabled and not self._first_report_pending:
+        elif self._may_arm and not self._first_report_pending:
             events += self._send_enable(True)
         return events
+
+    @property
+    def _may_arm(self) -> bool:
+        """The servos are to be armed, and neither an e-stop nor a trip holds them."""
+        return self.want_enabled and not self.estopped and not self.tripped
+
+    def _trip(self, why: str) -> list[LinkEvent]:
+        """Hold the servos disarmed until the operator's intent is fresh (see the module
+        docstring); only once targets have flowed, and not under an e-stop or a trip."""
+        if not self._targets_flowed or not self.want_enabled or self.estopped or self.tripped:
+            return []
+        self.tripped = why
+        self._tripped_at = self.monotonic()
+        self.stats.trips += 1
+        return [
+            LinkEvent(
+                "tripped",
+                f"{why}: the servos stay disarmed until the operator's intent is fresh "
+                "(~/enable true, or the stop state false heard after this)",
+            )
+        ]
 
     def _on_first_report(self, report: Measurement) -> list[LinkEvent]:
         """The session's first telemetry shows the MCU as the session found it (ENABLE waits
@@ -486,11 +542,14 @@ class DriverLink:
             measured = {j: a for j, a in angles.items() if j in report.measured}
             angles = {**self._last_sent, **measured}
         self.ramp.start(angles)
-        if self.want_enabled and not self.estopped:
+        if self._may_arm:
             return self._send_enable(True)
+        if self.tripped and not self.estopped and armed:
+            return self.send(Enable(False))  # still armed after a trip: disarm it
         return []
 
     def _lost(self, reason: str, events: list[LinkEvent], kind: str = "lost") -> None:
+        tripped = self._trip("the link to the MCU was lost") if self.connected else []
         if self.connected:
             self.stats.disconnects += 1
         self._close_transport()
@@ -499,6 +558,7 @@ class DriverLink:
         self._next_attempt = self.monotonic() + delay
         self._backoff = min(2.0 * self._backoff, self.max_backoff)
         events.append(LinkEvent(kind, f"{reason}; retrying in {delay:.2g} s"))
+        events += tripped
 
     def _close_transport(self) -> None:
         self._generation += 1
@@ -617,7 +677,8 @@ class DriverLink:
             CalibrationError: a mapped joint is missing from ``positions``.
         """
         message, clamped = self.servos.targets(positions, duration_ms)
-        if self.estopped or not self.connected or self._first_report_pending:
+        blocked = self.estopped or self.tripped or not self.want_enabled
+        if blocked or not self.connected or self._first_report_pending:
             return clamped, []
         safe = {c.joint: c.clamp(positions[c.joint]) for c in self.servos.channels}
         if self.ramp.active:
@@ -629,17 +690,19 @@ class DriverLink:
         sent, sent_events = self._send(message, droppable=True)
         if not sent:
             return clamped, events + sent_events
+        self._targets_flowed = True
         self._last_sent = safe
         return clamped, events + sent_events + self._refresh_config()
 
     def _rearm(self) -> list[LinkEvent]:
         """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
-        or its watchdog tripped while the servos are to be armed: the session's ENABLE was
-        lost, or the commands paused for longer than the watchdog timeout (the firmware held
-        or went limp meanwhile, and refuses targets until an ENABLE). Never past an e-stop,
-        latched here or reported by the firmware; not within ``REARM_S`` of an ENABLE."""
+        or its watchdog tripped while the servos are to be armed and no trip holds them: the
+        session's ENABLE was lost, the watchdog tripped before the first targets (a gait that
+        starts after the driver), or the operator's intent is fresh after a trip (the firmware
+        refuses targets until an ENABLE). Never past an e-stop, latched here or reported by
+        the firmware; not within ``REARM_S`` of an ENABLE."""
         flags = self._mcu_flags
-        if flags is None or not self.want_enabled or self.estopped or flags & Flag.ESTOP:
+        if flags is None or not self._may_arm or flags & Flag.ESTOP:
             return []
         if flags & Flag.ENABLED and not flags & Flag.WATCHDOG_TRIPPED:
             return []
@@ -647,7 +710,9 @@ class DriverLink:
             return []
         self.stats.rearms += 1
         why = "watchdog tripped" if flags & Flag.WATCHDOG_TRIPPED else "disarmed"
-        event = LinkEvent("rearmed", f"the firmware reports {why} while targets flow: arming it")
+        event = LinkEvent(
+            "rearmed", f"the firmware reports {why}; targets flow and nothing holds it: arming it"
+        )
         return [event, *self._send_enable(True)]
 
     def _send_enable(self, on: bool) -> list[LinkEvent]:
@@ -676,7 +741,40 @@ class DriverLink:
         telemetry shows the e-stop flag; send no targets and no ENABLE (not even after a
         reconnect) until ``enable(True)``."""
         self.estopped = True
+        self.estop_source = "service"
         return self._begin_estop()
+
+    def operator_stop(self, stop: bool, age: float = 0.0) -> list[LinkEvent]:
+        """The operator's latched stop state, heard again (the ``/estop`` heartbeat) ``age``
+        [s] ago (its arrival, before it was handed over).
+
+        True latches the e-stop (``estop``) unless one is latched already. False releases an
+        e-stop the stop state latched (as ``enable(True)``, if the servos are to be armed),
+        never one of ``estop``, and ends a trip older than this: the operator's intent is
+        fresh, and the next targets go with an ENABLE."""
+        t = self.monotonic() - max(0.0, age)
+        self.stop_state, self._stop_heard_at = stop, t
+        if stop:
+            if self.estopped:
+                return []
+            self.estopped = True
+            self.estop_source = "topic"
+            event = LinkEvent("stop_state", "the operator's stop state is true: e-stop latched")
+            return [event, *self._begin_estop()]
+        if self.estopped and self.estop_source == "topic":
+            event = LinkEvent("stop_state", "the operator's stop state is false: e-stop released")
+            if not self.want_enabled:
+                self.estopped, self.estop_source, self.tripped = False, "", ""
+                return [event]
+            return [event, *self.enable(True)]
+        if self.tripped and t > self._tripped_at:
+            self.tripped = ""  # fresh intent: the next targets arm the firmware (_rearm)
+        return []
+
+    @property
+    def stop_state_age_s(self) -> float | None:
+        """Time since the operator's stop state was last heard [s] (None: never)."""
+        return None if self.stop_state is None else self.monotonic() - self._stop_heard_at
 
     def _begin_estop(self) -> list[LinkEvent]:
         self.estop_confirmed = False
@@ -701,7 +799,7 @@ class DriverLink:
         disarm the servos, now and in every later session."""
         self.want_enabled = on
         if on:
-            self.estopped = False
+            self.estopped, self.estop_source, self.tripped = False, "", ""
         return self._send_enable(on)
 
     # ------------------------------------------------------------------ receiving
@@ -744,6 +842,7 @@ class DriverLink:
                 if self.state != "session":
                     continue  # the MCU restarted: handshake again
                 measurements.append(self._measurement(msg, received))
+                events += self._watch_trip(msg.flags)
                 if self._first_report_pending:
                     events += self._on_first_report(measurements[-1])
             elif isinstance(msg, ErrorReport):
@@ -791,6 +890,7 @@ class DriverLink:
         """A restarted MCU behind the open link: a new session, at once when its PONG is at
         hand, else after a new handshake."""
         self.stats.mcu_resets += 1
+        tripped = self._trip("the MCU restarted")
         event = LinkEvent(
             "mcu_reset",
             f"{why}: the MCU restarted; configuring it again"
@@ -798,9 +898,9 @@ class DriverLink:
         )
         self._begin_handshake()  # a fresh decoder: the new boot's sequence and counters
         if pong is not None:
-            return [event, *self._start_session(pong, received)]
+            return [event, *tripped, *self._start_session(pong, received)]
         self._restarting = True
-        return [event]
+        return [event, *tripped]
 
     def _follow_mcu_clock(self, mcu_us: int) -> list[LinkEvent]:
         """Check a telemetry's MCU time [us] against the session's latest: a clock that went
@@ -817,6 +917,17 @@ class DriverLink:
                 return []  # reordered: keep the latest
         self._last_mcu = (mcu_us, t)
         return []
+
+    def _watch_trip(self, flags: int) -> list[LinkEvent]:
+        """A report of the watchdog tripped after one of this session showed the firmware
+        armed: trip (a report still tripped after an ENABLE that was lost is none)."""
+        if flags & Flag.ENABLED and not flags & Flag.WATCHDOG_TRIPPED:
+            self._armed_seen = True
+            return []
+        if not flags & Flag.WATCHDOG_TRIPPED or not self._armed_seen:
+            return []
+        self._armed_seen = False
+        return self._trip("the firmware's watchdog tripped (no targets for its timeout)")
 
     def _measurement(self, msg: Telemetry, received: float) -> Measurement:
         self.stats.telemetry += 1

@@ -83,9 +83,13 @@ def declare_float(
     high: float,
     description: str,
     *,
-    read_only: bool = False,
+    read_only: bool = True,
 ) -> float:
-    """Declare a double parameter with its range; returns its (possibly overridden) value."""
+    """Declare a double parameter with its range; returns its (possibly overridden) value.
+
+    Read-only unless ``read_only=False``: a node that reads a parameter once at start must
+    refuse a later ``set`` (``ros2 param set`` then fails) instead of answering "successful"
+    and changing nothing; only a node that reacts to the change passes False."""
     descriptor = ParameterDescriptor(
         description=description,
         floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)],
@@ -101,9 +105,10 @@ def declare_string(
     description: str,
     *,
     choices: tuple[str, ...] = (),
-    read_only: bool = False,
+    read_only: bool = True,
 ) -> str:
-    """Declare a string parameter (optionally one of ``choices``); returns its value."""
+    """Declare a string parameter (optionally one of ``choices``); returns its value.
+    Read-only unless ``read_only=False``, as :func:`declare_float`."""
     descriptor = ParameterDescriptor(
         description=description,
         additional_constraints=f"one of: {', '.join(choices)}" if choices else "",

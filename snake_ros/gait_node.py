@@ -86,14 +86,26 @@ class GaitNode(Node):
             100,
             "with autostart: subscriptions of joint_commands to wait for before starting",
         )
-        declare_string(self, "gait", "serpenoid", "the gait to play", choices=tuple(GAITS))
+        # the gait, its parameters and the blend times change live (_apply_parameters)
+        declare_string(
+            self, "gait", "serpenoid", "the gait to play", choices=tuple(GAITS), read_only=False
+        )
         for name, spec in GAITS.items():
             for key, (default, low, high, unit) in spec.params.items():
-                declare_float(self, f"{name}.{key}", default, low, high, f"{name} {key} [{unit}]")
+                text = f"{name} {key} [{unit}]"
+                declare_float(self, f"{name}.{key}", default, low, high, text, read_only=False)
         transition = declare_float(
-            self, "transition_time", 2.0, 0.1, 60.0, "blend time of a gait change [s]"
+            self,
+            "transition_time",
+            2.0,
+            0.1,
+            60.0,
+            "blend time of a gait change [s]",
+            read_only=False,
         )
-        ramp = declare_float(self, "ramp_time", 2.0, 0.1, 60.0, "blend time of start/stop [s]")
+        ramp = declare_float(
+            self, "ramp_time", 2.0, 0.1, 60.0, "blend time of start/stop [s]", read_only=False
+        )
         compensate = declare_bool(
             self,
             "compensate",

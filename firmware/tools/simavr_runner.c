@@ -29,12 +29,15 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <avr_adc.h>
 #include <avr_eeprom.h>
@@ -129,7 +132,8 @@ static int eeprom_attach(avr_t *avr, const char *path)
     return 0;
 }
 
-/* Write the EEPROM to its file if it changed since the last write (temporary file, rename). */
+/* Write the EEPROM to its file if it changed since the last write (temporary file, rename).
+ * The file is the owner's alone (0600), as a keyed firmware image is. */
 static void eeprom_sync(void)
 {
     if (eeprom.path == NULL || memcmp(eeprom.saved, eeprom.mem, eeprom.size) == 0) {
@@ -137,7 +141,14 @@ static void eeprom_sync(void)
     }
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", eeprom.path);
-    FILE *f = fopen(tmp, "wb");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        fchmod(fd, 0600); /* a leftover temporary file keeps its mode through O_CREAT */
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (f == NULL && fd >= 0) {
+        close(fd);
+    }
     if (f == NULL || fwrite(eeprom.mem, 1, eeprom.size, f) != eeprom.size || fclose(f) != 0 ||
         rename(tmp, eeprom.path) != 0) {
         fprintf(stderr, "simavr_runner: cannot write %s: %s\n", eeprom.path, strerror(errno));

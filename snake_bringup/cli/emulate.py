@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..emulator import Emulator
-from .options import auth_key, plant_option, positive
+from .options import auth_key, key_options, plant_option, positive
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -21,7 +21,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--bridge", choices=["tcp", "udp"], help="also serve it on 127.0.0.1 (Wi-Fi)")
     p.add_argument("--bridge-port", type=int, default=0, help="the bridge's port (default: free)")
     p.add_argument("--seconds", type=positive, help="stop after this much emulated time [s]")
-    p.add_argument("--key", metavar="HEX32", help="run the authenticated build with this key")
+    key_options(p, "run the authenticated build with this key")
     p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
     p.add_argument("--robot", default="robot", help="robot config of the plant's body and channels")
     plant_option(p)
@@ -30,7 +30,8 @@ def register(sub: Subparsers) -> None:
             bridge=a.bridge,
             bridge_port=a.bridge_port,
             seconds=a.seconds,
-            key=auth_key(a.key),
+            key=auth_key(a.key_file, a.key),
+            key_file=a.key_file,
             vcd=a.vcd,
             robot=a.robot,
             plant=a.plant,
@@ -47,6 +48,7 @@ def run(
     vcd: Path | None,
     robot: str,
     plant: Path | None,
+    key_file: Path | None = None,
 ) -> int:
     """Run the emulated robot until Ctrl-C, SIGTERM or ``seconds`` of emulated time.
 
@@ -58,6 +60,8 @@ def run(
         vcd: trace the servo pins to this VCD file.
         robot: robot config of the plant's body and channels.
         plant: the plant file (None: pulses drive nothing).
+        key_file: the file ``key`` came from, for the driver's command it prints (None: the
+            environment, which the driver reads too).
     """
     emulator = Emulator(
         bridge=bridge,
@@ -79,9 +83,9 @@ def run(
         option = f"--transport {endpoint.transport} --port {endpoint.port}"
         if endpoint.transport != "serial":
             link += f" host:={endpoint.host}"
-        if key:
-            link += f" auth_key:={key}"
-            option += f" --key {key}"
+        if key and key_file:  # the file's path, never the key
+            link += f" auth_key_file:={key_file.resolve()}"
+            option += f" --key-file {key_file.resolve()}"
         print(f"connect: ros2 launch mfm_snake hardware.launch.py {link}")
         print(f"     or: snake hardware {option}", flush=True)
         while not stop and emulator.running():

@@ -1,6 +1,10 @@
 """``snake hardware``: the hardware graph (the one ``hardware.launch.py`` starts) without
 ``ros2 launch``; with ``--emulate``, against the real firmware in simavr (its authenticated
-build with ``--key``).
+build with ``--key-file``).
+
+The robot's side (``--role robot`` or ``both``) refuses to start on a ROS domain open to other
+hosts unless ``--allow-open-domain`` (docs/safety.md); with ``--role both`` and nothing set
+about discovery, the run keeps it on this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``).
 
 ``--role robot`` runs the driver alone (with ``--emulate``, the emulated robot behind it), on
 the robot's computer; ``--role station`` the rest, on the workstation (with ``--emulate`` it
@@ -13,8 +17,11 @@ nodes' logs, and with ``--dynamics`` compare_node's report in ``compare/``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from snake_ros.domain import keep_discovery_local, refuse_open_domain
 
 from ..emulator import Emulator, Endpoint
 from ..feasibility import check_robot_config, check_servos_follow
@@ -45,6 +52,12 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--dynamics", action="store_true", help="run the MFM prediction beside it")
     p.add_argument(
+        "--allow-open-domain",
+        action="store_true",
+        help="start the driver although ROS discovery reaches other hosts (two hosts, or an "
+        "isolated network: docs/safety.md); without it the robot's side refuses to",
+    )
+    p.add_argument(
         "--emulate",
         action="store_true",
         help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
@@ -66,7 +79,9 @@ def register(sub: Subparsers) -> None:
             transport=a.transport,
             port=a.port,
             host=a.host,
-            key=auth_key(a.key),
+            key=auth_key(a.key_file, a.key),
+            key_file=a.key_file,
+            allow_open_domain=a.allow_open_domain,
             gait=a.gait or "",
             gaits=a.gaits,
             dynamics=a.dynamics,
@@ -106,6 +121,8 @@ def run(
     output: Path | None,
     quiet: bool,
     dry_run: bool,
+    key_file: Path | None = None,
+    allow_open_domain: bool = False,
 ) -> int:
     """Run the hardware graph until ``duration`` [s] (None: Ctrl-C).
 
@@ -115,7 +132,8 @@ def run(
             emulated robot's bridge; serial: its pty).
         port: serial device or the bridge's port (ignored with ``emulate``).
         host: the bridge's address (ignored with ``emulate``).
-        key: 32 hex digits for authenticated mode, or "".
+        key: 32 hex digits for authenticated mode, or "" (the emulated firmware's key; the
+            driver reads it itself, from ``key_file`` or the environment).
         gait: gait name; empty for the ``gaits`` file's, else the one in config/gaits.yaml.
         gaits: a gait_node parameter file: its gait parameters replace config/gaits.yaml's
             (None: none).
@@ -131,11 +149,19 @@ def run(
         output: the run's folder (None: ``runs/hardware-<robot>-<gait>-<time>``).
         quiet: only the logs, not the terminal.
         dry_run: print the commands, start nothing (the emulator neither).
+        key_file: the file holding the key, for the driver (None: the environment).
+        allow_open_domain: start the driver although discovery reaches other hosts.
 
     Raises:
+        OpenDomainError: the robot's side on a domain open to other hosts, without
+            ``allow_open_domain`` (not with ``dry_run``: it starts nothing).
         GaitsFileError: the ``gaits`` file cannot be played.
         InfeasibleGaitError: the servos cannot follow the gait, without ``force``.
     """
+    if role != "station" and not allow_open_domain and not dry_run:
+        if role == "both":  # the whole graph on this host: it needs no other
+            keep_discovery_local(os.environ)
+        refuse_open_domain("the robot's driver", "--allow-open-domain")
     gait, parameters = played_gait(gait, gaits)
     check_robot_config(robot)
     warning = check_servos_follow(robot, gait, force=force, overrides=parameters)
@@ -157,7 +183,8 @@ def run(
             rviz=rviz,
             use_sim_time=use_sim_time,
             robot_clock=emulate,  # the emulated robot's clock drives the graph
-            auth_key=key,
+            auth_key_file=str(key_file or ""),
+            allow_open_domain=allow_open_domain,
             report_dir=out,
             pose_port=endpoint.pose_port,
             role=role,

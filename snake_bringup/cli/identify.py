@@ -97,7 +97,7 @@ def register(sub: Subparsers) -> None:
             transport=a.transport,
             port=a.port,
             host=a.host,
-            key=auth_key(a.key),
+            key=auth_key(a.key_file, a.key),
             validation_gait=a.validation_gait,
             gait_params=name_values(a.gait_param, "--gait-param"),
             validation_time=a.validation_time,

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from snake_driver.protocol import AuthKeyError, parse_key
+from snake_driver.keyfile import KEY_FILE_ENV, load_key
+from snake_driver.protocol import AuthKeyError
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.gaits import GAITS
 
@@ -50,25 +51,46 @@ def name_values(pairs: Sequence[str], option: str) -> dict[str, float]:
     return params
 
 
-def auth_key(key_hex: str | None) -> str:
-    """``--key``'s value if it is 32 hex digits ("" without it).
+def auth_key(key_file: Path | None, key: str | None = None) -> str:
+    """The link key of ``--key-file`` (else ``$SNAKE_AUTH_KEY_FILE``, else
+    ``$SNAKE_AUTH_KEY``) as 32 hex digits; "" for plain mode. The key stays in this process.
 
     Raises:
-        UsageError: anything else, naming the option.
+        UsageError: a key given on the command line (``key``, the old ``--key``: every user
+            of the machine sees it in ``ps``), or a key file that is not private or holds no
+            key, naming the option and the fix.
     """
+    if key is not None:
+        raise UsageError(
+            "--key: a key on the command line is visible to every user of this machine (ps): "
+            f"write it to a file, chmod 600 it and pass --key-file FILE (or set {KEY_FILE_ENV})"
+        )
     try:
-        parse_key(key_hex or "")
+        found = load_key(key_file)
     except AuthKeyError as exc:
-        raise UsageError(f"--key: {exc}") from None
-    return key_hex or ""
+        raise UsageError(f"--key-file: {exc}" if key_file else str(exc)) from None
+    return found.hex() if found else ""
 
 
 def robot_link_options(p: argparse.ArgumentParser, key_help: str) -> None:
-    """``--transport``, ``--port``, ``--host`` and ``--key``: how to reach the robot."""
+    """``--transport``, ``--port``, ``--host`` and ``--key-file``: how to reach the robot."""
     p.add_argument("--transport", choices=TRANSPORTS, default="serial", help="link to the robot")
     p.add_argument("--port", default="/dev/ttyACM0", help="serial device, or the bridge's port")
     p.add_argument("--host", default="127.0.0.1", help="the Wi-Fi bridge's address (udp, tcp)")
-    p.add_argument("--key", metavar="HEX32", help=key_help)
+    key_options(p, key_help)
+
+
+def key_options(p: argparse.ArgumentParser, key_help: str) -> None:
+    """``--key-file FILE`` (the link key, a file only its owner reads), and the old ``--key``
+    kept only to refuse it in one line (:func:`auth_key`)."""
+    p.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="FILE",
+        help=f"{key_help}: FILE holds the key's 32 hex digits, chmod 600 (default: "
+        f"${KEY_FILE_ENV}, else $SNAKE_AUTH_KEY, else plain mode)",
+    )
+    p.add_argument("--key", help=argparse.SUPPRESS)
 
 
 def graph_options(p: argparse.ArgumentParser, label: str) -> None:

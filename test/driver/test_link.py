@@ -43,6 +43,7 @@ from snake_driver.health import (
     LinkMonitor,
     judge,
 )
+from snake_driver.keyfile import write_key_file
 from snake_driver.link import (
     ESTOP_CONFIRM_S,
     ESTOP_REPEAT_S,
@@ -52,6 +53,7 @@ from snake_driver.link import (
     Measurement,
 )
 from snake_driver.protocol import (
+    Counters,
     Decoder,
     Direction,
     Enable,
@@ -62,6 +64,7 @@ from snake_driver.protocol import (
     Ping,
     Pong,
     SetTargets,
+    Telemetry,
 )
 from snake_driver.transport import (
     SerialTransport,
@@ -99,6 +102,12 @@ def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str
     line = proc.stdout.readline().strip()
     assert line.startswith("PTY "), line
     return proc, line.split(" ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """KEY_HEX in a private file: the firmware's host build takes its key from a file only."""
+    return write_key_file(tmp_path_factory.mktemp("key") / "key", bytes.fromhex(KEY_HEX))
 
 
 @pytest.fixture
@@ -190,8 +199,10 @@ def test_estop_stops_pulses_until_enabled(firmware) -> None:
 @pytest.mark.simavr
 def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
     """Connected and armed, then no targets for longer than the watchdog timeout (a gait
-    started after the driver, or paused): the firmware holds and refuses targets until an
-    ENABLE; the link sends one with the next targets, and none past an e-stop."""
+    started after the driver): the firmware holds and refuses targets until an ENABLE; the
+    link sends one with the first targets, and none past an e-stop. (No targets had flowed:
+    this is no trip. A watchdog tripped after targets flowed holds the servos until the
+    operator's fresh intent: test_after_a_watchdog_trip_targets_alone_never_re_arm_...)"""
     _, pty = firmware
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     link = DriverLink(SerialTransport(pty), servos, now=time.monotonic)
@@ -218,9 +229,9 @@ def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
 
 
 @pytest.mark.simavr
-def test_authenticated_link_and_a_wrong_key(firmware_binary) -> None:
+def test_authenticated_link_and_a_wrong_key(firmware_binary, key_file: Path) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
-    proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
+    proc, pty = start_firmware(firmware_binary, "--key-file", str(key_file))
     try:
         good = DriverLink(
             SerialTransport(pty), servos, now=time.monotonic, key=bytes.fromhex(KEY_HEX)
@@ -297,11 +308,13 @@ def test_a_lost_configuration_frame_is_repaired_by_the_refresh(firmware) -> None
 
 
 @pytest.mark.simavr
-def test_replay_counter_exhausted_is_reported_and_the_link_keeps_serving(firmware_binary) -> None:
+def test_replay_counter_exhausted_is_reported_and_the_link_keeps_serving(
+    firmware_binary, key_file: Path
+) -> None:
     """Encoding fails once the replay counter would wrap: an event saying what to do, never
     an exception, and the telemetry (which needs no sending) still comes in."""
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
-    proc, pty = start_firmware(firmware_binary, "--key", KEY_HEX)
+    proc, pty = start_firmware(firmware_binary, "--key-file", str(key_file))
     try:
         link = DriverLink(
             SerialTransport(pty), servos, now=time.monotonic, key=bytes.fromhex(KEY_HEX)
@@ -474,15 +487,17 @@ def test_an_unconfirmed_estop_is_repeated_for_a_bounded_time() -> None:
 @pytest.mark.simavr
 @pytest.mark.parametrize("key_hex", [None, KEY_HEX], ids=["plain", "authenticated"])
 def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
-    firmware_binary, bridge, key_hex: str | None
+    firmware_binary, bridge, key_file: Path, key_hex: str | None
 ) -> None:
     """The MCU resets while the TCP connection stays up. Plain: its clock jumps back, so the
     link starts a new session at once. Authenticated: its restarted replay counter makes
     every frame a replay of the old session's, so no valid frame arrives, the link times out
-    and reconnects. Either way the new MCU is configured and armed again, and its reports
-    are stamped on the host's clock."""
+    and reconnects. Either way the new MCU is configured, and its reports are stamped on the
+    host's clock; the restart (or the lost session) is a trip, so the MCU is armed again only
+    once the operator says so (``enable(True)`` here; before issue 35 the link re-armed it by
+    itself)."""
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
-    args = ("--key", key_hex) if key_hex else ()
+    args = ("--key-file", str(key_file)) if key_hex else ()
     key = bytes.fromhex(key_hex) if key_hex else None
     first, pty = start_firmware(firmware_binary, *args)
     second = None
@@ -513,6 +528,8 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
         measurements = []
         deadline = time.monotonic() + 4.0
         while time.monotonic() < deadline:
+            if link.tripped:
+                link.enable(True)  # the operator's fresh intent after the trip
             link.send_targets(target)
             measurements += run_for(link, 0.02, arrivals, events)
         # every report of the new MCU (the old one's last ones arrived at once)
@@ -535,11 +552,12 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
     targets = [m for m in sent if isinstance(m, SetTargets)]
     assert targets and {m.targets_cdeg for m in targets} == {(to_cdeg(-0.3),) * 8}
     kinds = [e.kind for e in events]
+    assert link.stats.trips == 1
     if key is None:
-        assert kinds == ["mcu_reset"] and link.stats.mcu_resets == 1
+        assert kinds == ["mcu_reset", "tripped"] and link.stats.mcu_resets == 1
         assert link.stats.connects == 1 and link.stats.timeouts == 0
     else:
-        assert kinds == ["lost", "connected"] and link.stats.timeouts == 1
+        assert kinds == ["lost", "tripped", "connected"] and link.stats.timeouts == 1
         assert "no valid frame from the MCU" in events[0].message
         assert link.stats.connects == 2 and link.stats.mcu_resets == 0
         assert link.decoder.stats.replayed > 0
@@ -750,7 +768,8 @@ def test_measured_stamps_stay_monotonic_through_a_bridge_freeze(firmware, bridge
 def test_after_a_reconnect_the_targets_ramp_from_where_the_robot_is(firmware, bridge) -> None:
     """Connected and holding pose a; the connection drops while the commands jump to pose b.
     After the reconnect the targets start at a (the armed firmware's telemetry) and move at
-    most the servo speed times the command period per frame until they reach b."""
+    most the servo speed times the command period per frame until they reach b. (The drop
+    trips the link: the operator's ``enable(True)`` arms it again, as soon as it trips.)"""
     _, pty = firmware
     bridge.attach(pty)
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
@@ -763,6 +782,8 @@ def test_after_a_reconnect_the_targets_ramp_from_where_the_robot_is(firmware, br
 
     def reach(target: dict[str, float]) -> Callable[[], bool]:
         def check() -> bool:
+            if link.tripped:
+                link.enable(True)
             link.send_targets(target)
             last = run_for(link, period)
             return bool(last) and all(
@@ -994,3 +1015,218 @@ def test_a_host_faster_than_the_line_keeps_its_session(bridge: str | None) -> No
     window_s = (t1 - t0) * 1e-6
     assert window_s > 2.0
     assert (b1 - b0) / window_s <= 11520.0  # 115200 baud, 8N1
+
+
+# ---------------------------------------------------------------------- arming after a trip
+class ReportingMcu(MemoryTransport):
+    """The MCU's side in memory, on the link's fake clock: every PING answered (boot id 5),
+    and a telemetry report with the flags asked for by :meth:`report`; its MCU time follows
+    the fake clock, so a new session after a loss is the same MCU, not a restart. While
+    ``down`` (an outage) nothing crosses either way."""
+
+    def __init__(self, clock: FakeClock, channels: int) -> None:
+        super().__init__()
+        self.clock = clock
+        self.channels = channels
+        self.down = False
+
+    def _mcu_us(self) -> int:
+        return 1000 + int(self.clock.t * 1e6)
+
+    def _send_some(self, data: bytes) -> int:
+        if self.down:
+            return len(data)
+        self.frames.append(data)
+        for _, msg in self._decoder.feed_messages(data):
+            if isinstance(msg, Ping):
+                self._replies += self._encoder.encode(Pong(msg.host_time_us, self._mcu_us(), 5))
+        return len(data)
+
+    def report(self, flags: Flag) -> None:
+        """Queue one report showing ``flags``."""
+        n = self.channels
+        report = Telemetry(self._mcu_us(), flags, 0, Counters(), (0,) * n, (1500,) * n)
+        self._replies += self._encoder.encode(report)
+
+
+def connected_link(
+    clock: FakeClock,
+) -> tuple[DriverLink, ReportingMcu, dict[str, float], list[LinkEvent]]:
+    """A link to a :class:`ReportingMcu` on a fake clock, in a session whose first report
+    (disarmed, as a booted MCU) has been answered with ENABLE; targets have flowed to the
+    armed firmware. Returns the link, the MCU, the targets and the events so far."""
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    mcu = ReportingMcu(clock, len(servos.channels))
+    link = DriverLink(mcu, servos, now=time.monotonic, monotonic=clock)
+    events: list[LinkEvent] = []
+
+    def handshake() -> bool:
+        events.extend(link.poll(0.0)[1])
+        return link.connected
+
+    wait_for(handshake, 5.0, "the handshake")
+    mcu.report(Flag(0))  # the session's first report: a booted MCU, disarmed
+    events += link.poll(0.0)[1]
+    assert mcu.messages()[-1] == Enable(True)
+    targets = dict.fromkeys(servos.joint_names, 0.1)
+    clock.t += 0.1
+    mcu.report(Flag.ENABLED)
+    events += link.poll(0.0)[1]
+    for _ in range(5):
+        clock.t += 0.02
+        events += link.send_targets(targets)[1]
+    assert isinstance(mcu.messages()[-1], SetTargets)
+    return link, mcu, targets, events
+
+
+def arming(messages: list[Message]) -> list[Message]:
+    """The ENABLEs, ESTOPs and targets among ``messages``."""
+    return [m for m in messages if isinstance(m, Enable | Estop | SetTargets)]
+
+
+def test_after_a_watchdog_trip_targets_alone_never_re_arm_the_firmware() -> None:
+    """The commands stopped (a station's link down) and the firmware's watchdog tripped:
+    targets flowing again send no ENABLE and no targets (the old link re-armed with the first
+    of them); the operator's stop state false heard after the trip, or ~/enable true, is
+    fresh intent: the next targets go with an ENABLE."""
+    clock = FakeClock()
+    link, mcu, targets, _ = connected_link(clock)
+    clock.t += 0.6  # no targets for longer than the watchdog's 500 ms
+    mcu.report(Flag.WATCHDOG_TRIPPED)
+    events = link.poll(0.0)[1]
+    sent = len(mcu.messages())
+    for _ in range(50):  # a second of targets, the firmware still reporting its trip
+        clock.t += 0.02
+        mcu.report(Flag.WATCHDOG_TRIPPED)
+        events += link.poll(0.0)[1] + link.send_targets(targets)[1]
+    assert arming(mcu.messages()[sent:]) == [], "targets alone re-armed the firmware"
+    assert [e.kind for e in events] == ["tripped"] and "watchdog" in link.tripped
+    assert link.stats.rearms == 0 and link.stats.trips == 1
+
+    assert link.operator_stop(False) == []  # the operator's heartbeat: run
+    assert not link.tripped
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
+    assert arming(mcu.messages()[sent:])[0] == Enable(True) and link.stats.rearms == 1
+
+    clock.t += 0.6  # a second trip; this time ~/enable true re-arms
+    mcu.report(Flag.ENABLED)
+    mcu.report(Flag.WATCHDOG_TRIPPED)
+    assert [e.kind for e in link.poll(0.0)[1]] == ["tripped"]
+    sent = len(mcu.messages())
+    link.send_targets(targets)
+    assert arming(mcu.messages()[sent:]) == []
+    link.enable(True)
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
+
+
+def test_a_stop_state_heard_before_the_trip_does_not_re_arm() -> None:
+    """Fresh intent is a stop state false heard *after* the trip: one that arrived before it
+    (handed over late) leaves the servos disarmed."""
+    clock = FakeClock()
+    link, mcu, targets, _ = connected_link(clock)
+    clock.t += 0.6
+    mcu.report(Flag.WATCHDOG_TRIPPED)
+    link.poll(0.0)
+    clock.t += 0.05
+    link.operator_stop(False, age=0.1)  # it arrived 0.1 s ago: before the trip
+    assert link.tripped
+    sent = len(mcu.messages())
+    link.send_targets(targets)
+    assert arming(mcu.messages()[sent:]) == []
+
+
+def test_after_a_lost_link_the_new_session_starts_disarmed() -> None:
+    """No valid frame for link_timeout (a Wi-Fi outage between the driver and the MCU's
+    bridge): the session is lost and made again, but the new one sends no ENABLE (the old
+    link armed every session) and no targets; it disarms an MCU it finds still armed; the
+    operator's stop state false then re-arms with the next targets."""
+    clock = FakeClock()
+    link, mcu, targets, _ = connected_link(clock)
+    mcu.down = True
+    events: list[LinkEvent] = []
+    for _ in range(60):  # 1.2 s of targets and polls into the outage
+        clock.t += 0.02
+        events += link.send_targets(targets)[1] + link.poll(0.0)[1]
+    mcu.down = False
+    lost = [e.kind for e in events]
+    clock.t += link.min_backoff + 0.01
+    sent = len(mcu.messages())
+    events = []
+
+    def handshake() -> bool:
+        events.extend(link.poll(0.0)[1])
+        return link.connected
+
+    wait_for(handshake, 5.0, "the new session")
+    assert [e.kind for e in events] == ["connected"]
+    mcu.report(Flag.ENABLED)  # the new session's first report: the MCU still armed
+    events += link.poll(0.0)[1]
+    for _ in range(20):
+        clock.t += 0.02
+        events += link.send_targets(targets)[1]
+    assert arming(mcu.messages()[sent:]) == [Enable(False)], "the new session armed the MCU"
+    assert lost == ["lost", "tripped"] and link.stats.connects == 2 and link.tripped
+
+    link.operator_stop(False)
+    mcu.report(Flag(0))  # disarmed, as the ENABLE(0) left it
+    link.poll(0.0)
+    clock.t += 0.02
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, Enable, SetTargets]
+
+
+def test_the_stop_state_latches_and_releases_only_what_it_latched() -> None:
+    """The operator's stop state true latches the e-stop (ESTOP at once, no targets); false
+    releases it (ENABLE). An e-stop of ~/estop is not released by a stop state false (a
+    heartbeat cannot undo a stop it did not set), only by ~/enable true."""
+    clock = FakeClock()
+    link, mcu, targets, _ = connected_link(clock)
+    sent = len(mcu.messages())
+    events = link.operator_stop(True)
+    assert [e.kind for e in events] == ["stop_state"]
+    assert link.estopped and link.estop_source == "topic"
+    assert link.operator_stop(True) == []  # the heartbeat again: already latched
+    link.send_targets(targets)
+    assert arming(mcu.messages()[sent:]) == [Estop()]
+    assert [e.kind for e in link.operator_stop(False)] == ["stop_state"]
+    assert not link.estopped and link.estop_source == ""
+    assert arming(mcu.messages()[sent:]) == [Estop(), Enable(True)]
+
+    link.estop()
+    assert link.estop_source == "service"
+    assert link.operator_stop(False) == [] and link.estopped
+    assert link.operator_stop(True) == [] and link.estop_source == "service"
+    link.send_targets(targets)
+    assert arming(mcu.messages()[sent:])[-1] == Estop()
+    link.enable(True)
+    assert not link.estopped and link.estop_source == ""
+
+
+def test_a_lost_enable_is_sent_again_and_a_trip_before_the_first_targets_is_none() -> None:
+    """The intent unchanged, no trip: a firmware that reports itself disarmed (its ENABLE
+    lost) or tripped before any targets were sent (a gait that starts after the driver) is
+    armed with the next targets."""
+    clock = FakeClock()
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    mcu = ReportingMcu(clock, len(servos.channels))
+    link = DriverLink(mcu, servos, now=time.monotonic, monotonic=clock)
+    wait_for(lambda: link.poll(0.0) and link.connected, 5.0, "the handshake")
+    mcu.report(Flag(0))
+    link.poll(0.0)
+    mcu.report(Flag.ENABLED)
+    clock.t += 0.6
+    mcu.report(Flag.WATCHDOG_TRIPPED)  # no targets yet: the gait has not started
+    assert link.poll(0.0)[1] == [] and not link.tripped
+    targets = dict.fromkeys(servos.joint_names, 0.1)
+    sent = len(mcu.messages())
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
+    clock.t += 0.6
+    mcu.report(Flag(0))  # disarmed, no watchdog trip: as if an ENABLE had been lost
+    link.poll(0.0)
+    sent = len(mcu.messages())
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
+    assert link.stats.rearms == 2 and link.stats.trips == 0

@@ -19,6 +19,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import tempfile
 import termios
 import time
 import tty
@@ -30,6 +31,7 @@ import pytest
 
 from snake_bringup.plant_bridge import MCU_CLOCK_START_S
 from snake_driver import protocol as p
+from snake_driver.keyfile import write_key_file
 
 pytestmark = pytest.mark.simavr
 
@@ -303,6 +305,14 @@ def build_avr(*make_args: str) -> Path:
     elf = re.search(r"^ELF (\S+)$", built.stdout, re.MULTILINE)
     assert elf is not None, built.stdout
     return FIRMWARE / elf[1]
+
+
+def build_avr_keyed(key: bytes, *make_args: str) -> Path:
+    """:func:`build_avr` in authenticated mode: the key reaches make through a private file
+    (``AUTH_KEY_FILE``), as the Makefile requires; the image it builds is mode 0600."""
+    with tempfile.TemporaryDirectory() as private:
+        key_file = write_key_file(Path(private) / "key", key)
+        return build_avr(f"AUTH_KEY_FILE={key_file}", *make_args)
 
 
 @dataclass
@@ -633,7 +643,7 @@ def test_authenticated_firmware_over_udp_bridge() -> None:
     if shutil.which("socat") is None:
         pytest.skip("socat not installed (apt: socat)")
     key = bytes.fromhex("8f3a1c5e7b2d94f06a1e3c5b7d9f0248")
-    elf = build_avr(f"AUTH_KEY={key.hex()}")
+    elf = build_avr_keyed(key)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

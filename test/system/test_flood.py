@@ -32,6 +32,7 @@ from system.test_firmware import (
     Emulated,
     Link,
     build_avr,
+    build_avr_keyed,
     calibrations,
     emulator,
     pulses,
@@ -115,7 +116,7 @@ def run_flood(
     two stray partial frames each followed by an ESTOP and silence. setup follows the
     connect burst (targets, feedback); runner_args go to the runner (--adc)."""
     rng = random.Random(11)  # a fixed flood: the check below holds for these bytes
-    elf = build_avr(*((f"AUTH_KEY={key.hex()}",) if key else ()))
+    elf = build_avr_keyed(key) if key else build_avr()
     vcd = tmp_path / "flood.vcd"
     args = ["--vcd", str(vcd), "--trace", ",".join([*PINS, "F0"]), "--loop-pin", "K0"]
     args += [*runner_args, "--eeprom", str(tmp_path / "eeprom.bin")]
@@ -316,7 +317,7 @@ def test_recorded_frames_never_work_after_a_reset(tmp_path: Path) -> None:
     """Authenticated: the host enables, moves and disables; its frames are recorded. After an
     MCU reset, and again in a new emulator process on the same EEPROM, the recorded ENABLE
     and SET_TARGETS are replayed: rejected (bad_auth), the robot stays disabled, no pulses."""
-    elf = build_avr(f"AUTH_KEY={KEY.hex()}")
+    elf = build_avr_keyed(KEY)
     eeprom = tmp_path / "eeprom.bin"
     vcd = tmp_path / "replay.vcd"
     with emulator(elf, "--eeprom", str(eeprom)) as emulated:
