@@ -253,7 +253,8 @@ def hosts(
         robot = start(
             link,
             "robot",
-            [*hardware, "--role", "robot", "-o", str(out / "robot")],
+            # discovery must cross the link (SUBNET): the robot's side is told it may
+            [*hardware, "--role", "robot", "--allow-open-domain", "-o", str(out / "robot")],
             "robot.out",
         )
         wait_for(
