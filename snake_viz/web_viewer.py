@@ -16,6 +16,14 @@ rather than buffered. A new client first gets the latest message of each topic. 
 that cannot be drawn (non-finite values, a quaternion whose norm is off 1 by more than
 ``QUATERNION_TOLERANCE``) are rejected and counted (:class:`InputMonitor`), never sent.
 
+The WebSocket is read-only, but what the robot does is still nobody else's business: an
+upgrade whose ``Origin`` header names a page that is not on this host (any page the user's
+browser happens to show, a DNS name rebound to 127.0.0.1, ``null``) is refused with 403 and
+counted (``/ws (origin) rejected`` on ``/diagnostics``); a page on a loopback address
+(``http://127.0.0.1:*``, ``http://localhost:*``, ``http://[::1]:*``: the view itself, or the
+view through ``ssh -L``) and a client that is no page (no ``Origin``, as browsers always send
+one) are served (docs/safety.md, "Inputs the graph refuses").
+
 The server runs in an asyncio loop on its own thread; the ROS callbacks only store the
 latest message per topic under a lock.
 """
@@ -27,11 +35,13 @@ import concurrent.futures
 import contextlib
 import email.utils
 import http
+import ipaddress
 import json
 import math
 import mimetypes
 import sys
 import threading
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +100,9 @@ INSTALL_HINT = "run `make web` (or `npm ci --prefix snake_viz/web`)"
 
 #: An HTTP response: status, headers, body.
 HttpReply = tuple[http.HTTPStatus, list[tuple[str, str]], bytes]
-#: Answers the HTTP request for a path (query included): a response, or None for a WebSocket.
-HttpHandler = Callable[[str], HttpReply | None]
+#: Answers the HTTP request for a path (query included) and its ``Origin`` header (None:
+#: none): a response, or None for a WebSocket.
+HttpHandler = Callable[[str, str | None], HttpReply | None]
 #: The first websockets version with the asyncio implementation (``websockets.asyncio``).
 ASYNCIO_SINCE = 13
 LEGACY = int(websockets_version.split(".")[0]) < ASYNCIO_SINCE
@@ -107,7 +118,7 @@ if TYPE_CHECKING or not LEGACY:
         """``respond`` as serve()'s ``process_request`` hook."""
 
         def hook(_: ServerConnection, request: Request) -> Response | None:
-            reply = respond(request.path)
+            reply = respond(request.path, request.headers.get("Origin"))
             if reply is None:
                 return None
             status, headers, body = reply
@@ -124,10 +135,31 @@ else:
     ) -> Callable[[str, object], Awaitable[HttpReply | None]]:
         """``respond`` as the legacy serve()'s ``process_request`` hook (a coroutine)."""
 
-        async def hook(path: str, _: object) -> HttpReply | None:
-            return respond(path)
+        async def hook(path: str, headers: Any) -> HttpReply | None:
+            return respond(path, headers.get("Origin"))
 
         return hook
+
+
+def loopback_origin(origin: str | None) -> bool:
+    """Whether a WebSocket with this ``Origin`` header may read the view: none (a client that
+    is not a browser's page) or an http(s) page on a loopback address of this host."""
+    if origin is None:
+        return True
+    try:
+        parts = urllib.parse.urlsplit(origin)
+        host = parts.hostname
+        parts.port  # noqa: B018 (raises for a port that is not a number)
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class WebAssetsError(VizError, RuntimeError):
@@ -215,8 +247,19 @@ class Asset:
 class WebServer:
     """HTTP files and the state WebSocket on one port, in an asyncio loop thread."""
 
-    def __init__(self, root: Path, urdf: str, port: int, rate: float) -> None:
+    def __init__(
+        self,
+        root: Path,
+        urdf: str,
+        port: int,
+        rate: float,
+        refused: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve ``root``'s page and ``urdf`` on ``port`` (0: a free one), each topic at most
+        ``rate`` [Hz]; ``refused`` is told (in the loop thread) of each WebSocket refused for
+        its ``Origin``, in one line."""
         self.root = root
+        self.refused = refused
         self.period = 1.0 / rate
         self.assets: dict[str, Asset] = {
             "/robot.urdf": Asset(urdf.encode(), "application/xml; charset=utf-8")
@@ -297,11 +340,17 @@ class WebServer:
         finally:
             self.clients.discard(connection)
 
-    def _http(self, path: str) -> HttpReply | None:
-        """Serve a file, or return None to let ``/ws`` become a WebSocket."""
+    def _http(self, path: str, origin: str | None) -> HttpReply | None:
+        """Serve a file, or return None to let ``/ws`` become a WebSocket (only for a
+        :func:`loopback_origin`; 403 otherwise)."""
         path = path.split("?", 1)[0]
         if path == "/ws":
-            return None
+            if loopback_origin(origin):
+                return None
+            line = f"refused a WebSocket from the page {origin!r}: only pages on this host"
+            if self.refused is not None:
+                self.refused(line)
+            return http_reply(http.HTTPStatus.FORBIDDEN, f"{line}\n".encode(), "text/plain")
         asset = self._asset(path)
         if asset is None:
             text = f"not found: {path}\n".encode()
@@ -344,8 +393,10 @@ class WebViewerNode(Node):
         rate = declare_float(self, "rate", 30.0, 1.0, 200.0, "messages per second per topic [Hz]")
         root = check_assets()
         model = SnakeModel.from_yaml(robot_config(config))
-        self.server = WebServer(root, to_urdf(model), port, rate)
         self.monitor = InputMonitor(self)
+        self.server = WebServer(
+            root, to_urdf(model), port, rate, lambda line: self.monitor.reject("/ws (origin)", line)
+        )
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)  # any publisher
         for topic in TOPICS:
             self.create_subscription(

@@ -49,6 +49,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from websockets.exceptions import InvalidHandshake  # noqa: E402
 from websockets.sync.client import ClientConnection, connect  # noqa: E402
 
 from snake_dynamics import SnakeModel  # noqa: E402
@@ -58,6 +59,7 @@ from snake_viz.web_viewer import (  # noqa: E402
     WebAssetsError,
     WebServer,
     check_assets,
+    loopback_origin,
     pose_message,
     state_message,
 )
@@ -472,6 +474,50 @@ def test_websocket_sends_only_the_newest_message_of_each_period(server: WebServe
         assert len(got) < 20, f"burst {burst}: nothing dropped: {got}"
     with connect(url, open_timeout=5) as late:  # a new client starts from the newest
         assert json.loads(late.recv(timeout=10))["n"] == 100
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        (None, True),  # no page: a program on this host, as the tests here
+        ("http://127.0.0.1:8765", True),
+        ("http://localhost:8080", True),  # the view through ssh -L 8080:localhost:8765
+        ("http://[::1]:8765", True),
+        ("http://127.0.0.2", True),
+        ("https://evil.example", False),
+        ("http://127.0.0.1.evil.example:8765", False),  # a look-alike name
+        ("http://192.168.1.20:8765", False),  # another host's page
+        ("null", False),  # a file:// page or a sandboxed frame
+        ("file://", False),
+        ("http://127.0.0.1:port", False),
+        ("", False),
+    ],
+)
+def test_only_pages_on_this_host_may_open_the_websocket(origin: str | None, allowed: bool) -> None:
+    assert loopback_origin(origin) is allowed
+
+
+def test_a_websocket_from_a_foreign_page_is_refused_and_counted(tmp_path: Path) -> None:
+    """The campaign's page on another site read the view; now its upgrade gets 403 and one
+    line to ``refused`` (the node counts it); the view's own page and a page-less client are
+    served. Reference: the handshake's outcome in this process's websockets client."""
+    refused: list[str] = []
+    server = WebServer(web_root(tmp_path), "<robot/>", 0, rate=10.0, refused=refused.append)
+    try:
+        url = f"ws://127.0.0.1:{server.port}/ws"
+        server.publish("/sim/joint_states", json.dumps({"n": 1}))
+        for origin in (f"http://127.0.0.1:{server.port}", "http://localhost:8080", None):
+            with connect(url, open_timeout=5, origin=origin) as ws:  # type: ignore[arg-type]
+                assert json.loads(ws.recv(timeout=10)) == {"n": 1}
+        for origin in ("https://evil.example", "null"):
+            with pytest.raises(InvalidHandshake, match="403"):
+                connect(url, open_timeout=5, origin=origin)  # type: ignore[arg-type]
+        assert refused == [
+            "refused a WebSocket from the page 'https://evil.example': only pages on this host",
+            "refused a WebSocket from the page 'null': only pages on this host",
+        ]
+    finally:
+        server.close()
 
 
 #: The oldest websockets the viewer supports: python3-websockets of Debian 12 and Ubuntu 24.04
