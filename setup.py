@@ -66,7 +66,7 @@ setup(
     python_requires=">=3.10",
     entry_points={
         "console_scripts": [
-            "snake = snake_bringup.cli:main",
+            "snake = snake_bringup.cli:console",
             "driver_node = snake_driver.driver_node:main",
             "compare_node = snake_viz.compare_node:main",
             "web_viewer_node = snake_viz.web_viewer:main",

@@ -1,7 +1,5 @@
 """``python -m snake_bringup.cli``: the ``snake`` command."""
 
-import sys
+from . import console
 
-from . import main
-
-sys.exit(main())
+console()
