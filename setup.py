@@ -75,6 +75,7 @@ setup(
             "gait_node = snake_ros.gait_node:main",
             "dynamics_node = snake_ros.dynamics_node:main",
             "pose_sensor_node = snake_ros.pose_sensor_node:main",
+            "operator_node = snake_ros.operator_node:main",
         ],
     },
 )

@@ -215,6 +215,24 @@ def _dynamics_node(robot_params: Mapping[str, Any], robot_clock: bool = False) -
     )
 
 
+#: operator_node's heartbeat: the stop state on /estop this often [Hz] (a returning link
+#: carries the current state within one period; docs/safety.md, "The e-stop and arming").
+OPERATOR_RATE_HZ = 10.0
+
+
+def _operator_node(common: Mapping[str, Any]) -> NodeSpec:
+    """operator_node, the operator's station: the stop state on /estop as a heartbeat (false
+    at start), ``snake estop`` presses and releases it. On the station's host."""
+    return NodeSpec(
+        PACKAGE,
+        "operator_node",
+        "operator_node",
+        parameters=({**common, "rate": OPERATOR_RATE_HZ},),
+        # a restart would start with the stop state false: it would release a stop
+        on_failure="stop",
+    )
+
+
 def _compare_node(robot_params: Mapping[str, Any], report_dir: Path | None) -> NodeSpec:
     """compare_node: /sim/joint_states against /measured/joint_states (/compare/error,
     /compare/markers for RViz, a report when it stops: ``report_dir/compare``, or without
@@ -330,7 +348,8 @@ def hardware_graph(
 ) -> tuple[NodeSpec, ...]:
     """The robot: gait_node -> driver_node -> firmware -> /measured/joint_states, the
     measured robot's description, and (``dynamics``) the MFM prediction beside it with
-    compare_node comparing the two; (``pose_port``) pose_sensor_node -> /measured/pose.
+    compare_node comparing the two; (``pose_port``) pose_sensor_node -> /measured/pose;
+    operator_node's stop state -> /estop -> driver_node (on the station's host).
 
     Args:
         robot: robot YAML file or config name (model and servo calibration).
@@ -408,6 +427,7 @@ def hardware_graph(
             # the robot link: a restart would set up and enable the robot with no operator
             on_failure="stop",
         ),
+        _operator_node(common),
         *_robot_description(MEASURED_NAMESPACE, urdf, common),
     ]
     if pose_port is not None:

@@ -21,6 +21,20 @@ message says whether the firmware has confirmed it yet. The link repeats ESTOP u
 firmware's telemetry shows its e-stop flag; a caller learns the confirmation from the
 diagnostics key ``estop_confirmed`` (or the flag ``estop``).
 
+The operator's stop state comes beside the service, on ``/estop`` (std_msgs/Bool, true: stop;
+reliable, transient local, keep last 1: :data:`snake_ros.common.STOP_QOS`), which
+operator_node publishes as a heartbeat: a late joiner or a repaired link gets the latest state
+first. True latches the e-stop; false releases one it latched (never one of ``~/estop``) and
+is the operator's fresh intent after a trip: once targets have flowed, a lost link to the
+MCU, an MCU restart or the firmware's watchdog tripping (the commands stopped: the station's
+link down) leaves the servos disarmed until ``~/enable`` true or a false stop state heard
+after the trip; targets flowing alone never re-arm them (docs/safety.md, "The e-stop and
+arming"). Before each period's targets the node takes the stop states waiting in the
+middleware, so a stop is acted on before any command queued behind it. Diagnostics:
+``estop_latched``, ``estop_source`` (service, topic or none), ``stop_state`` and
+``stop_state_age_s`` (the latest heard, none before the first), ``tripped`` (why, or no),
+``trips``.
+
 Commands (``joint_commands``) are refused, counted and warned about (throttled) when they are
 not finite, name unknown joints, differ in name and position counts, or are stamped outside
 ``command_max_age`` of now (older, or in the future by more than that; a zero stamp means
@@ -53,13 +67,17 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
+from rclpy.subscription import MessageInfo
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 from std_srvs.srv import SetBool, Trigger
 
 from snake_ros.common import (
     PUBLISHER_QOS,
+    STOP_QOS,
+    STOP_TOPIC,
     declare_bool,
     declare_float,
     declare_int,
@@ -121,7 +139,13 @@ class DriverNode(Node):
         )
         if not allow_open_domain:
             refuse_open_domain("driver_node", "allow_open_domain:=true")
-        enable = declare_bool(self, "enable_on_connect", True, "enable the servos on connecting")
+        enable = declare_bool(
+            self,
+            "enable_on_connect",
+            True,
+            "enable the servos on connecting (after a trip only ~/enable true or the operator's "
+            "stop state false re-arms them)",
+        )
         link_timeout = declare_float(
             self,
             "link_timeout",
@@ -219,6 +243,8 @@ class DriverNode(Node):
         self.pub_clock = (
             self.create_publisher(Clock, "/clock", PUBLISHER_QOS) if publish_clock else None
         )
+        # the stop state first: a stop and a command ready together, the stop is taken first
+        self._stop_sub = self.create_subscription(Bool, STOP_TOPIC, self.on_stop_state, STOP_QOS)
         self.create_subscription(JointState, "joint_commands", self.on_command, stream_qos())
         self.create_service(Trigger, "~/estop", self.on_estop)
         self.create_service(SetBool, "~/enable", self.on_enable)
@@ -251,7 +277,7 @@ class DriverNode(Node):
         for event in events:
             if event.kind == "connected":
                 self.get_logger().info(event.message)
-            elif event.kind in ("mcu_reset", "rearmed"):
+            elif event.kind in ("mcu_reset", "rearmed", "tripped", "stop_state"):
                 self.get_logger().warning(event.message)
             elif event.kind == "send_failed":
                 self.get_logger().error(event.message, throttle_duration_sec=2.0)
@@ -320,9 +346,31 @@ class DriverNode(Node):
                 )
         return None
 
+    def on_stop_state(self, msg: Bool, info: MessageInfo) -> None:
+        """The operator's stop state (``/estop``, a heartbeat): true latches the e-stop, false
+        releases one it latched and ends a trip it arrived after (:meth:`DriverLink.operator_stop`,
+        aged by its arrival in the middleware)."""
+        received_ns = int(info.get("received_timestamp", 0))
+        age = (time.time_ns() - received_ns) * 1e-9 if received_ns > 0 else 0.0
+        events = self.link.operator_stop(bool(msg.data), min(max(age, 0.0), 1.0))
+        self.log_events(events)
+        if events:  # the stop state changed the latch: say so now, not at the next period
+            self.on_diagnostics()
+
+    def _take_stop_state(self) -> None:
+        """Act on every stop state waiting in the middleware before this period's targets go
+        (in a wait the executor runs its ready timers before its subscriptions)."""
+        while True:
+            with self._stop_sub.handle:
+                taken = self._stop_sub.handle.take_message(Bool, False)
+            if taken is None:
+                return
+            self.on_stop_state(*taken)
+
     def on_send(self) -> None:
         """Send the newest targets, unless the commands stopped (``command_timeout``: e.g. the
         station's link is down): then nothing, and the firmware's watchdog trips."""
+        self._take_stop_state()  # the executor runs ready timers before subscriptions
         if self.targets is None or not self.link.connected:
             return
         if self.command_timeout and time.monotonic() - self._commanded_at > self.command_timeout:
@@ -444,6 +492,11 @@ class DriverNode(Node):
             ),
             "estop_latched": link.estopped,
             "estop_confirmed": link.estop_confirmed,
+            "estop_source": link.estop_source or "none",
+            "stop_state": "none" if link.stop_state is None else link.stop_state,
+            "stop_state_age_s": link.stop_state_age_s,
+            "tripped": link.tripped or "no",
+            "trips": stats.trips,
             "commands_rejected": self.rejected,
             "commands_stale": self.stale,
             "commands_clamped": self.clamped,
@@ -506,8 +559,15 @@ class DriverNode(Node):
         level, message = judge(delta, self.expected_telemetry_hz)
         if level != Level.OK:
             return level, message
+        if link.estopped and link.estop_source == "topic":
+            return Level.WARN, "e-stop latched by the operator's stop state: it releases it"
         if link.estopped:
-            return Level.WARN, "e-stop latched by the driver: ~/enable true to re-arm"
+            return Level.WARN, "e-stop latched by ~/estop: ~/enable true to re-arm"
+        if link.tripped:
+            return Level.WARN, (
+                f"disarmed after a trip ({link.tripped}): ~/enable true, or the operator's "
+                "stop state false, re-arms"
+            )
         if m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
             return Level.WARN, "e-stop or watchdog tripped"
         if m is not None and (missing := self._feedback_missing(m)):

@@ -53,6 +53,21 @@ PUBLISHER_QOS = QoSProfile(
 )
 
 
+#: The operator's latched stop state (std_msgs/Bool, true: stop), published by operator_node
+#: and read by driver_node (docs/safety.md, "The e-stop and arming").
+STOP_TOPIC = "/estop"
+#: The stop state's QoS: reliable, transient local, keep last 1: a late joiner or a repaired
+#: link gets the latest state first, and never an older one after it. The station publishes
+#: it again every period (a heartbeat), so a link that comes back carries the current state
+#: at once, without waiting for the middleware's repair of what was lost.
+STOP_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+
 def stream_qos(depth: int = 10) -> QoSProfile:
     """A subscription to a stream whose newest sample supersedes the rest (joint commands and
     states, poses, /clock): best effort, volatile, keep last ``depth``; it matches reliable and

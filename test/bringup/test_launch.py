@@ -374,6 +374,8 @@ def test_the_robot_s_host_runs_the_driver_and_the_station_the_rest() -> None:
     station = hardware_graph(**options, role="station")  # type: ignore[arg-type]
     assert [s.executable for s in robot] == ["driver_node", "pose_sensor_node"]
     assert {s.executable for s in station} >= {"gait_node", "dynamics_node", "compare_node"}
+    # the operator's stop state starts where the operator is (docs/safety.md)
+    assert "operator_node" in {s.executable for s in station}
     assert sorted(robot + station, key=whole.index) == list(whole)
     assert not {s.full_name for s in robot} & {s.full_name for s in station}
     # commands silent (a lost link): the driver stops sending targets, the watchdog trips

@@ -23,6 +23,7 @@ from fault_proxy import FakeDevice
 from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph
 from snake_driver.health import HINT_ECHO
+from snake_driver.keyfile import write_key_file
 from snake_driver.protocol import Decoder, Direction, Estop, Ping
 
 #: Every test here needs ROS 2 installed: the module imports rclpy and the nodes.
@@ -32,7 +33,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
+
+from snake_ros.common import STOP_QOS, STOP_TOPIC  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
@@ -277,30 +281,58 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
 ) -> None:
     """``command_timeout`` 0.3 s (a station's link lost): once the commands stop, the driver
     sends the MCU no more targets, so the firmware's watchdog (500 ms) trips, as its
-    telemetry reports; commands again re-arm it. The module's driver (0: never) keeps the
-    robot on its last targets instead (test_estop_... pauses on that)."""
+    telemetry reports: a trip. Commands again do not re-arm it (they did before issue 35);
+    the operator's stop state false on /estop, heard after the trip, does, with the next
+    commands. The stop state true latches the e-stop (source topic), false releases it. The
+    module's driver (0: never) keeps the robot on its last targets instead (test_estop_...
+    pauses on that); the stop states reach it too and leave it as it was."""
     timed = ["-p", "command_timeout:=0.3", "-r", "__ns:=/timed"]
     with own_driver(firmware_build, timed, tmp_path / DRIVER_LOG) as own:
         node = rclpy.create_node("command_timeout_test")
         pub = node.create_publisher(JointState, "/timed/joint_commands", 10)
-        tripped: list[bool] = []
+        stop = node.create_publisher(Bool, STOP_TOPIC, STOP_QOS)
+        seen: list[dict[str, str]] = []
 
         def on_diagnostics(msg: DiagnosticArray) -> None:
             for status in msg.status:
                 if own.pty in status.hardware_id:  # not the module's driver's
-                    values = {kv.key: kv.value for kv in status.values}
-                    tripped.append(values.get("watchdog_tripped") == "True")
+                    seen.append({kv.key: kv.value for kv in status.values})
 
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
 
+        def tripped() -> bool:
+            return bool(seen) and seen[-1].get("watchdog_tripped") == "True"
+
         def commanded() -> bool:
             pub.publish(command([0.2] * 8))
-            return bool(tripped) and not tripped[-1]
+            return bool(seen) and seen[-1].get("watchdog_tripped") == "False"
 
         try:
             assert spin_until(node, commanded, 30.0), "the driver never reported an armed robot"
-            assert spin_until(node, lambda: tripped[-1], 15.0), "the watchdog never tripped"
-            assert spin_until(node, commanded, 15.0), "commands again did not re-arm it"
+            assert spin_until(node, tripped, 15.0), "the watchdog never tripped"
+            mark = len(seen)
+            # three diagnostics (about 3 s) of commands: still tripped, the driver says why
+            assert spin_until(node, lambda: commanded() or len(seen) >= mark + 3, 15.0)
+            assert all(v["watchdog_tripped"] == "True" for v in seen[mark:]), "re-armed"
+            assert "watchdog" in seen[-1]["tripped"] and seen[-1]["trips"] == "1"
+            stop.publish(Bool(data=False))  # the operator's intent, fresh
+            assert spin_until(node, commanded, 15.0), "the stop state false did not re-arm it"
+            assert seen[-1]["tripped"] == "no" and seen[-1]["stop_state"] == "False"
+
+            stop.publish(Bool(data=True))  # the operator's stop
+
+            def latched() -> bool:
+                pub.publish(command([0.2] * 8))
+                return bool(seen) and (seen[-1]["estop"], seen[-1]["estop_source"]) == (
+                    "True",
+                    "topic",
+                )
+
+            assert spin_until(node, latched, 15.0), "the stop state true latched nothing"
+            stop.publish(Bool(data=False))
+            assert spin_until(
+                node, lambda: commanded() and seen[-1]["estop_latched"] == "False", 15.0
+            ), "the stop state false did not release its own e-stop"
         finally:
             node.destroy_node()
 
@@ -392,7 +424,9 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     assert spin_until(
         node, lambda: "link OK" in driver.read_text().split("e-stop latched by")[-1], 10.0
     )
-    assert "link WARN: e-stop latched by the driver" in driver.read_text()
+    # (by ~/estop; or still "by the operator's stop state" when an earlier test's stop state
+    # left the level at WARN until this e-stop)
+    assert "link WARN: e-stop latched by" in driver.read_text()
     node.destroy_node()
 
 
@@ -572,10 +606,11 @@ def test_commands_faster_than_the_line_are_skipped_counted_and_warned_about(
 @pytest.mark.ros
 @pytest.mark.simavr
 def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, tmp_path) -> None:
-    """The driver as the launch file and ``snake hardware`` start it with auth_key talks to
-    the firmware built with that key (a plain driver would verify none of its telemetry)."""
-    firmware, pty = start_firmware(firmware_build, "--key", KEY_HEX)
-    graph = hardware_graph("robot", "serial", pty, auth_key=KEY_HEX, rviz=False)
+    """The driver as the launch file and ``snake hardware`` start it with auth_key_file talks
+    to the firmware built with that key (a plain driver would verify none of its telemetry)."""
+    key_file = write_key_file(tmp_path / "key", bytes.fromhex(KEY_HEX))
+    firmware, pty = start_firmware(firmware_build, "--key-file", str(key_file))
+    graph = hardware_graph("robot", "serial", pty, auth_key_file=str(key_file), rviz=False)
     spec = next(s for s in graph if s.executable == "driver_node")
     # beside the module's driver: its own name and measured topic
     spec = dataclasses.replace(
@@ -598,13 +633,16 @@ def test_the_hardware_graph_sets_up_authenticated_mode(domain, firmware_build, t
     assert "(authenticated)" in out
 
 
-def test_a_bad_auth_key_is_one_line_from_the_graph_and_the_cli(capsys) -> None:
-    with pytest.raises(GraphError, match="auth_key: the key must be 32 hex digits"):
-        hardware_graph(auth_key="0123")
-    assert cli.main(["hardware", "--key", KEY_HEX[:-1] + "z", "--dry-run"]) == 1
+def test_a_bad_auth_key_is_one_line_from_the_graph_and_the_cli(capsys, tmp_path) -> None:
+    bad = write_key_file(tmp_path / "bad", b"")
+    bad.write_text(KEY_HEX[:-1] + "z\n")
+    with pytest.raises(GraphError, match=r"auth_key_file: key file \S+: the key must be 32 hex"):
+        hardware_graph(auth_key_file=str(bad))
+    assert cli.main(["hardware", "--key-file", str(bad), "--dry-run"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "snake: error: --key: the key must be 32 hex digits (128 bits), got other characters"
+        f"snake: error: --key-file: key file {bad}: the key must be 32 hex digits (128 bits), "
+        "got other characters"
     ]
 
 
