@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ ALLOWED_FAILURES = 3
 POINTS_FILE = "points.jsonl"
 #: What the study is (its options), checked before a resume.
 STUDY_FILE = "study.json"
+#: How long a study waits for a worker on a scheduler that has none [s] (``--worker-timeout``).
+WORKER_TIMEOUT_S = 60.0
 
 
 class ClusterError(BringupError):
@@ -168,25 +171,39 @@ def register_worker_plugin(client: Any, plugin: Any) -> None:
 
 
 @contextmanager
-def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iterator[Any]:
-    """A Dask client: on a new local cluster (``scheduler`` None) or on the scheduler at
-    ``scheduler``; closed (with the local cluster) on exit, also after Ctrl-C.
+def connect(
+    scheduler: str | None,
+    workers: int,
+    connect_timeout: float,
+    security: Any = None,
+    worker_timeout: float = WORKER_TIMEOUT_S,
+) -> Iterator[Any]:
+    """A Dask client: on a new local cluster (``scheduler`` None; its scheduler and workers
+    on 127.0.0.1) or on the scheduler at ``scheduler``, once it has a worker; closed (with
+    the local cluster) on exit, also after Ctrl-C.
 
     Args:
-        scheduler: address of a running scheduler (e.g. ``tcp://127.0.0.1:8786``), or None.
+        scheduler: address of a running scheduler (e.g. ``tls://10.0.0.2:8786``), or None.
         workers: worker processes of the local cluster (1 thread each, no dashboard).
         connect_timeout: how long to try the scheduler [s].
+        security: the ``distributed.security.Security`` of a ``tls://`` scheduler
+            (snake_bringup.cluster_tls.cluster_security), or None.
+        worker_timeout: how long to wait for the scheduler's first worker [s].
 
     Yields:
         The ``distributed.Client``.
 
     Raises:
-        ClusterError: the scheduler cannot be reached within ``connect_timeout``.
+        ClusterError: the scheduler cannot be reached within ``connect_timeout``, or it has
+            no worker within ``worker_timeout``.
     """
     import dask
     from distributed import Client, LocalCluster
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
+    # a lost scheduler: the client logs its failed reconnection with a traceback at ERROR;
+    # run_jobs says it in one line (ClusterError)
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     with (
         quiet_after_ctrl_c(),
         dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}),
@@ -216,16 +233,41 @@ def connect(scheduler: str | None, workers: int, connect_timeout: float) -> Iter
                 cluster.close()
             return
         try:
-            client = Client(scheduler, timeout=connect_timeout)  # type: ignore[no-untyped-call]
+            client = Client(  # type: ignore[no-untyped-call]
+                scheduler, timeout=connect_timeout, security=security
+            )
         except (OSError, TimeoutError, ValueError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(
                 f"--scheduler {scheduler}: no Dask scheduler reached within "
-                f"{connect_timeout:g} s ({reason}); start one (`dask scheduler`, then "
-                "`dask worker ADDRESS`) or drop --scheduler for a local cluster"
+                f"{connect_timeout:g} s ({reason}); start one (docs/cli.md), check the address"
+                + (" and that the --tls-* files are its cluster's" if security else "")
+                + ", or drop --scheduler for a local cluster"
             ) from None
         with client:
+            wait_for_a_worker(client, scheduler, worker_timeout)
             yield client
+
+
+def wait_for_a_worker(client: Any, scheduler: str, timeout: float) -> None:
+    """Return once the cluster has a worker thread.
+
+    Raises:
+        ClusterError: none within ``timeout`` [s].
+    """
+    deadline = time.monotonic() + timeout
+    while threads(client) == 0:
+        if time.monotonic() > deadline:
+            raise ClusterError(no_worker(scheduler, timeout))
+        time.sleep(0.1)
+
+
+def no_worker(scheduler: str, timeout: float) -> str:
+    """The message for a scheduler without a worker for ``timeout`` [s]."""
+    return (
+        f"--scheduler {scheduler}: no Dask worker for {timeout:g} s; start one (`dask worker "
+        f"{scheduler}`, with the cluster's --tls-* files for tls://) or raise --worker-timeout"
+    )
 
 
 def threads(client: Any) -> int:
@@ -240,6 +282,7 @@ def run_jobs(
     on_progress: Callable[[Counts], None] | None = None,
     counts: Counts | None = None,
     tick: float = 0.5,
+    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> Iterator[Finished[T]]:
     """Submit ``jobs`` to the cluster and yield each outcome as it finishes.
 
@@ -255,6 +298,11 @@ def run_jobs(
             outcome.
         counts: the counts to update (e.g. with ``resumed`` set); new ones if None.
         tick: the progress period [s].
+        worker_timeout: how long the cluster may have no worker while jobs wait [s].
+
+    Raises:
+        ClusterError: the scheduler was lost (its connection closed: the jobs not finished
+            are cancelled), or the cluster had no worker for ``worker_timeout``.
     """
     from distributed import TimeoutError as DaskTimeout
     from distributed import wait
@@ -266,6 +314,7 @@ def run_jobs(
         for j in jobs
     }
     pending = set(futures)
+    workers_seen = time.monotonic()
     try:
         while pending:
             try:
@@ -273,6 +322,14 @@ def run_jobs(
                 finished = done.done
             except (DaskTimeout, TimeoutError):
                 finished = set()
+            except CancelledError:  # by the client, on losing the scheduler (or by another)
+                raise ClusterError(lost_scheduler(client, len(pending))) from None
+            if any(f.status == "cancelled" for f in finished):
+                raise ClusterError(lost_scheduler(client, len(pending)))
+            if _has_workers(client):
+                workers_seen = time.monotonic()
+            elif time.monotonic() - workers_seen > worker_timeout:
+                raise ClusterError(no_worker(_address(client), worker_timeout))
             for future in finished:
                 pending.discard(future)
                 if future.status == "finished":
@@ -289,8 +346,35 @@ def run_jobs(
                 counts.running = _running(client, {f.key for f in pending})
                 on_progress(counts)
     finally:
-        for future in pending:
-            future.cancel()
+        if client.status == "running":  # a lost scheduler took them with it
+            for future in pending:
+                future.cancel()
+
+
+def _address(client: Any) -> str:
+    """The address of ``client``'s scheduler."""
+    return str(getattr(client.scheduler, "address", "?"))
+
+
+def lost_scheduler(client: Any, pending: int) -> str:
+    """The message for jobs cancelled under the study: the scheduler lost (its connection
+    closed) or, with the client still connected, cancelled by another client."""
+    address = _address(client)
+    if client.status == "running":
+        return f"the Dask scheduler {address} cancelled {pending} jobs (another client?)"
+    return (
+        f"lost the Dask scheduler {address} with {pending} jobs not done (it stopped, or the "
+        "network between here and it failed)"
+    )
+
+
+def _has_workers(client: Any) -> bool:
+    """Whether the cluster has a worker now (True if the scheduler does not answer: a lost
+    scheduler is its own error)."""
+    try:
+        return bool(client.nthreads())
+    except (OSError, TimeoutError):
+        return True
 
 
 def _running(client: Any, keys: set[str]) -> int:

@@ -22,10 +22,11 @@ import csv
 import json
 import math
 import signal
+import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.sim.compensation import SATURATED_SHARE
 
 from .cluster import (
+    WORKER_TIMEOUT_S,
     Counts,
     Finished,
     GroundPoint,
@@ -67,6 +69,25 @@ BEST_FILE, TRIALS_FILE = "best_gait.yaml", "trials.csv"
 HISTORY_FILE, IMPORTANCE_FILE = "history.png", "importance.png"
 #: The trials CSV's last columns: the servos' saturation (eq. 217), a failed run's error.
 SATURATION_COLUMNS = ("saturated_share", "saturated_joint", "error")
+#: The tables an Optuna storage holds (3.1 to 5.0), and its schema version's (alembic): an
+#: SQLite file with any other table is another program's, never written to.
+OPTUNA_TABLES = frozenset(
+    {
+        "studies",
+        "study_directions",
+        "study_system_attributes",
+        "study_user_attributes",
+        "trials",
+        "trial_heartbeats",
+        "trial_intermediate_values",
+        "trial_params",
+        "trial_system_attributes",
+        "trial_user_attributes",
+        "trial_values",
+        "version_info",
+        "alembic_version",
+    }
+)
 
 
 class StudyError(BringupError):
@@ -175,6 +196,68 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     return TPESampler(seed=seed)
 
 
+def sqlite_file(storage: str) -> Path | None:
+    """The file of an SQLite storage URL (``sqlite:///study.db``); None for another
+    database or an in-memory one."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(storage)
+    except ArgumentError:
+        return None  # RDBStorage names the fault
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def check_sqlite_storage(path: Path, option: str) -> None:
+    """``path`` absent, empty, or an SQLite database of Optuna's tables alone whose only
+    study (if any) is :data:`STUDY_NAME`: never another program's database or another
+    Optuna user's, which Optuna would write its tables and a study into. Read only.
+
+    Raises:
+        StudyError: a file that is not an SQLite database, holds other tables, or other
+            studies (one line naming what it holds).
+    """
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        return
+    refuse = f"{option} {path}"
+    fix = "give a new folder (or --storage), or move that file"
+    try:
+        with closing(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
+        ) as db:
+            tables = {
+                row[0]
+                for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not row[0].startswith("sqlite_")
+            }
+            studies = (
+                [row[0] for row in db.execute("SELECT study_name FROM studies")]
+                if "studies" in tables
+                else []
+            )
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            return  # held by a writer: open_study says so, and writes nothing either
+        raise StudyError(f"{refuse}: not a study's SQLite database ({exc}): {fix}") from None
+    except sqlite3.Error as exc:
+        raise StudyError(f"{refuse}: not a study's SQLite database ({exc}): {fix}") from None
+    foreign = sorted(tables - OPTUNA_TABLES)
+    if foreign:
+        raise StudyError(
+            f"{refuse} is another program's database (tables {', '.join(foreign[:3])}"
+            f"{', ...' if len(foreign) > 3 else ''}), not a snake optimize study: {fix}"
+        )
+    others = sorted(set(studies) - {STUDY_NAME})
+    if others:
+        raise StudyError(
+            f"{refuse} holds other Optuna studies ({', '.join(others[:3])}), not only "
+            f"snake optimize's: {fix}"
+        )
+
+
 def open_study(storage: str, option: str, setup: Mapping[str, Any]) -> optuna.Study:
     """The study in ``storage`` (an SQLAlchemy URL), created with ``setup`` (what the study
     searches, as JSON) or checked to hold that very setup; its sampler ``setup["sampler"]``
@@ -185,13 +268,17 @@ def open_study(storage: str, option: str, setup: Mapping[str, Any]) -> optuna.St
         option: the option that named the storage, for the messages.
 
     Raises:
-        StudyError: the storage is locked, of another Optuna schema or study format, or
-            holds another setup (one line naming the first field that differs); nothing is
-            written to it then.
+        StudyError: the storage is locked, of another Optuna schema or study format, holds
+            another setup (one line naming the first field that differs), or is an SQLite
+            file of another program or other studies (:func:`check_sqlite_storage`); nothing
+            is written to it then.
     """
     import optuna
     from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+    path = sqlite_file(storage)
+    if path is not None:
+        check_sqlite_storage(path, option)
     _quiet()
     wanted = json.loads(json.dumps(dict(setup)))
     engine = {"connect_args": {"timeout": LOCK_TIMEOUT_S}} if storage.startswith("sqlite") else {}
@@ -317,7 +404,8 @@ def _tell(
     joints: Sequence[str],
 ) -> None:
     """Tell ``study`` how ``trial`` ended: its objective value, failed by its run (the error
-    kept), or (``outcome`` None) stopped by Ctrl-C: failed, its parameters queued again."""
+    kept), or (``outcome`` None) stopped by Ctrl-C or a lost cluster: failed, its parameters
+    queued again."""
     from optuna.trial import TrialState
 
     if outcome is None:
@@ -353,11 +441,13 @@ def run_study(
     total: int,
     batch: int,
     progress: ProgressLine | None,
+    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> Counts:
     """Run ``study`` until ``total`` trials are finished, ``batch`` at a time on ``client``
     (a ``distributed.Client``); return the counts. A trial whose run raises
-    is told as failed (its ``error`` kept); on Ctrl-C the trials in flight are told as
-    failed and queued again (their parameters run first on a resume)."""
+    is told as failed (its ``error`` kept); on Ctrl-C or a lost cluster (a ClusterError)
+    the trials in flight are told as failed and queued again (their parameters run first on a
+    resume)."""
     counts = Counts(total=total, resumed=len(finished(study)))
     on_progress: Callable[[Counts], None] | None = progress
     units = {name: spec[3] for name, spec in gait_parameters(evaluation.gait).items()}
@@ -377,7 +467,9 @@ def run_study(
                 Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
                 for t, p in zip(trials, params, strict=True)
             ]
-            for outcome in run_jobs(client, jobs, on_progress, counts):
+            for outcome in run_jobs(
+                client, jobs, on_progress, counts, worker_timeout=worker_timeout
+            ):
                 outcomes[outcome.key] = outcome
         finally:  # in trial order, also after Ctrl-C: those not finished then run again
             with _uninterrupted():

@@ -19,7 +19,8 @@ from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_ros.paths import robot_config
 
-from ..cluster import ProgressLine, connect, threads
+from ..cluster import WORKER_TIMEOUT_S, ClusterError, ProgressLine, connect, threads
+from ..cluster_tls import TlsFiles, cluster_security
 from ..errors import UsageError
 from ..locomotion import IDEAL, ground_servos
 from ..optimization import (
@@ -37,7 +38,15 @@ from ..optimization import (
     write_results,
 )
 from .options import name_values
-from .sweep import DEFAULT_X, DEFAULT_Y, check_run_length, study_options
+from .sweep import (
+    DEFAULT_X,
+    DEFAULT_Y,
+    NO_TLS,
+    check_cluster_options,
+    check_run_length,
+    study_options,
+    tls_files,
+)
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -68,6 +77,8 @@ def run(
     storage: str | None,
     plots: bool,
     quiet: bool,
+    tls: TlsFiles = NO_TLS,
+    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> int:
     """Run the study until ``trials`` trials are finished (those already in its storage
     count), write its results to ``output`` and print the best gait.
@@ -87,11 +98,15 @@ def run(
         output: the results folder (None: ``runs/optimize-<robot>-<gait>-<time>``), holding
             ``study.db`` unless ``storage`` names another (an SQLAlchemy URL).
         plots: write the PNG plots beside the CSV and YAML.
+        tls: the client's TLS files for a ``tls://`` scheduler.
+        worker_timeout: how long the scheduler may have no worker [s].
 
     Raises:
         UsageError: options that do not make a study (one line naming the option).
-        StudyError: a storage that is locked or holds another study.
-        ClusterError: an unreachable scheduler.
+        StudyError: a storage that is locked, holds another study, or (``study.db``) is not
+            a study's.
+        ClusterError: an unreachable scheduler, one with no worker for ``worker_timeout``,
+            a scheduler lost mid-study (the trials told are kept for a resume).
     """
     config_path = str(robot_config(robot))
     model = on_the_ground(SnakeModel.from_yaml(config_path))
@@ -103,8 +118,8 @@ def run(
         raise UsageError(f"--trials must be 1 to {MAX_TRIALS}, got {trials}")
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    if not connect_timeout > 0:
-        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
+    check_cluster_options(connect_timeout, worker_timeout)
+    security = cluster_security(scheduler, tls)
     out = output or Path("runs") / (
         f"optimize-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
@@ -133,16 +148,30 @@ def run(
     )
     progress = ProgressLine("optimize", detail=best_line(study, objective))
     todo = trials - len(finished(study))
-    with (
-        connect(scheduler, jobs or os.cpu_count() or 1, connect_timeout)
+    cluster = (
+        connect(scheduler, jobs or os.cpu_count() or 1, connect_timeout, security, worker_timeout)
         if todo > 0
-        else nullcontext() as c
-    ):
+        else nullcontext()
+    )
+    with cluster as c:
         batch = max(1, threads(c)) if c is not None else 1
         try:
             counts = run_study(
-                study, c, ranges, evaluation, objective, trials, batch, None if quiet else progress
+                study,
+                c,
+                ranges,
+                evaluation,
+                objective,
+                trials,
+                batch,
+                None if quiet else progress,
+                worker_timeout,
             )
+        except ClusterError as exc:  # a lost scheduler, no worker: the told trials are kept
+            raise ClusterError(
+                f"{exc}; {len(finished(study))}/{trials} trials done in {url}: run the same "
+                "command to run the others"
+            ) from None
         except KeyboardInterrupt:
             print(
                 f"optimize: interrupted, {len(finished(study))}/{trials} trials done in {url}; "
@@ -239,5 +268,7 @@ def register(sub: Subparsers) -> None:
             storage=a.storage,
             plots=not a.no_plots,
             quiet=a.quiet,
+            tls=tls_files(a),
+            worker_timeout=a.worker_timeout,
         )
     )

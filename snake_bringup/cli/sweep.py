@@ -28,6 +28,7 @@ from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
 from ..cluster import (
+    WORKER_TIMEOUT_S,
     ClusterError,
     Counts,
     Job,
@@ -38,6 +39,7 @@ from ..cluster import (
     run_jobs,
     threads,
 )
+from ..cluster_tls import TlsFiles, cluster_security
 from ..errors import UsageError
 from ..locomotion import IDEAL, ground_servos
 from .options import name_values, positive
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 DEFAULT_X, DEFAULT_Y = "amplitude=0.2:1.0:5", "frequency=0.25:1.25:5"
 #: Largest grid (points).
 MAX_POINTS = 400
+#: No TLS files given.
+NO_TLS = TlsFiles()
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ def run(
     output: Path | None,
     plots: bool,
     quiet: bool,
+    tls: TlsFiles = NO_TLS,
+    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> int:
     """Run the grid ``x`` by ``y`` (the other gait parameters ``fixed``) and write its
     maps; progress on stderr (unless ``quiet``), the best points on stdout.
@@ -138,11 +144,14 @@ def run(
         output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``); a folder
             of the same sweep resumes it (only its missing points run).
         plots: write the PNG heatmaps beside the CSV and JSON.
+        tls: the client's TLS files for a ``tls://`` scheduler.
+        worker_timeout: how long the scheduler may have no worker [s].
 
     Raises:
         UsageError: options that do not make a grid (one line naming the option).
-        ClusterError: an unreachable scheduler, an output folder of another sweep, points
-            that failed (those done are kept for a resume).
+        ClusterError: an unreachable scheduler, one with no worker for ``worker_timeout``,
+            a scheduler lost mid-sweep, an output folder of another sweep, points that failed
+            (those done are kept for a resume).
     """
     config_path = str(robot_config(robot))
     model = on_the_ground(SnakeModel.from_yaml(config_path))
@@ -163,8 +172,8 @@ def run(
     )
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    if not connect_timeout > 0:
-        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
+    check_cluster_options(connect_timeout, worker_timeout)
+    security = cluster_security(scheduler, tls)
     servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
     study = {
         "robot": config_path,
@@ -187,10 +196,17 @@ def run(
     start = time.monotonic()
     failures: list[str] = []
     workers = min(jobs or os.cpu_count() or 1, len(points))
-    with connect(scheduler, workers, connect_timeout) if jobs_todo else nullcontext() as c:
+    cluster = (
+        connect(scheduler, workers, connect_timeout, security, worker_timeout)
+        if jobs_todo
+        else nullcontext()
+    )
+    with cluster as c:
         workers = threads(c) if c is not None else 0
         try:
-            for outcome in run_jobs(c, jobs_todo, None if quiet else progress, counts):
+            for outcome in run_jobs(
+                c, jobs_todo, None if quiet else progress, counts, worker_timeout=worker_timeout
+            ):
                 if outcome.result is None:
                     params = points[int(outcome.key)]
                     where = " ".join(f"{k}={v:g}" for k, v in params.items())
@@ -212,6 +228,14 @@ def run(
                 flush=True,
             )
             return 130
+        except ClusterError as exc:  # a lost scheduler, no worker: what is done is kept
+            if not quiet:
+                progress.finish(counts)
+            done = len(log.reload())
+            raise ClusterError(
+                f"{exc}; {done}/{len(points)} points done in {log.path}: run the same command "
+                f"with -o {out} to run the other {len(points) - done}"
+            ) from None
     if not quiet:
         progress.finish(counts)
     if failures:
@@ -244,8 +268,9 @@ def run(
 
 def study_options(p: argparse.ArgumentParser, per: str) -> None:
     """What ``snake sweep`` and ``snake optimize`` share: ``--set``, ``--duration``, ``--dt``
-    and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler`` and
-    ``--connect-timeout`` (the Dask cluster it runs on)."""
+    and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler``,
+    ``--connect-timeout``, ``--worker-timeout`` and the ``--tls-*`` files (the Dask cluster
+    it runs on)."""
     p.add_argument(
         "--set",
         action="append",
@@ -273,8 +298,8 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
     p.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="run on the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786) instead of a "
-        "local cluster",
+        help="run on the Dask scheduler at ADDRESS instead of a local cluster: tls://HOST:8786 "
+        "with the --tls-* files (tcp:// lets anyone who reaches it run code on it)",
     )
     p.add_argument(
         "--connect-timeout",
@@ -282,6 +307,42 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
         default=10.0,
         help="how long to try --scheduler [s] (default: 10)",
     )
+    p.add_argument(
+        "--worker-timeout",
+        type=positive,
+        default=WORKER_TIMEOUT_S,
+        help="how long --scheduler may have no worker before the study stops [s] (default: "
+        f"{WORKER_TIMEOUT_S:g})",
+    )
+    for name, (option, what) in {
+        "ca_file": ("--tls-ca-file", "the cluster's CA certificate"),
+        "cert": ("--tls-cert", "this client's certificate"),
+        "key": ("--tls-key", "this client's private key (mode 0600)"),
+    }.items():
+        p.add_argument(
+            option,
+            dest=f"tls_{name}",
+            type=Path,
+            metavar="FILE",
+            help=f"{what}, for --scheduler tls://HOST:PORT (`snake cluster-certs`)",
+        )
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles:
+    """The ``--tls-*`` files of :func:`study_options`."""
+    return TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key)
+
+
+def check_cluster_options(connect_timeout: float, worker_timeout: float) -> None:
+    """Both timeouts > 0 s.
+
+    Raises:
+        UsageError: naming the option.
+    """
+    if not connect_timeout > 0:
+        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
+    if not worker_timeout > 0:
+        raise UsageError(f"--worker-timeout must be > 0 s, got {worker_timeout}")
 
 
 def register(sub: Subparsers) -> None:
@@ -332,5 +393,7 @@ def register(sub: Subparsers) -> None:
             output=a.output,
             plots=not a.no_plots,
             quiet=a.quiet,
+            tls=tls_files(a),
+            worker_timeout=a.worker_timeout,
         )
     )

@@ -337,6 +337,52 @@ def test_a_storage_of_another_version_is_one_line(
     assert db.read_bytes() == before
 
 
+def _app_database(path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE users (name TEXT)")
+        db.execute("INSERT INTO users VALUES ('ada')")
+
+
+def _text_file(path: Path) -> None:
+    path.write_text("notes, not a database\n")
+
+
+def _other_optuna_study(path: Path) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.create_study(storage=f"sqlite:///{path}", study_name="someone-else")
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (_app_database, "is another program's database (tables users), not a snake optimize"),
+        (_text_file, ": not a study's SQLite database (file is not a database)"),
+        (_other_optuna_study, "holds other Optuna studies (someone-else), not only snake"),
+    ],
+)
+def test_a_foreign_database_in_the_output_folder_is_refused_untouched(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Any,
+    expected: str,
+) -> None:
+    """``-o DIR`` whose ``study.db`` is another program's SQLite file, not SQLite at all, or
+    another Optuna user's study: one line, the file byte for byte as it was (Optuna would
+    have added its tables and a study to it); the same through ``--storage sqlite:///``."""
+    db = tmp_path / "study.db"
+    make(db)
+    before = db.read_bytes()
+    message = refused(capsys, *SHORT, "--trials", "2", "-o", str(tmp_path))
+    assert message.startswith(f"--output {db.resolve()}") and expected in message, message
+    assert message.endswith("give a new folder (or --storage), or move that file")
+    url = f"sqlite:///{db}"
+    message = refused(capsys, *SHORT, "--storage", url, "-o", str(tmp_path / "out"))
+    assert message.startswith(f"--storage {db}") and expected in message, message
+    assert db.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("param", "expected"),
     [
