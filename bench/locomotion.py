@@ -70,6 +70,7 @@ from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import simulate_crawling
+from snake_dynamics.sim.mujoco_plant import MjcfOptions, snake_mjcf
 from snake_dynamics.sim.simulator import MotionInput
 
 FloatArray = NDArray[np.float64]
@@ -121,77 +122,18 @@ def run_ours(
 
 
 # ---------------------------------------------------------------------------- MuJoCo
-def _num(x: float) -> str:
-    return repr(float(x))
-
-
-def _vec(v: FloatArray) -> str:
-    return " ".join(_num(x) for x in v)
-
-
 def mjcf(
     model: SnakeModel, kp: float, kv: float, cone: str, dt: float, integrator: str = "RK4"
 ) -> str:
-    """The snake of ``model`` on a plane as MJCF text.
-
-    Body b's frame is its CM with the long axis y, as ours; body k sits (L_{k-1} + L_k) / 2
-    along its parent's y, its hinge at -L_k / 2 (the pivot) about a_k (the same vector in
-    the parent's and the child's frame). Geoms collide only through the ``<pair>`` list.
-    """
-    ground = model.ground
-    assert ground is not None
-    n = model.n_joints
-    height = float(np.max(model.radii))
-    mu = f"{_num(ground.mu_along)} {_num(ground.mu_across)} 0.005 0.0001 0.0001"
-    lines = [
-        f'<mujoco model="{model.name}_on_a_plane">',
-        '  <compiler angle="radian" inertiafromgeom="false" autolimits="true"/>',
-        f'  <option timestep="{_num(dt)}" integrator="{integrator}" cone="{cone}" '
-        f'gravity="{_vec(model.gravity)}"/>',
-        "  <worldbody>",
-        '    <geom name="floor" type="plane" size="0 0 1" contype="0" conaffinity="0"/>',
-    ]
-
-    def body(b: int, indent: str) -> None:
-        j = model.inertias[b]
-        full = [j[0, 0], j[1, 1], j[2, 2], j[0, 1], j[0, 2], j[1, 2]]
-        half = 0.5 * float(model.lengths[b])
-        if b == 0:
-            lines.append(f'{indent}<body name="body_0" pos="0 0 {_num(height)}">')
-            lines.append(f'{indent}  <freejoint name="base"/>')
-        else:
-            along = 0.5 * float(model.lengths[b - 1]) + half
-            lines.append(f'{indent}<body name="body_{b}" pos="0 {_num(along)} 0">')
-            lines.append(
-                f'{indent}  <joint name="joint_{b}" type="hinge" pos="0 {_num(-half)} 0" '
-                f'axis="{_vec(model.axes[b - 1])}"/>'
-            )
-        lines.append(
-            f'{indent}  <inertial pos="0 0 0" mass="{_num(model.masses[b])}" '
-            f'fullinertia="{_vec(np.array(full))}"/>'
-        )
-        lines.append(
-            f'{indent}  <geom name="body_{b}" type="capsule" size="{_num(model.radii[b])}" '
-            f'fromto="0 {_num(-half)} 0 0 {_num(half)} 0" contype="0" conaffinity="0"/>'
-        )
-        if b < n:
-            body(b + 1, indent + "  ")
-        lines.append(f"{indent}</body>")
-
-    body(0, "    ")
-    lines.append("  </worldbody>")
-    lines.append("  <contact>")
-    for b in range(n + 1):
-        lines.append(f'    <pair geom1="floor" geom2="body_{b}" condim="3" friction="{mu}"/>')
-    lines.append("  </contact>")
-    lines.append("  <actuator>")
-    for k in range(1, n + 1):
-        lines.append(f'    <position name="kp_{k}" joint="joint_{k}" kp="{_num(kp)}"/>')
-    for k in range(1, n + 1):
-        lines.append(f'    <velocity name="kv_{k}" joint="joint_{k}" kv="{_num(kv)}"/>')
-    lines.append("  </actuator>")
-    lines.append("</mujoco>")
-    return "\n".join(lines) + "\n"
+    """The snake of ``model`` on a plane as MJCF text (the MuJoCo plant's builder,
+    :func:`snake_dynamics.sim.mujoco_plant.snake_mjcf`: body frames at the CMs, capsules of
+    each body's radius, explicit floor pairs, MuJoCo's default solref/solimp) with a PD
+    servo per joint: a position actuator (kp) and a velocity actuator (kv)."""
+    joints = range(1, model.n_joints + 1)
+    actuators = [f'    <position name="kp_{k}" joint="joint_{k}" kp="{kp!r}"/>' for k in joints]
+    actuators += [f'    <velocity name="kv_{k}" joint="joint_{k}" kv="{kv!r}"/>' for k in joints]
+    options = MjcfOptions(timestep=dt, integrator=integrator, cone=cone)
+    return snake_mjcf(model, options, actuators)
 
 
 def servo_gains(model: SnakeModel, omega_dt: float, dt: float, cone: str) -> dict[str, float]:
@@ -309,7 +251,7 @@ def friction_frame_check(ground_mu: tuple[float, float], cone: str, dt: float) -
     deceleration over the first 10 ms (before rolling sets in, across) over g."""
     mu_along, mu_across = ground_mu
     xml = f"""<mujoco>
-  <option timestep="{_num(dt)}" integrator="RK4" cone="{cone}"/>
+  <option timestep="{dt!r}" integrator="RK4" cone="{cone}"/>
   <worldbody>
     <geom name="floor" type="plane" size="0 0 1" contype="0" conaffinity="0"/>
     <body name="capsule" pos="0 0 0.02" euler="0 0 0.7">
@@ -321,7 +263,7 @@ def friction_frame_check(ground_mu: tuple[float, float], cone: str, dt: float) -
   </worldbody>
   <contact>
     <pair geom1="floor" geom2="capsule" condim="3"
-          friction="{_num(mu_along)} {_num(mu_across)} 0.005 0.0001 0.0001"/>
+          friction="{float(mu_along)!r} {float(mu_across)!r} 0.005 0.0001 0.0001"/>
   </contact>
 </mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)

@@ -6,11 +6,14 @@ firmware/tools/plant_link.h) the servo pulses the firmware would send
 for the demo's gait (each channel's pulse every 20 ms, staggered, ``pulse_us`` of the
 calibration), one ``Plant.step`` and the pose sensor's readings. Two plants: the held robot
 (``robot_feedback.yaml`` on ``plant.yaml``, fixed tail) and the demo's robot on the table
-(``robot_table.yaml`` on ``plant_floor.yaml``: the crawling body, the pose sensor at 100 Hz).
-The time is the CPU's per emulated millisecond [us], back to back: the runner's lock-step
-leaves the rest of each millisecond to simavr and the other processes.
+(``robot_table.yaml`` on ``plant_floor.yaml``: the crawling body, the pose sensor at 100 Hz),
+and the same robot on MuJoCo (``plant_mujoco.yaml``: every effect the model leaves out at
+its default). The time is the CPU's per emulated millisecond [us], back to back: the
+runner's lock-step leaves the rest of each millisecond to simavr and the other processes;
+``real_time_factor`` is emulated over CPU seconds (above 1: faster than real time).
 
-    python bench/plant.py [--seconds 6] [--period-ms 4] [--output bench/results/plant.json]
+    python bench/plant.py [--seconds 6] [--period-ms 4] [--plant ROBOT:PLANT ...]
+        [--output bench/results/plant.json]
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from snake_ros.paths import robot_config
 #: The demo's gait.
 GAIT, GAIT_PARAMETERS = DEMO_GAIT, DEMO_GAIT_PARAMETERS[DEMO_GAIT]
 PULSE_PERIOD = 0.02  # [s] the firmware's servo frame
+#: The robot configs and plant files measured by default.
+PLANTS = ("robot_feedback:plant", "robot_table:plant_floor", "robot_table:plant_mujoco")
 
 
 def measure(robot: str, plant_file: str, seconds: float, period_ms: int) -> dict[str, object]:
@@ -67,6 +72,7 @@ def measure(robot: str, plant_file: str, seconds: float, period_ms: int) -> dict
         "period_ms": period_ms,
         "us_per_emulated_ms": round(elapsed / ticks * 1e6, 1),
         "share_of_a_core": round(elapsed / seconds, 3),
+        "real_time_factor": round(seconds / elapsed, 2),
     }
 
 
@@ -74,17 +80,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="emulated time [s]")
     parser.add_argument("--period-ms", type=int, default=4, help="one exchange every ... [ms]")
+    parser.add_argument(
+        "--plant",
+        action="append",
+        metavar="ROBOT:PLANT",
+        help="a robot config and a plant file (repeatable; default the three above)",
+    )
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
+    pairs = [p.split(":", 1) for p in args.plant or PLANTS]
     emit(
         {
             "benchmark": "the emulated robot's plant per emulated millisecond (back to back)",
             "machine": platform.processor() or platform.machine(),
             "gait": {"name": GAIT, **GAIT_PARAMETERS},
-            "runs": [
-                measure("robot_feedback", "plant", args.seconds, args.period_ms),
-                measure("robot_table", "plant_floor", args.seconds, args.period_ms),
-            ],
+            "runs": [measure(r, p, args.seconds, args.period_ms) for r, p in pairs],
         },
         args.output,
     )

@@ -39,7 +39,7 @@ from typing import IO
 
 from snake_driver.calibration import ChannelCalibration, load_servo_map
 from snake_dynamics.errors import SnakeError
-from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
+from snake_dynamics.sim.plant import Plant, PulseMap, load_plant, make_plant
 from snake_dynamics.sim.pose_sensor import encode
 
 from .errors import BringupError
@@ -74,7 +74,8 @@ def pulse_map(channel: ChannelCalibration) -> PulseMap:
 
 
 def build_plant(robot: Path, plant_file: Path) -> Plant:
-    """The plant of a robot config (body, channels) and a plant file (servos, pots, mass).
+    """The plant of a robot config (body, channels) and a plant file (servos, pots, mass;
+    its ``engine``).
 
     Raises:
         PlantFileError: either file is unreadable or invalid (one line naming it).
@@ -82,10 +83,10 @@ def build_plant(robot: Path, plant_file: Path) -> Plant:
     try:
         model, servos = load_servo_map(robot)
         params = load_plant(plant_file, model.joint_names)
+        pulses = servos.by_joint()
+        return make_plant(model, [pulse_map(pulses[name]) for name in model.joint_names], params)
     except (SnakeError, OSError) as exc:
         raise PlantFileError(str(exc)) from None
-    pulses = servos.by_joint()
-    return Plant(model, [pulse_map(pulses[name]) for name in model.joint_names], params)
 
 
 @dataclass

@@ -25,6 +25,12 @@ The plant file (:func:`load_plant`, e.g. config/plant.yaml, config/plant_floor.y
     potentiometer: {mv_per_rad: 1273.24, offset_mv: 2500.0, noise_mv: 3.0, seed: 1}
     ground: {mu_along: 0.12, mu_across: 0.45, ...}  # snake_dynamics.ground.Ground's keys
     pose_sensor: {rate: 100.0, latency: 0.02, ...}  # PoseSensorParams' keys; needs ground
+    engine: mfm              # or mujoco: the body, floor and joints on MuJoCo
+    mujoco: {timestep: 0.0005, ...}  # engine: mujoco only (sim.mujoco_plant.params)
+    effects: {backlash: 0.0087, ...}  # engine: mujoco only: what the model leaves out
+
+:func:`make_plant` builds the plant a file asks for: :class:`Plant` (``engine: mfm``, the
+default) or :class:`snake_dynamics.sim.mujoco_plant.MujocoPlant` (``engine: mujoco``).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +57,9 @@ from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.identification import PULSE_PERIOD
 from snake_dynamics.sim.pose_sensor import Pose, PoseReading, PoseSensor, PoseSensorParams
 from snake_dynamics.sim.simulator import InputSource, Simulator
+
+if TYPE_CHECKING:
+    from snake_dynamics.sim.mujoco_plant import Effects, MujocoParams
 
 FloatArray = NDArray[np.float64]
 
@@ -75,7 +85,19 @@ EDGE_TOL_S = 1e-6
 #: Millivolts meaning "no value for this channel" in the runner's reply.
 NO_VOLTAGE = 0xFFFF
 
-_KEYS = ("servo", "mass_scale", "limp_damping", "potentiometer", "ground", "pose_sensor")
+_KEYS = (
+    "servo",
+    "mass_scale",
+    "limp_damping",
+    "potentiometer",
+    "ground",
+    "pose_sensor",
+    "engine",
+    "mujoco",
+    "effects",
+)
+#: The plant engines: the robot config's own MFM simulator, or MuJoCo.
+ENGINES = ("mfm", "mujoco")
 _POT_KEYS = ("mv_per_rad", "offset_mv", "noise_mv", "seed")
 
 
@@ -108,6 +130,10 @@ class PlantParams:
         ground: the floor the body lies on (None: the tail fixed, no gravity).
         pose_sensor: the external pose sensor (None: none; needs ``ground``).
         source: the plant file.
+        engine: ``mfm`` (the robot config's own simulator) or ``mujoco``.
+        mujoco: the MuJoCo engine's settings (None: its defaults; ``engine: mujoco`` only).
+        effects: what the MuJoCo plant adds to the model (None: none; ``engine: mujoco``
+            only, where a file without ``effects:`` gets every effect at its default).
     """
 
     servo: ServoModel
@@ -117,6 +143,9 @@ class PlantParams:
     ground: Ground | None = None
     pose_sensor: PoseSensorParams | None = None
     source: str = "built in"
+    engine: str = "mfm"
+    mujoco: MujocoParams | None = None
+    effects: Effects | None = None
 
 
 def _number(value: object, where: str, low: float, closed: bool, unit: str) -> float:
@@ -169,6 +198,25 @@ def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> Pla
     sensor = doc.get("pose_sensor")
     if sensor is not None and ground is None:
         raise ModelError("pose_sensor needs a ground: (a fixed-tail plant does not move)")
+    engine = doc.get("engine", "mfm")
+    if engine not in ENGINES:
+        raise ModelError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    mujoco, effects = None, None
+    if engine == "mujoco":
+        from snake_dynamics.sim.mujoco_plant import effects_from_dict, mujoco_from_dict
+
+        mujoco, effects = mujoco_from_dict(doc.get("mujoco")), effects_from_dict(doc.get("effects"))
+        floor: Mapping[str, object] = ground or {}
+        backward = floor.get("mu_backward")
+        if backward is not None and backward != floor.get("mu_along", Ground.mu_along):
+            raise ModelError(
+                "ground.mu_backward: the mujoco engine has one coefficient along a body both "
+                f"ways; set it to null or to mu_along, got {backward!r}"
+            )
+    else:
+        for key in ("mujoco", "effects"):
+            if doc.get(key) is not None:
+                raise ModelError(f"{key}: needs engine: mujoco (this plant's engine is mfm)")
     return PlantParams(
         servo=servo,
         mass_scale=_number(doc.get("mass_scale", 1.0), "mass_scale", 0.0, False, "(ratio)"),
@@ -190,6 +238,9 @@ def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> Pla
             else PoseSensorParams.from_dict(sensor, n_bodies=len(joint_names) + 1)
         ),
         source=source,
+        engine=engine,
+        mujoco=mujoco,
+        effects=effects,
     )
 
 
@@ -369,6 +420,15 @@ class Plant:
         params: PlantParams,
         dt: float = 0.001,
     ) -> None:
+        self._init_common(model, pulses, params, dt)
+        self._simulators: dict[tuple[bool, ...], Simulator] = {}
+        self.sim = self._simulator(self.powered)
+        self._start_pose_sensor()
+
+    def _init_common(
+        self, model: SnakeModel, pulses: Sequence[PulseMap], params: PlantParams, dt: float
+    ) -> None:
+        """What every engine shares: the scaled body, the pulses and targets, the pots."""
         if len(pulses) != model.n_joints or params.servo.n_joints != model.n_joints:
             raise ModelError(
                 f"the plant needs {model.n_joints} joints' pulses and servos, got "
@@ -394,11 +454,11 @@ class Plant:
         self._last_edge = np.full(n, -math.inf)
         self.ignored_pulses = 0  # outside DECODER_US
         self.missed_compares = 0  # simavr's, taken as silicon sends them (PWM_PERIOD_US)
-        self._simulators: dict[tuple[bool, ...], Simulator] = {}
-        self.sim = self._simulator(self.powered)
         self._rng = np.random.default_rng(params.potentiometer.seed)
-        sensor = params.pose_sensor
-        self.pose_sensor = None if sensor is None else PoseSensor(sensor, self.sim.time)
+
+    def _start_pose_sensor(self) -> None:
+        sensor = self.params.pose_sensor
+        self.pose_sensor = None if sensor is None else PoseSensor(sensor, self.time)
         self._delivered: list[PoseReading] = []  # by the sensor within advance()
 
     def _simulator(self, powered: NDArray[np.bool_]) -> Simulator:
@@ -429,6 +489,12 @@ class Plant:
     def q(self) -> FloatArray:
         """Joint angles [rad], shape (n,)."""
         return self.sim.q
+
+    @property
+    def shaft(self) -> FloatArray:
+        """The servos' output shafts [rad], shape (n,), which the pots read: the joint
+        angles (an engine with gear play or brackets has them apart)."""
+        return self.q
 
     def step(self, t: float, width_us: Sequence[float], age_s: Sequence[float]) -> FloatArray:
         """Take the pulses seen at time t [s] and move the joints to t.
@@ -468,12 +534,20 @@ class Plant:
                 continue
             self.targets.set(j, edge, pulse.target(width))
         if not np.array_equal(powered, self.powered):
-            sim = self._simulator(powered)
-            if isinstance(sim, CrawlingSimulator):  # the body stays where it lies
-                sim.reset(self.sim.time, self.sim.q, self.sim.qd, base=self.base_state)
-            else:
-                sim.reset(self.sim.time, self.sim.q, self.sim.qd)
-            self.sim, self.powered = sim, powered
+            self._power(powered)
+
+    def _power(self, powered: NDArray[np.bool_]) -> None:
+        """The servos of ``powered`` joints drive, the others are limp, from now on."""
+        sim = self._simulator(powered)
+        if isinstance(sim, CrawlingSimulator):  # the body stays where it lies
+            sim.reset(self.sim.time, self.sim.q, self.sim.qd, base=self.base_state)
+        else:
+            sim.reset(self.sim.time, self.sim.q, self.sim.qd)
+        self.sim, self.powered = sim, powered
+
+    def _run_until(self, t: float) -> None:
+        """Move to the last step at or before t [s] under the targets taken so far."""
+        self.sim.run_until(t, self.targets, max_steps=1_000_000)
 
     def advance(self, t: float) -> None:
         """Move the joints (and the body) to the last step at or before time t [s] under the
@@ -484,9 +558,9 @@ class Plant:
             steps = math.ceil((sensor.next_sample - self.time) / self.dt - 1e-9)
             if self.time + steps * self.dt > t + 1e-9:
                 break
-            self.sim.run_until(self.time + steps * self.dt, self.targets, max_steps=1_000_000)
+            self._run_until(self.time + steps * self.dt)
             self._delivered += sensor.step(self.time, self.marker_pose)
-        self.sim.run_until(t, self.targets, max_steps=1_000_000)
+        self._run_until(t)
 
     def warm_up(self) -> None:
         """Compile the kernels a run takes (numba's cache), and build the simulator of the
@@ -524,9 +598,30 @@ class Plant:
         """Every channel's potentiometer voltage now [mV] (see :meth:`step`)."""
         pot = self.params.potentiometer
         out = np.full(channels, float(NO_VOLTAGE))
-        shaft = self._directions * self.q + self._zero_offsets  # s of every PulseMap
+        shaft = self._directions * self.shaft + self._zero_offsets  # s of every PulseMap
         mv = pot.offset_mv + pot.mv_per_rad * shaft
         if pot.noise_mv:
             mv += self._rng.normal(0.0, pot.noise_mv, len(self.pulses))
         out[self._channels] = np.clip(np.rint(mv), 0, NO_VOLTAGE - 1)
         return out
+
+
+def make_plant(
+    model: SnakeModel, pulses: Sequence[PulseMap], params: PlantParams, dt: float = 0.001
+) -> Plant:
+    """The plant of ``params.engine``: :class:`Plant` (``mfm``) or
+    :class:`snake_dynamics.sim.mujoco_plant.MujocoPlant` (``mujoco``; imports MuJoCo).
+
+    Raises:
+        ModelError: as the plant's constructor; ``engine: mujoco`` without MuJoCo installed.
+    """
+    if params.engine != "mujoco":
+        return Plant(model, pulses, params, dt)
+    try:
+        from snake_dynamics.sim.mujoco_plant import MujocoPlant
+    except ImportError as exc:
+        raise ModelError(
+            f"{params.source}: engine: mujoco needs the mujoco package ({exc}; pip install "
+            "-r requirements-dev.txt)"
+        ) from None
+    return MujocoPlant(model, pulses, params, dt)
