@@ -12,9 +12,11 @@ this test's, so nothing depends on the machine's speed.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -276,3 +278,51 @@ def test_compare_node_counts_what_it_cannot_compare(graph: Graph) -> None:
     assert graph.process.wait(timeout=60) == 0, graph.log.read_text()
     config = yaml.safe_load((graph.tmp / "report" / "config.yaml").read_text())
     assert config["rejected_messages"] == 2 * sum(b.outcome == "rejected" for b in battery)
+
+
+def test_pose_sensor_node_outlives_a_datagram_from_the_future(graph: Graph) -> None:
+    """The campaign's datagram: one reading with a sample time 3 s ahead among 300 genuine
+    ones. Before, it set the stamp offset for the rest of the run (782 poses stamped in the
+    past downstream) while the node said "all input used"; now it alone is refused and
+    counted, and every genuine reading is published with stamps that go forward on this
+    test's clock. References: the datagrams sent, the poses received, the counts."""
+    from geometry_msgs.msg import PoseStamped
+
+    from snake_dynamics.sim.pose_sensor import PoseReading, encode
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    graph.start("pose_sensor_node", ["-p", "use_sim_time:=true", "-p", f"port:={port}"])
+    poses: list[PoseStamped] = []
+    graph.node.create_subscription(PoseStamped, "/measured/pose", poses.append, RELIABLE)
+    name = "/pose_sensor_node: input"
+    graph.until(lambda: name in graph.status, "pose_sensor_node's first input status")
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    t0 = graph.t_ns * 1e-9 - 5.0  # the sensor's clock: 5 s behind this test's
+
+    def reading(frame: int, time_s: float) -> bytes:
+        return encode(PoseReading(frame, time_s, np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])))
+
+    with sender:
+        for k in range(300):
+            stamp = graph.step()  # 10 ms of this test's clock a reading: a 100 Hz sensor
+            sample = t0 + (Time.from_msg(stamp).nanoseconds * 1e-9 - CLOCK_START_S) - 0.02
+            sender.sendto(reading(k, sample), ("127.0.0.1", port))
+            if k == 100:
+                sender.sendto(reading(k, sample + 3.0), ("127.0.0.1", port))
+        ahead = "pose datagrams (ahead of the clock) rejected"
+        graph.until(
+            lambda: (
+                len(poses) >= 300
+                and graph.counts(name).get(ahead, 0) >= 1
+                and graph.counts(name).get("measured/pose accepted", 0) >= 300
+            ),
+            "300 poses and the counts",
+        )
+    counts = graph.counts(name)
+    assert counts.get(ahead) == 1 and "pose datagrams (not newer) rejected" not in counts
+    assert len(poses) == 300 and counts["measured/pose accepted"] == 300
+    stamps = [Time.from_msg(p.header.stamp).nanoseconds for p in poses]
+    assert all(b > a for a, b in itertools.pairwise(stamps))
+    assert stamps[-1] <= graph.t_ns  # never ahead of the clock they are stamped on
