@@ -4,7 +4,11 @@ The real firmware in simavr behind the emulator's socat UDP bridge, tools/wifi_l
 :class:`Relay` between the bridge and the driver's link (:class:`DriverLink`, no ROS), with
 the impairment of test_two_hosts.py: 5-30 ms, 2 % loss, 0.2 bursts/s of 100 ms, 1 %
 reordered, seeded; then a 2 s outage, longer than the firmware's watchdog (500 ms) and the
-driver's ``link_timeout`` (1 s).
+driver's ``link_timeout`` (1 s): the session is lost, and the new one leaves the firmware
+disarmed while targets flow again, until the operator's stop state (false) is heard after the
+trip; then a second 2 s outage with the e-stop pressed during it: the robot does not move
+after the link returns, and the firmware reports the e-stop within a stated bound of its
+first report after the outage.
 
 What is modelled: a *transparent* serial-to-Wi-Fi bridge. socat sends each read of the pty
 as one datagram, as an ESP8266/ESP32 bridge in transparent mode does without a packing
@@ -53,7 +57,9 @@ DELAY_MS, LOSS, BURST_RATE, BURST_MS, REORDER = (5.0, 30.0), 0.02, 0.2, 100.0, 0
 #: datagram each way: inside the impaired phase, whatever the pace of the traffic.
 SEED = 6
 OUTAGE_S = 2.0  # > the firmware's watchdog_ms (500 ms) and the driver's link_timeout (1 s)
-EMULATOR_S = 60  # bound on the emulator's life [emulated s]
+PRESS_AT_S = 0.5  # the e-stop's press into the second outage [s]
+HELD_REPORTS = 50  # reports after an outage that must show the robot held (1 s at 50 Hz)
+EMULATOR_S = 90  # bound on the emulator's life [emulated s]
 WAIT_S = 20.0  # generous deadline of every condition waited for [s]
 IMPAIRED_S = 4.0  # commands and telemetry under the impairment before the outage [s]
 #: Share of the MCU's reports the driver must still get: each is 8-10 datagrams, so 0.98^10,
@@ -122,6 +128,16 @@ def first_report_after_silence(driver: Driver, since: int, silence_us: int) -> M
     return next((m for p, m in pairs if m.mcu_time_us - p.mcu_time_us > silence_us), None)
 
 
+def armed(m: Measurement) -> bool:
+    """The report shows the firmware following targets: enabled, no trip, no e-stop."""
+    return bool(m.flags & Flag.ENABLED) and not m.flags & (Flag.WATCHDOG_TRIPPED | Flag.ESTOP)
+
+
+def held_since(driver: Driver, first: int) -> int:
+    """Reports from index ``first`` on."""
+    return len(driver.measurements) - first
+
+
 def reports(stream: bytes) -> dict[int, Telemetry]:
     """The telemetry reports of an undamaged stream, by MCU time [us]."""
     decoded = Decoder(None, Direction.TO_HOST).feed_messages(stream)
@@ -175,10 +191,46 @@ def test_the_driver_s_udp_link_to_the_mcu_under_a_wifi_like_impairment() -> None
             # the first report after more than the watchdog's time without commands (the
             # MCU's time): the firmware held and reported its watchdog tripped
             assert after is not None and after.flags & Flag.WATCHDOG_TRIPPED, after
-            assert driver.reach(a, WAIT_S), "target a not reached after the outage"
+            # targets flow again (a), the session is made again: the robot stays at b,
+            # disarmed (the old link armed every new session)
+            first = driver.measurements.index(after)
+            assert driver.run(a, WAIT_S, lambda d: held_since(d, first) >= HELD_REPORTS)
+            held = driver.measurements[first:]
+            assert not any(armed(m) for m in held), "armed after the outage, with no operator"
+            assert all(at(m, b) for m in held) and link.tripped
+            # the operator's stop state, false, heard after the trip: the next targets arm it
+            driver.events += link.operator_stop(False)
+            assert driver.reach(a, WAIT_S), "target a not reached after the operator's intent"
             resumed = driver.last
-            assert resumed is not None
-            assert resumed.flags & Flag.ENABLED and not resumed.flags & Flag.WATCHDOG_TRIPPED
+            assert resumed is not None and armed(resumed)
+
+            # the e-stop pressed during an outage (the driver hears the operator's stop state
+            # at once: the station is on its side of this link): after the link returns the
+            # robot does not move, and the new session's first frames carry the ESTOP
+            outage_at = len(driver.measurements)
+            pressed_at = time.monotonic() + PRESS_AT_S
+            relay.outage(OUTAGE_S)
+            driver.run(b, WAIT_S, lambda d: time.monotonic() > pressed_at)
+            driver.events += link.operator_stop(True)
+            driver.run(b, OUTAGE_S + WAIT_S, lambda d: after_outage(d) is not None)
+            stopped = after_outage(driver)
+            assert stopped is not None and not armed(stopped)
+            first = driver.measurements.index(stopped)
+            assert driver.run(b, WAIT_S, lambda d: link.estop_confirmed)
+            assert driver.run(b, WAIT_S, lambda d: held_since(d, first) >= HELD_REPORTS)
+            since = driver.measurements[first:]
+            confirmed = next(m for m in since if m.flags & Flag.ESTOP)
+            # the bound: the link tries again at most every max_backoff, a handshake takes at
+            # most link_timeout, and the ESTOP goes with the session's configuration
+            bound_s = link.max_backoff + link.link_timeout + 1.0
+            estop_s = (confirmed.mcu_time_us - stopped.mcu_time_us) * 1e-6
+            print(
+                f"e-stop in the outage: the firmware reported it {estop_s:.3f} s (MCU time) "
+                f"after its first report after the outage (bound {bound_s:g} s)"
+            )
+            assert estop_s <= bound_s
+            assert not any(armed(m) for m in since), "armed after the outage under an e-stop"
+            assert all(at(m, a) for m in since), "the robot moved toward b"
 
             # quiet: the firmware's counters come to account for every frame it was sent
             def counted() -> bool:
@@ -256,8 +308,9 @@ def test_the_driver_s_udp_link_to_the_mcu_under_a_wifi_like_impairment() -> None
     assert to_mcu.forwarded - firmware.frames_ok <= MAX_MCU_DAMAGED * to_mcu.forwarded
     assert firmware.bad_auth == firmware.replayed == firmware.bad_payload == 0
 
-    # the outage: the session lost once and made again, the same MCU (no restart anywhere)
+    # the outages: the session lost twice and made again, the same MCU (no restart anywhere);
+    # one trip (the second outage came under the e-stop), one re-arm (the operator's intent)
     kinds = {e.kind for e in driver.events}
-    assert kinds <= {"connected", "lost", "no_answer", "rearmed"}, driver.events
-    assert link_stats.connects == 2 and link_stats.disconnects == link_stats.timeouts == 1
-    assert link_stats.mcu_resets == 0
+    assert kinds <= {"connected", "lost", "no_answer", "rearmed", "tripped", "stop_state"}
+    assert link_stats.connects == 3 and link_stats.disconnects == link_stats.timeouts == 2
+    assert link_stats.mcu_resets == 0 and link_stats.trips == 1
