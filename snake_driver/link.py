@@ -612,8 +612,9 @@ class DriverLink:
             events.append(
                 LinkEvent(
                     "send_failed",
-                    f"cannot send {type(msg).__name__}: {exc} (set a new auth_key on the "
-                    "driver and flash the firmware with it: make -C firmware AUTH_KEY=...)",
+                    f"cannot send {type(msg).__name__}: {exc} (give the driver a new key file, "
+                    "auth_key_file, and flash the firmware built with it: make -C firmware "
+                    "AUTH_KEY_FILE=...)",
                 )
             )
             return False, events

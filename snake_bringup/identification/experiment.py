@@ -84,7 +84,7 @@ def connect(link: DriverLink, say: Say) -> None:
     reason = link.lost_reason or "no stamped telemetry"
     raise IdentifyError(
         f"no session with the robot within {CONNECT_TIMEOUT_S:g} s ({reason}): check "
-        "--transport/--port/--key and that the robot is powered"
+        "--transport/--port/--key-file and that the robot is powered"
     )
 
 

@@ -74,7 +74,7 @@ def firmware_build() -> Path:
 
 
 def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    """The firmware's host build (``args``: e.g. ``--key HEX32``) and the pty it serves."""
+    """The firmware's host build (``args``: e.g. ``--key-file FILE``) and the pty it serves."""
     proc = subprocess.Popen(
         [str(binary), "--seconds", "120", *args], stdout=subprocess.PIPE, text=True
     )

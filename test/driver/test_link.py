@@ -330,7 +330,7 @@ def test_replay_counter_exhausted_is_reported_and_the_link_keeps_serving(
         proc.wait(timeout=5)
     failed = [e for e in events if e.kind == "send_failed"]
     assert failed and all("replay counter exhausted" in e.message for e in failed)
-    assert "auth_key" in failed[0].message
+    assert "auth_key_file" in failed[0].message
     assert link.connected and link.stats.frames_sent == 3
     assert measurements and not measurements[-1].flags & Flag.ENABLED  # never armed
 
