@@ -8,7 +8,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -326,3 +329,25 @@ def test_bad_mujoco_plant_files_give_one_line(tmp_path: Path, text: str, message
         load_plant(path, model.joint_names)
     assert message in str(err.value) and str(path) in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.simavr
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("avr-gcc", "cc")),
+    reason="needs gcc-avr and simavr (make test installs them)",
+)
+def test_snake_emulate_names_a_bad_mujoco_key_before_it_starts(tmp_path: Path) -> None:
+    path = tmp_path / "plant.yaml"
+    path.write_text(
+        f"base: {robot_config('plant_mujoco')}\neffects: {{battery: {{resistance: 0}}}}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "snake_bringup.cli", "emulate", "--plant", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"snake: error: {path}: effects.battery.resistance must be a number > 0 ohm, got 0"
+    ]
