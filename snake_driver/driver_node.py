@@ -57,6 +57,12 @@ diagnostics on it and judges the commands' age by it, and every other node runs 
 ``use_sim_time``. An emulated robot that falls behind real time then slows the whole run
 instead of skewing prediction against measurement. The driver itself stays on the host's
 clock (its link's timeouts are real time).
+
+The link key is no parameter: ``auth_key_file`` names a 0600 file holding it (else
+``$SNAKE_AUTH_KEY_FILE``, else ``$SNAKE_AUTH_KEY``: :mod:`snake_driver.keyfile`); plain mode
+over udp or tcp logs one ERROR at start. Every parameter is read once and declared
+read-only, so a ``set`` is refused. The node refuses to start when ROS discovery reaches
+other hosts, unless ``allow_open_domain`` (docs/safety.md).
 """
 
 from __future__ import annotations
