@@ -75,6 +75,7 @@ PYTHON_DEPENDS = {
     "distributed": "python3-distributed",
     "optuna": "python3-optuna",
     "sqlalchemy": "python3-sqlalchemy",
+    "cryptography": "python3-cryptography",
 }
 OWN = {"snake_dynamics", "snake_ros", "snake_driver", "snake_viz", "snake_bringup"}
 
