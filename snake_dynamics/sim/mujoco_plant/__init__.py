@@ -14,6 +14,7 @@ from snake_dynamics.sim.mujoco_plant.effects import (
     spread_servos,
     supply_current,
     supply_scale,
+    warm_up,
 )
 from snake_dynamics.sim.mujoco_plant.mjcf import MjcfOptions, snake_mjcf
 from snake_dynamics.sim.mujoco_plant.params import (
@@ -45,6 +46,7 @@ __all__ = [
     "spread_servos",
     "supply_current",
     "supply_scale",
+    "warm_up",
 ]
 
 

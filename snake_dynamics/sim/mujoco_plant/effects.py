@@ -204,3 +204,16 @@ def bracket_forces(
         qfrc[joint_v[k]] = _bracket_torque(
             qpos[joint_q[k]], qvel[joint_v[k]], half_play, stiffness, damping
         )
+
+
+def warm_up(n: int = 2) -> None:
+    """Compile :func:`servo_controls` and :func:`bracket_forces` for MuJoCo's arrays (1-D,
+    contiguous float64) now; later processes load them from numba's cache."""
+    qpos, qvel, index = np.zeros(7 + 2 * n), np.zeros(6 + 2 * n), np.arange(n, dtype=np.intp)
+    packed = np.ones((5, n))
+    servo_controls(
+        qpos, qvel, index, index, np.zeros(3 * n), packed, battery_array(Battery()),
+        np.array([0.0, 1.0]), 0.5, np.zeros(n), np.ones(n), np.zeros((5, n)), np.zeros(n),
+        np.zeros(n),
+    )  # fmt: skip
+    bracket_forces(qpos, qvel, index, index, 0.0, 1.0, 0.0, np.zeros(6 + 2 * n))

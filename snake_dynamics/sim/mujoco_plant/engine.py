@@ -32,6 +32,7 @@ from snake_dynamics.sim.mujoco_plant.effects import (
     bracket_forces,
     servo_controls,
     spread_servos,
+    warm_up,
 )
 from snake_dynamics.sim.mujoco_plant.mjcf import MjcfOptions, snake_mjcf
 from snake_dynamics.sim.mujoco_plant.params import (
@@ -247,10 +248,4 @@ class MujocoPlant(Plant):
 
     def warm_up(self) -> None:
         """Compile the step's kernels (numba's cache), not at the first pulses."""
-        d, n = mujoco.MjData(self.mj_model), self.model.n_joints
-        servo_controls(
-            d.qpos, d.qvel, self._servo_q, self._servo_v, np.zeros(3 * n), self._packed,
-            self._battery, self._supply.copy(), self._lag, np.zeros(n), np.zeros(n),
-            np.zeros((5, n)), np.zeros(n), d.ctrl,
-        )  # fmt: skip
-        bracket_forces(d.qpos, d.qvel, self._joint_q, self._joint_v, 0.0, 1.0, 0.0, d.qfrc_applied)
+        warm_up(self.model.n_joints)
