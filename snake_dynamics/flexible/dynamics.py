@@ -1,0 +1,345 @@
+"""Kane's equations of the arm, nonlinear and linearised in the elastic coordinates, and the
+compiled RK4 loop under a PD controller (docs/flexible.md, "Kane's equations").
+
+M(q) u_dot + h(q, u) + K q + D u = tau (F111): M and h from the compiled kernel
+(:func:`snake_dynamics.flexible.kernel.mass_and_bias`), K by (F112), D = damping K.
+
+The linearised model keeps every generalised force to first order in the elastic
+coordinates, speeds and accelerations together (the dual parts, eps^2 = 0, (F98)-(F110)):
+
+    M_lin u_dot + h_lin = tau - K q - D u,
+    M_lin = [M_0[:, r] + dM[:, r],  M_0[:, e]],   h_lin = h_0 + dh
+
+with M_0, h_0 at the undeformed arm and dM, dh their first-order (dual) parts, computed by
+the kernel on dual numbers (a complex step). Products of two elastic quantities, kept by the
+nonlinear model, are gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.flexible.kernel import DUAL_STEP, mass_and_bias
+from snake_dynamics.flexible.model import FlexibleArm, KernelArrays
+from snake_dynamics.mfm.spatial import compiled
+
+FloatArray = NDArray[np.float64]
+
+
+@compiled
+def _terms(
+    rfix: FloatArray,
+    dist: FloatArray,
+    dist_phid: FloatArray,
+    dist_phit: FloatArray,
+    e0: np.ndarray,
+    ne: np.ndarray,
+    s_link: np.ndarray,
+    s_pos: FloatArray,
+    s_mass: FloatArray,
+    s_inertia: FloatArray,
+    s_phid: FloatArray,
+    s_phit: FloatArray,
+    gravity: FloatArray,
+    armature: FloatArray,
+    nj: int,
+    linearized: bool,
+    q: FloatArray,
+    u: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """(M, h) of the nonlinear model, or (M_lin, h_lin) of the linearised one."""
+    n = q.shape[0]
+    pot = np.zeros(1, q.dtype)
+    if not linearized:
+        m = np.empty((n, n))
+        h = np.empty(n)
+        mass_and_bias(
+            rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
+            s_phid, s_phit, gravity, armature, q, u, m, h, pot,
+        )  # fmt: skip
+        return m, h
+    qc = np.empty(n, np.complex128)
+    uc = np.empty(n, np.complex128)
+    for k in range(n):
+        scale = 1.0 if k < nj else 1j * DUAL_STEP
+        qc[k] = q[k] * scale
+        uc[k] = u[k] * scale
+    mc = np.empty((n, n), np.complex128)
+    hc = np.empty(n, np.complex128)
+    potc = np.zeros(1, np.complex128)
+    mass_and_bias(
+        rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
+        s_phid, s_phit, gravity, armature, qc, uc, mc, hc, potc,
+    )  # fmt: skip
+    m = np.empty((n, n))
+    h = np.empty(n)
+    for a in range(n):
+        h[a] = hc[a].real + hc[a].imag / DUAL_STEP
+        for b in range(n):
+            m[a, b] = mc[a, b].real + (mc[a, b].imag / DUAL_STEP if b < nj else 0.0)
+    return m, h
+
+
+@compiled
+def _rate(
+    rfix: FloatArray,
+    dist: FloatArray,
+    dist_phid: FloatArray,
+    dist_phit: FloatArray,
+    e0: np.ndarray,
+    ne: np.ndarray,
+    s_link: np.ndarray,
+    s_pos: FloatArray,
+    s_mass: FloatArray,
+    s_inertia: FloatArray,
+    s_phid: FloatArray,
+    s_phit: FloatArray,
+    gravity: FloatArray,
+    armature: FloatArray,
+    stiffness: FloatArray,
+    damping: FloatArray,
+    nj: int,
+    linearized: bool,
+    q: FloatArray,
+    u: FloatArray,
+    tau: FloatArray,
+) -> FloatArray:
+    """u_dot of (F111) under the joint torques tau (nj,)."""
+    m, h = _terms(
+        rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
+        s_phid, s_phit, gravity, armature, nj, linearized, q, u,
+    )  # fmt: skip
+    rhs = -h - stiffness @ q - damping @ u
+    for k in range(nj):
+        rhs[k] += tau[k]
+    return np.asarray(np.linalg.solve(m, rhs), dtype=np.float64)
+
+
+@compiled
+def _simulate_pd(
+    rfix: FloatArray,
+    dist: FloatArray,
+    dist_phid: FloatArray,
+    dist_phit: FloatArray,
+    e0: np.ndarray,
+    ne: np.ndarray,
+    s_link: np.ndarray,
+    s_pos: FloatArray,
+    s_mass: FloatArray,
+    s_inertia: FloatArray,
+    s_phid: FloatArray,
+    s_phit: FloatArray,
+    gravity: FloatArray,
+    armature: FloatArray,
+    stiffness: FloatArray,
+    damping: FloatArray,
+    nj: int,
+    linearized: bool,
+    kp: FloatArray,
+    kd: FloatArray,
+    switch_t: FloatArray,
+    targets: FloatArray,
+    q0: FloatArray,
+    u0: FloatArray,
+    dt: float,
+    n_steps: int,
+    every: int,
+    q_out: FloatArray,
+    u_out: FloatArray,
+    tau_out: FloatArray,
+) -> None:
+    """Classical RK4 under tau = kp (q_target(t) - q) - kd u; every ``every`` steps stored."""
+    q = q0.copy()
+    u = u0.copy()
+    tau = np.zeros(nj)
+
+    def torque(t: float, qs: FloatArray, us: FloatArray) -> FloatArray:
+        j = 0
+        for k in range(switch_t.shape[0]):
+            if switch_t[k] <= t + 1e-12:
+                j = k
+        for k in range(nj):
+            tau[k] = kp[k] * (targets[j, k] - qs[k]) - kd[k] * us[k]
+        return tau
+
+    def f(t: float, qs: FloatArray, us: FloatArray) -> FloatArray:
+        return _rate(
+            rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
+            s_phid, s_phit, gravity, armature, stiffness, damping, nj, linearized, qs, us,
+            torque(t, qs, us),
+        )  # fmt: skip
+
+    row = 0
+    for step in range(n_steps + 1):
+        t = step * dt
+        if step % every == 0:
+            q_out[row] = q
+            u_out[row] = u
+            tau_out[row] = torque(t, q, u)
+            row += 1
+        if step == n_steps:
+            break
+        a1 = f(t, q, u)
+        k1q, k1u = u, a1
+        q2, u2 = q + 0.5 * dt * k1q, u + 0.5 * dt * k1u
+        a2 = f(t + 0.5 * dt, q2, u2)
+        q3, u3 = q + 0.5 * dt * u2, u + 0.5 * dt * a2
+        a3 = f(t + 0.5 * dt, q3, u3)
+        q4, u4 = q + dt * u3, u + dt * a3
+        a4 = f(t + dt, q4, u4)
+        q = q + dt / 6.0 * (k1q + 2.0 * u2 + 2.0 * u3 + u4)
+        u = u + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+
+
+@dataclass(frozen=True)
+class PDManoeuvre:
+    """A PD controller on the joints whose targets jump at given times.
+
+    Attributes:
+        kp: proportional gains [N m/rad], (nj,).
+        kd: derivative gains [N m s/rad], (nj,).
+        switch_times: when each target set starts [s], (m,), the first 0.
+        targets: the joint targets from each switch on [rad], (m, nj).
+    """
+
+    kp: FloatArray
+    kd: FloatArray
+    switch_times: FloatArray
+    targets: FloatArray
+
+
+@dataclass(frozen=True)
+class FlexibleResult:
+    """A run: times t (k,) [s], coordinates q and speeds u (k, n), joint torques tau (k, nj)."""
+
+    t: FloatArray
+    q: FloatArray
+    u: FloatArray
+    tau: FloatArray
+    dt: float
+    linearized: bool
+
+
+class FlexibleModel:
+    """The arm's equations of motion (F111), nonlinear or linearised.
+
+    Args:
+        arm: the arm.
+    """
+
+    def __init__(self, arm: FlexibleArm) -> None:
+        self.arm = arm
+        self.arrays: KernelArrays = arm.kernel_arrays()
+        self.n = arm.n
+        self.n_joints = arm.n_joints
+
+    def _check(self, name: str, x: FloatArray, size: int) -> FloatArray:
+        x = np.ascontiguousarray(x, dtype=float)
+        if x.shape != (size,) or not np.all(np.isfinite(x)):
+            raise StateError(f"{name} must be {size} finite numbers, got shape {x.shape}")
+        return x
+
+    def terms(
+        self, q: FloatArray, u: FloatArray, linearized: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        """(M, h) with M u_dot + h + K q + D u = tau (F111); h holds velocity products and
+        gravity. ``linearized``: the first-order (M_lin, h_lin) of the module docstring."""
+        q = self._check("q", q, self.n)
+        u = self._check("u", u, self.n)
+        return _terms(*self.arrays.as_tuple(), self.n_joints, linearized, q, u)
+
+    def mass_matrix(self, q: FloatArray) -> FloatArray:
+        """M(q) of the nonlinear model, (n, n) [SI], symmetric positive definite (F112)."""
+        return self.terms(q, np.zeros(self.n))[0]
+
+    def accelerations(
+        self, q: FloatArray, u: FloatArray, tau: FloatArray, linearized: bool = False
+    ) -> FloatArray:
+        """u_dot under joint torques tau [N m], (n,) [rad/s^2 and coordinate units / s^2]."""
+        q = self._check("q", q, self.n)
+        u = self._check("u", u, self.n)
+        tau = self._check("tau", tau, self.n_joints)
+        a = self.arrays
+        return _rate(*a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized, q, u, tau)
+
+    def energy(self, q: FloatArray, u: FloatArray) -> tuple[float, float]:
+        """(kinetic, potential) [J]: 1/2 u^T M u, and gravity plus the strain 1/2 q^T K q."""
+        q = self._check("q", q, self.n)
+        u = self._check("u", u, self.n)
+        m = np.empty((self.n, self.n))
+        h = np.empty(self.n)
+        pot = np.zeros(1)
+        mass_and_bias(*self.arrays.as_tuple(), q, u, m, h, pot)
+        strain = 0.5 * q @ self.arrays.stiffness @ q
+        return float(0.5 * u @ m @ u), float(pot[0] + strain)
+
+    def stable_step(
+        self,
+        q: FloatArray,
+        kp: FloatArray | None = None,
+        kd: FloatArray | None = None,
+        reach: float = 2.0,
+    ) -> float:
+        """The RK4 step [s] that keeps every eigenvalue lambda of the arm linearised at rest
+        at q (K, D and the PD gains) inside |lambda dt| <= reach (RK4 is stable to 2.78 on
+        the negative real axis and 2.83 on the imaginary one)."""
+        n, nj = self.n, self.n_joints
+        m = self.mass_matrix(q)
+        k = self.arrays.stiffness.copy()
+        d = self.arrays.damping.copy()
+        if kp is not None:
+            k[:nj, :nj] += np.diag(kp)
+        if kd is not None:
+            d[:nj, :nj] += np.diag(kd)
+        a = np.zeros((2 * n, 2 * n))
+        a[:n, n:] = np.eye(n)
+        a[n:, :n] = -np.linalg.solve(m, k)
+        a[n:, n:] = -np.linalg.solve(m, d)
+        lam = float(np.abs(np.linalg.eigvals(a)).max())
+        return reach / max(lam, 1e-12)
+
+    def simulate_pd(
+        self,
+        manoeuvre: PDManoeuvre,
+        q0: FloatArray,
+        u0: FloatArray,
+        t_end: float,
+        dt: float,
+        linearized: bool = False,
+        every: int = 1,
+    ) -> FlexibleResult:
+        """Integrate (F111) by RK4 at step dt [s] under the PD manoeuvre, compiled.
+
+        Raises:
+            SimulationError: bad step or a run that left the finite numbers.
+        """
+        if not (dt > 0 and t_end > 0 and every >= 1):
+            raise SimulationError(
+                f"need dt > 0, t_end > 0 and every >= 1, got {dt}, {t_end}, {every}"
+            )
+        q0 = self._check("q0", q0, self.n)
+        u0 = self._check("u0", u0, self.n)
+        n_steps = round(t_end / dt)
+        rows = n_steps // every + 1
+        q_out = np.empty((rows, self.n))
+        u_out = np.empty((rows, self.n))
+        tau_out = np.empty((rows, self.n_joints))
+        a = self.arrays
+        _simulate_pd(
+            *a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized,
+            np.ascontiguousarray(manoeuvre.kp, dtype=float),
+            np.ascontiguousarray(manoeuvre.kd, dtype=float),
+            np.ascontiguousarray(manoeuvre.switch_times, dtype=float),
+            np.ascontiguousarray(manoeuvre.targets, dtype=float),
+            q0, u0, float(dt), n_steps, int(every), q_out, u_out, tau_out,
+        )  # fmt: skip
+        if not (np.all(np.isfinite(q_out)) and np.all(np.isfinite(u_out))):
+            raise SimulationError(
+                f"the run left the finite numbers (dt = {dt} s: try a smaller step)"
+            )
+        t = np.arange(rows, dtype=float) * (dt * every)
+        return FlexibleResult(t, q_out, u_out, tau_out, float(dt), linearized)
