@@ -220,14 +220,16 @@ def _dynamics_node(robot_params: Mapping[str, Any], robot_clock: bool = False) -
 OPERATOR_RATE_HZ = 10.0
 
 
-def _operator_node(common: Mapping[str, Any]) -> NodeSpec:
+def _operator_node() -> NodeSpec:
     """operator_node, the operator's station: the stop state on /estop as a heartbeat (false
-    at start), ``snake estop`` presses and releases it. On the station's host."""
+    at start), ``snake estop`` presses and releases it. On the station's host, on the host's
+    clock even where the graph follows the robot's /clock: the heartbeat must not stop with
+    the link that carries /clock."""
     return NodeSpec(
         PACKAGE,
         "operator_node",
         "operator_node",
-        parameters=({**common, "rate": OPERATOR_RATE_HZ},),
+        parameters=({"use_sim_time": False, "rate": OPERATOR_RATE_HZ},),
         # a restart would start with the stop state false: it would release a stop
         on_failure="stop",
     )
@@ -427,7 +429,7 @@ def hardware_graph(
             # the robot link: a restart would set up and enable the robot with no operator
             on_failure="stop",
         ),
-        _operator_node(common),
+        _operator_node(),
         *_robot_description(MEASURED_NAMESPACE, urdf, common),
     ]
     if pose_port is not None:

@@ -382,7 +382,9 @@ def test_the_robot_s_host_runs_the_driver_and_the_station_the_rest() -> None:
     assert robot[0].parameters[-1]["command_timeout"] == DRIVER_COMMAND_TIMEOUT_S  # type: ignore[index]
     for spec in station:
         params = {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
-        assert params.get("use_sim_time") is True, spec.full_name
+        # the operator's heartbeat runs on the host's clock: it must not stop with /clock
+        follows = spec.executable != "operator_node"
+        assert params.get("use_sim_time") is follows, spec.full_name
     with pytest.raises(ValueError, match="role must be one of both, robot, station"):
         hardware_graph(role="workstation")
 
@@ -447,6 +449,7 @@ def test_on_the_robot_clock_the_driver_publishes_clock_and_the_rest_follows_it()
     on = {s.full_name: merged(s) for s in hardware_graph(dynamics=True, robot_clock=True)}
     driver = on.pop("/driver_node")
     assert driver["publish_clock"] is True and driver["use_sim_time"] is False
+    assert on.pop("/operator_node")["use_sim_time"] is False  # its heartbeat: the host's clock
     assert on and all(params.get("use_sim_time") is True for params in on.values()), on
     off = [merged(s) for s in hardware_graph(dynamics=True)]
     assert not any(p.get("use_sim_time") or p.get("publish_clock") for p in off)

@@ -6,11 +6,13 @@ One bring-up for the module: two network namespaces joined through the user-spac
 its pty); the station namespace runs ``snake hardware --emulate --role station --dynamics``
 (gait_node, dynamics_node and compare_node on the robot's /clock), ``snake record`` and a
 listener: this file run as ``python test_two_hosts.py station``, which prints what it
-receives as JSON lines and calls the driver's services when told on its stdin. Its test
-order is the story: the graph finds itself, the measured joints cross, an e-stop crosses, an
-outage trips the firmware's watchdog and the graph resumes, the bag holds what arrived, the
-driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted beyond a
-generous deadline.
+receives as JSON lines and calls the driver's services, or the station's operator_node's,
+when told on its stdin. Its test order is the story: the graph finds itself, the measured
+joints cross, an e-stop crosses, an outage trips the firmware's watchdog and the graph
+resumes once the operator's stop state crosses again, an e-stop pressed during an outage holds
+the robot until its stop state arrives (within a stated bound), the bag holds what arrived,
+the driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted
+beyond a generous deadline or a stated bound.
 
 The driver's own link to the MCU is the emulator's pty here; test_mcu_link.py runs that link
 over UDP through the same impairment (docs/two-hosts.md, "The driver's link to the MCU").
@@ -38,6 +40,15 @@ LOSS, BURST_RATE, BURST_MS, REORDER = 0.02, 0.2, 100.0, 0.01
 #: (a best-effort reader drops a sample older than one it already has).
 MISSED = LOSS + BURST_RATE * BURST_MS * 1e-3 + REORDER
 OUTAGE_S = 3.0
+#: The outage of the e-stop test, and when in it the operator presses [s].
+STOP_OUTAGE_S, PRESS_AT_S = 2.0, 0.5
+#: The bound on the stop state's arrival at the driver after the link returns (the driver's
+#: log line, on the system clock the namespaces share) [s]: operator_node's heartbeat period
+#: (0.1 s), the link's delay (30 ms), a heartbeat or two lost (0.2 s), and a loaded machine's
+#: scheduling, generously. The e-stop service alone took 1.6-4.6 s (issue 35).
+STOP_BOUND_S = 1.0
+#: The driver's log line when the stop state latches the e-stop.
+LATCHED_TEXT = "the operator's stop state is true: e-stop latched"
 DRIVER_STATUS = "mfm_snake driver: link"
 #: Generous deadlines [s]: conditions are waited for, never timed.
 START_S, WAIT_S = 90.0, 30.0
@@ -47,8 +58,9 @@ START_S, WAIT_S = 90.0, 30.0
 def station_listener() -> int:
     """Run in the station namespace: print every /measured/joint_states (stamp, arrival on
     CLOCK_MONOTONIC, joint 2), the driver's diagnostics and the first /clock as JSON lines;
-    ``estop`` or ``enable`` on stdin calls the driver's service (once it is discovered) and
-    prints the answer with the call's start and end. Ends when stdin closes."""
+    ``estop`` or ``enable`` on stdin calls the driver's service, ``press`` or ``release`` the
+    operator_node's ``~/estop`` or ``~/enable`` true (once it is discovered), and prints the
+    answer with the call's start and end. Ends when stdin closes."""
     started = time.monotonic()  # discovery is timed from here
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
@@ -94,6 +106,11 @@ def station_listener() -> int:
     clients: dict[str, tuple[Any, Any]] = {
         "estop": (node.create_client(Trigger, "/driver_node/estop"), Trigger.Request()),
         "enable": (node.create_client(SetBool, "/driver_node/enable"), SetBool.Request(data=True)),
+        "press": (node.create_client(Trigger, "/operator_node/estop"), Trigger.Request()),
+        "release": (
+            node.create_client(SetBool, "/operator_node/enable"),
+            SetBool.Request(data=True),
+        ),
     }
     asked: list[str] = []
     threading.Thread(target=lambda: asked.extend(s.strip() for s in sys.stdin), daemon=True).start()
@@ -194,6 +211,7 @@ class TwoHosts:
     listener: Listener
     out: Path
     discovery_s: float
+    outage_s: float = 0.0  # the link's outages so far [s]
 
 
 def children(pid: int) -> set[int]:
@@ -399,17 +417,20 @@ def test_an_estop_from_the_station_reaches_the_mcu(hosts: TwoHosts) -> None:
 
 def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> None:
     """3 s without the link: the driver gets no commands, sends no targets, and the firmware's
-    watchdog trips (nothing moves on stale commands); afterwards the same processes carry on:
-    measured joints arrive, the driver re-arms the firmware, the joints follow the gait."""
+    watchdog trips (nothing moves on stale commands): the driver holds the servos disarmed
+    (a trip). Afterwards the same processes carry on: measured joints arrive, the operator's
+    stop state (false, a heartbeat heard after the trip) re-arms the firmware with the next
+    targets, the joints follow the gait."""
     processes = (hosts.robot, hosts.station, hosts.recorder, hosts.listener.proc)
     pids = {p.pid: children(p.pid) for p in processes}
     before = len(driver_log(hosts.out))
     start, end = hosts.link.outage(OUTAGE_S)
+    hosts.outage_s += OUTAGE_S
     wait_for(lambda: time.monotonic() > end, OUTAGE_S + WAIT_S, "the outage's end")
     inside = [t for _, t, _ in hosts.listener.measured if start + 0.1 < t < end]
     assert not inside, f"{len(inside)} states crossed a link that was down"
     wait_for(
-        lambda: "the firmware reports watchdog tripped" in driver_log(hosts.out)[before:],
+        lambda: "the firmware's watchdog tripped" in driver_log(hosts.out)[before:],
         WAIT_S,
         "the driver to find the firmware's watchdog tripped",
     )
@@ -418,6 +439,119 @@ def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> 
     assert {p.pid: children(p.pid) for p in processes} == pids, "a process was restarted"
     stats = hosts.link.stats()
     print(f"link: {stats['robot_to_station']}")
+
+
+def logged_at(out: Path, text: str, after: float) -> float | None:
+    """The system-clock time [s] of the driver's first log line holding ``text`` after
+    ``after`` [s, system clock], or None."""
+    for line in driver_log(out).splitlines():
+        if text in line:
+            stamp = float(line.split("] [", 2)[1])  # [WARN] [1796617867.372284147] [driver_node]
+            if stamp > after:
+                return stamp
+    return None
+
+
+def armed(values: dict[str, str]) -> bool:
+    """The firmware's flags in the driver's diagnostics say it follows targets."""
+    return (values.get("enabled"), values.get("watchdog_tripped"), values.get("estop")) == (
+        "True",
+        "False",
+        "False",
+    )
+
+
+def test_an_estop_pressed_during_an_outage_holds_the_robot_until_it_arrives(
+    hosts: TwoHosts,
+) -> None:
+    """The operator presses the e-stop (operator_node's ~/estop, on the station) 0.5 s into a
+    2 s outage. The watchdog trips during it; after the link returns the driver does not
+    re-arm the firmware on the commands that flow again: the robot does not move, and the
+    stop state (the heartbeat on /estop, true) reaches the driver within STOP_BOUND_S of the
+    link's return, where the e-stop service alone took 1.6-4.6 s. The robot then holds until
+    the release, which operator_node refuses until the driver has answered its e-stop call
+    (repaired late by DDS, it would latch again after the release).
+
+    References: the driver's own diagnostics (the firmware's flags, the latch and its source)
+    and the measured joints, as the station receives them (on CLOCK_MONOTONIC, which the
+    namespaces share)."""
+    hz = telemetry_hz(hosts)
+    mark = time.monotonic()
+    wait_for(lambda: moving(hosts, mark), WAIT_S, "the joints to follow the gait first")
+    wait_for(
+        lambda: any(armed(v) for v in hosts.listener.diagnostics_after(mark)),
+        WAIT_S,
+        "the firmware armed before the outage",
+    )
+    trips = int(hosts.listener.diagnostics[-1][1]["trips"])
+    to_system = time.time() - time.monotonic()  # CLOCK_MONOTONIC to the logs' system clock
+    start, end = hosts.link.outage(STOP_OUTAGE_S)
+    hosts.outage_s += STOP_OUTAGE_S
+    wait_for(lambda: time.monotonic() > start + PRESS_AT_S, WAIT_S, "the press's moment")
+    pressed = hosts.listener.ask("press")
+    assert pressed["press"]["success"], pressed
+    assert pressed["start"] < end, "the press came after the outage (a stalled listener)"
+    wait_for(lambda: time.monotonic() > end, STOP_OUTAGE_S + WAIT_S, "the outage's end")
+
+    def latched() -> tuple[float, dict[str, str]] | None:
+        return next(
+            (
+                (t, v)
+                for t, v in hosts.listener.diagnostics
+                if t > end and v.get("estop_latched") == "True"
+            ),
+            None,
+        )
+
+    latched_t, values = wait_for(latched, WAIT_S, "the driver's e-stop latched")
+    logged = wait_for(
+        lambda: logged_at(hosts.out, LATCHED_TEXT, start + to_system),
+        WAIT_S,
+        "the driver's log of the stop state",
+    )
+    at_driver = logged - (end + to_system)
+    # a second of reports held after the latch
+    wait_for(
+        lambda: sum(t > latched_t for _, t, _ in hosts.listener.measured) >= hz,
+        WAIT_S,
+        "a second of measured joints after the latch",
+    )
+    held = [q for _, t, q in hosts.listener.measured if t > end]
+    # what the driver said from the latch on (a reliable reader gets them in the order they
+    # were published; those published before the outage may arrive after it, repaired)
+    after = [v for t, v in hosts.listener.diagnostics if t >= latched_t]
+    # and no ENABLE since the outage began: the driver logs each re-arm
+    rearmed = logged_at(hosts.out, "arming it", start + to_system)
+    print(
+        f"stop: pressed {pressed['start'] - start:.2f} s into a {STOP_OUTAGE_S:g} s outage; "
+        f"the driver latched it {at_driver:.3f} s after the link returned (bound "
+        f"{STOP_BOUND_S:g} s), its diagnostics said so at the station {latched_t - end:.3f} s "
+        f"after (source {values.get('estop_source')}); "
+        f"{len(held)} measured states after the outage moved "
+        f"{max(held) - min(held):.4f} rad; trips {values.get('trips')}"
+    )
+    assert at_driver <= STOP_BOUND_S, "the stop state arrived later than its bound"
+    assert rearmed is None, "the driver re-armed the firmware after the outage began"
+    assert after and not any(armed(v) for v in after), "the firmware armed after the latch"
+    assert int(values["trips"]) > trips, "the outage tripped nothing"
+    assert len(held) >= hz and max(held) - min(held) < 0.05, "the robot moved"
+
+    # the release: refused until the driver has answered the e-stop call, then the robot
+    # moves again (the later tests need the gait)
+    def released() -> dict[str, Any] | None:
+        answer = hosts.listener.ask("release")
+        return answer if answer["release"]["success"] else None
+
+    release = wait_for(released, WAIT_S, "operator_node to release the stop")
+    wait_for(lambda: moving(hosts, release["t"]), WAIT_S, "the joints to move again")
+    wait_for(
+        lambda: any(
+            v.get("estop_latched") == "False" and armed(v)
+            for v in hosts.listener.diagnostics_after(release["t"])
+        ),
+        WAIT_S,
+        "the driver's diagnostics to show the release and the firmware armed",
+    )
 
 
 def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
@@ -433,7 +567,7 @@ def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
             msg: Any = typestore().deserialize_cdr(data, conn.msgtype)
             stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
     assert stamps_strictly_increase(stamps), "the bag's stamps go back or repeat"
-    expected = (stamps[-1] - stamps[0] - OUTAGE_S) * hz
+    expected = (stamps[-1] - stamps[0] - hosts.outage_s) * hz
     print(f"bag: {len(stamps)} states of {expected:.0f} outside the outage")
     assert (1 - 3 * MISSED) * expected <= len(stamps) <= (stamps[-1] - stamps[0]) * hz + 1
     heard = {s for s, _, _ in hosts.listener.measured if stamps[0] <= s <= stamps[-1]}
