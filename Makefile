@@ -31,7 +31,7 @@ endif
 $(VENV)/.runtime-ok: $(REQS)
 	tools/bootstrap.sh
 	touch $@
-$(VENV)/.dev-ok: $(VENV)/.runtime-ok requirements-dev.txt
+$(VENV)/.dev-ok: $(VENV)/.runtime-ok requirements-dev.txt tools/apt-packages-test.txt
 	tools/bootstrap.sh --dev
 	touch $@
 $(WEB_OK): $(WEB)/package.json $(WEB)/package-lock.json

@@ -544,7 +544,12 @@ def _plots(study: optuna.Study, folder: Path) -> list[Path]:
     ):
         if name == IMPORTANCE_FILE and len(finished(study)) < 2:
             continue
-        plot(study)
+        try:
+            plot(study)
+        except ImportError:  # Debian 12's optuna 3.1 needs scikit-learn for the importances
+            if name != IMPORTANCE_FILE:
+                raise
+            continue
         figure = plt.gcf()
         figure.savefig(folder / name, dpi=100, bbox_inches="tight")
         plt.close(figure)

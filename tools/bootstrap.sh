@@ -29,6 +29,8 @@ run() {
 
 # --- Debian packages ------------------------------------------------------------------
 mapfile -t wanted < <(grep -Ev '^\s*(#|$)' tools/apt-packages.txt)
+# make test also runs the code on Debian's own Python packages (tools/apt-packages-test.txt)
+((dev)) && mapfile -t -O "${#wanted[@]}" wanted < <(grep -Ev '^\s*(#|$)' tools/apt-packages-test.txt)
 missing=()
 for p in "${wanted[@]}"; do
   [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == "install ok installed" ]] || missing+=("$p")
