@@ -249,9 +249,16 @@ def test_unplugged_and_replugged_board_reconnects_and_telemetry_resumes(
         before = len(driver.measurements)
         port.symlink_to(second.start().port)  # replug: a freshly booted MCU (pulses off)
         replugged = time.monotonic()
-        # the driver keeps commanding b throughout; the new MCU gets configured and enabled
+        # the driver keeps commanding b throughout; the new MCU gets configured, but the lost
+        # link is a trip: it stays disarmed until the operator's fresh intent (issue 35; the
+        # old link enabled it by itself), here enable(True)
         assert driver.run(b, RESUME_S, lambda d: len(d.measurements) > before), "no telemetry"
         resumed_after_s = time.monotonic() - replugged
+        assert driver.run(b, RESUME_S, lambda d: len(d.measurements) > before + 20)
+        assert link.tripped and not any(
+            m.flags & Flag.ENABLED for m in driver.measurements[before:]
+        ), "the new MCU armed with no operator"
+        driver.events += link.enable(True)
         assert driver.reach(b, 8.0), "b was not reached after the replug"
         driver.run(None, 0.3)
     finally:
@@ -262,7 +269,8 @@ def test_unplugged_and_replugged_board_reconnects_and_telemetry_resumes(
     kinds = [e.kind for e in driver.events]
     assert kinds[0] == "connected" and kinds.count("connected") == 2
     assert kinds.index("lost") < kinds.index("open_failed") < len(kinds) - 1
-    assert kinds[-1] == "connected" and set(kinds) == {"connected", "lost", "open_failed"}
+    assert kinds[-1] == "connected"
+    assert set(kinds) == {"connected", "lost", "tripped", "open_failed"}
     assert link.stats.connects == 2 and link.stats.disconnects == 1
     # the new MCU's frames are fresh, not replays, and accepted as soon as they arrive
     assert link.decoder.stats.replayed == 0 and link.decoder.stats.bad_auth == 0
