@@ -44,6 +44,7 @@ FLOORS = {
         Floor("optuna", "python3-optuna", "3.1.0"),
         Floor("cmaes", "python3-cmaes", "0.9.1"),
         Floor("SQLAlchemy", "python3-sqlalchemy", "1.4.46"),
+        Floor("cryptography", "python3-cryptography", "38.0.4"),
     )
 }
 #: What every subcommand imports (the numerics, the plots, the bags).
@@ -54,6 +55,7 @@ NEEDS = {
     "optimize": ("dask", "distributed", "optuna", "cmaes", "SQLAlchemy"),
     "hardware": ("pyserial",),
     "view": ("websockets",),
+    "cluster-certs": ("cryptography",),
 }
 
 

@@ -179,7 +179,7 @@ def test_the_system_python_imports_debian_s_packages_at_the_floors(debian: Side)
     """What the other tests run on: Debian's own files, at package.xml's floors (Debian's
     versions are the floors: snake_bringup/versions.py)."""
     names = ["numpy", "scipy", "PyYAML", "numba", "matplotlib", "dask", "distributed"]
-    names += ["optuna", "cmaes", "SQLAlchemy"]
+    names += ["optuna", "cmaes", "SQLAlchemy", "cryptography"]
     script = (
         "import importlib.metadata as m, json, numpy, numba, scipy, optuna, distributed\n"
         f"print(json.dumps({{n: m.version(n) for n in {names!r}}}))\n"
@@ -309,3 +309,11 @@ def test_identify_from_bags_fits_the_same_servo(tmp_path: Path, debian: Side, ve
         assert fit["params"][name] == pytest.approx(value, rel=1e-6), name
     assert_same_numbers(fit["params"], fit_venv["params"], "params")
     shutil.rmtree(bags)
+
+
+def test_cluster_certs_writes_the_cluster_s_files(tmp_path: Path, debian: Side) -> None:
+    """Debian's cryptography 38.0.4 makes the TLS cluster's CA and certificates (random:
+    nothing to compare with the venv's but the files)."""
+    debian.snake("cluster-certs", "certs", cwd=tmp_path)
+    names = {p.name for p in (tmp_path / "certs").iterdir()}
+    assert {"ca.pem", "scheduler.pem", "worker.pem", "client.pem", "client-key.pem"} <= names

@@ -57,7 +57,7 @@ def test_requirements_pin_versions_at_or_above_the_floors() -> None:
 
 def test_each_command_s_needs_have_floors() -> None:
     assert set(COMMON) | {n for needs in NEEDS.values() for n in needs} <= set(FLOORS)
-    assert set(NEEDS) <= {"sweep", "optimize", "hardware", "view"}
+    assert set(NEEDS) <= {"sweep", "optimize", "hardware", "view", "cluster-certs"}
 
 
 @pytest.mark.parametrize(
