@@ -36,9 +36,9 @@ from snake_dynamics.flexible.modes import (
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: Gauss stations per elastic link: exact for the inertia of the undeformed link, and the
-#: modal mass integrals of three modes a kind to 1e-10.
-DEFAULT_STATIONS = 12
+#: Gauss stations per elastic link: exact for the inertia of the undeformed link; the arm's
+#: frequencies (2 modes a kind) agree with 12 and 24 stations to 1e-9 relative.
+DEFAULT_STATIONS = 8
 
 
 @dataclass(frozen=True)
