@@ -104,15 +104,15 @@ class OperatorNode(Node):
         """Latch the stop: publish it now and call the driver's ``~/estop``."""
         self.stop = True
         self.publish()
-        future = self.driver_estop.call_async(Trigger.Request())
-        self._estop_call = (time.monotonic(), future)
-        future.add_done_callback(self._estop_answered)
         ready = self.driver_estop.service_is_ready()
-        self.get_logger().warning(
-            f"stop: {STOP_TOPIC} true"
-            + ("; the driver's ~/estop called" if ready else "; the driver's ~/estop not seen")
-        )
-        return f"stop state true on {STOP_TOPIC}; the driver's ~/estop called"
+        future = self.driver_estop.call_async(Trigger.Request())
+        # a call to a driver not discovered goes nowhere (the request is volatile): no
+        # answer to wait for before a release
+        self._estop_call = (time.monotonic(), future) if ready else None
+        future.add_done_callback(self._estop_answered)
+        called = "the driver's ~/estop called" if ready else "the driver's ~/estop not seen"
+        self.get_logger().warning(f"stop: {STOP_TOPIC} true; {called}")
+        return f"stop state true on {STOP_TOPIC}; {called}"
 
     def _estop_answered(self, future: Future[Any]) -> None:
         answer: Any = future.result()
