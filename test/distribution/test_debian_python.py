@@ -62,6 +62,8 @@ DEBIAN = [
 #: What the pip rule adds beside them: rosbags and the requirements Debian's packages miss.
 PIP_ONLY = ("rosbags", "apsw", "backports.zstd", "lz4", "ruamel.yaml", "typing_extensions")
 PIP_OPTIONS = ("-q", "--disable-pip-version-check", "--no-deps")
+#: Debian's numba's cache of the compiled kernels.
+NUMBA_CACHE = ROOT / "build" / "numba-debian"
 #: The relative tolerance of venv against Debian (the module's docstring).
 RTOL = 1e-9
 
@@ -102,7 +104,8 @@ def pinned(names: tuple[str, ...]) -> list[str]:
 def debian(tmp_path_factory: pytest.TempPathFactory) -> Side:
     """The system Python with Debian's packages and the pip rule's, the checkout on its path
     and its own numba cache (numba caches beside the source, and the venv's numba would
-    overwrite a cache of another version's)."""
+    overwrite a cache of another version's): in build/, shared by the pytest workers and kept
+    for the next run, as the venv's is (numba keys it by the source)."""
     missing = [
         p
         for p in DEBIAN
@@ -127,7 +130,7 @@ def debian(tmp_path_factory: pytest.TempPathFactory) -> Side:
         "HOME": str(home),
         "PYTHONPATH": f"{ROOT}{os.pathsep}{target}",
         "PYTHONNOUSERSITE": "1",
-        "NUMBA_CACHE_DIR": str(home / "numba"),
+        "NUMBA_CACHE_DIR": str(NUMBA_CACHE),
         "MPLBACKEND": "Agg",
     }
     return Side(SYSTEM_PYTHON, env)
