@@ -7,7 +7,7 @@ the elastic coordinates (:mod:`.kernel`, :mod:`.dynamics`), and the paper's 4-DO
 """
 
 from snake_dynamics.flexible.arm import paper_arm, paper_manoeuvre, run_paper_manoeuvre
-from snake_dynamics.flexible.dynamics import FlexibleModel, FlexibleResult, PDManoeuvre
+from snake_dynamics.flexible.dynamics import FlexibleModel, FlexibleResult, PDManoeuvre, warm_up
 from snake_dynamics.flexible.model import (
     ALUMINIUM,
     ElasticLink,
@@ -41,4 +41,5 @@ __all__ = [
     "paper_manoeuvre",
     "run_paper_manoeuvre",
     "torsion_modes",
+    "warm_up",
 ]

@@ -343,3 +343,16 @@ class FlexibleModel:
             )
         t = np.arange(rows, dtype=float) * (dt * every)
         return FlexibleResult(t, q_out, u_out, tau_out, float(dt), linearized)
+
+
+def warm_up() -> None:
+    """Compile this family's kernels now, both models (seconds after an install, then loaded
+    from numba's cache), not in the middle of a run."""
+    from snake_dynamics.flexible.model import ALUMINIUM, ElasticLink, RigidLink, Section
+
+    hub = RigidLink(1.0, (0.0, 0.0, 0.0), ((1e-3, 0, 0), (0, 1e-3, 0), (0, 0, 1e-3)), (0.1, 0, 0))
+    beam = ElasticLink(0.5, ALUMINIUM, Section.tube(0.02, 0.002), 1, 1, 1)
+    model = FlexibleModel(FlexibleArm((hub, beam)))
+    hold = PDManoeuvre(np.ones(2), np.ones(2), np.zeros(1), np.zeros((1, 2)))
+    for linearized in (False, True):
+        model.simulate_pd(hold, np.zeros(model.n), np.zeros(model.n), 2e-4, 1e-4, linearized)
