@@ -43,9 +43,9 @@ web: $(VENV)/.pkg-ok
 $(VENV)/.pkg-ok: $(VENV)/.runtime-ok $(WEB_OK) $(PKG_SOURCES)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	@echo "compiling the numba kernels once (cached for every later process)"
-	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.sim.simulator import warm_up; warm_up()"
+	cd /tmp && $(CURDIR)/$(BIN)/python -c "from snake_dynamics.sim.engines import warm_up; warm_up()"
 	@echo "and once for the checkout, which the tests import (numba caches beside the source)"
-	$(BIN)/python -c "from snake_dynamics.sim.simulator import warm_up; warm_up()"
+	$(BIN)/python -c "from snake_dynamics.sim.engines import warm_up; warm_up()"
 	touch $@
 
 demo: $(VENV)/.pkg-ok

@@ -39,7 +39,8 @@ from typing import IO
 
 from snake_driver.calibration import ChannelCalibration, load_servo_map
 from snake_dynamics.errors import SnakeError
-from snake_dynamics.sim.plant import Plant, PulseMap, load_plant, make_plant
+from snake_dynamics.sim.engines import make_plant
+from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
 from snake_dynamics.sim.pose_sensor import encode
 
 from .errors import BringupError

@@ -45,6 +45,7 @@ FLOORS = {
         Floor("cmaes", "python3-cmaes", "0.9.1"),
         Floor("SQLAlchemy", "python3-sqlalchemy", "1.4.46"),
         Floor("cryptography", "python3-cryptography", "38.0.4"),
+        Floor("mujoco", "python3-mujoco-pip", "4.0.0"),  # pip: the tested one (engine: mujoco)
     )
 }
 #: What every subcommand imports (the numerics, the plots, the bags).

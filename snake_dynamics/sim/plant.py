@@ -29,8 +29,9 @@ The plant file (:func:`load_plant`, e.g. config/plant.yaml, config/plant_floor.y
     mujoco: {timestep: 0.0005, ...}  # engine: mujoco only (sim.mujoco_plant.params)
     effects: {backlash: 0.0087, ...}  # engine: mujoco only: what the model leaves out
 
-:func:`make_plant` builds the plant a file asks for: :class:`Plant` (``engine: mfm``, the
-default) or :class:`snake_dynamics.sim.mujoco_plant.MujocoPlant` (``engine: mujoco``).
+:func:`snake_dynamics.sim.engines.make_plant` builds the plant a file asks for:
+:class:`Plant` (``engine: mfm``, the default) or
+:class:`snake_dynamics.sim.mujoco_plant.MujocoPlant` (``engine: mujoco``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from snake_dynamics.sim.pose_sensor import Pose, PoseReading, PoseSensor, PoseSe
 from snake_dynamics.sim.simulator import InputSource, Simulator
 
 if TYPE_CHECKING:
-    from snake_dynamics.sim.mujoco_plant import Effects, MujocoParams
+    from snake_dynamics.sim.mujoco_plant.params import Effects, MujocoParams
 
 FloatArray = NDArray[np.float64]
 
@@ -203,7 +204,7 @@ def plant_from_dict(doc: object, joint_names: Sequence[str], source: str) -> Pla
         raise ModelError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
     mujoco, effects = None, None
     if engine == "mujoco":
-        from snake_dynamics.sim.mujoco_plant import effects_from_dict, mujoco_from_dict
+        from snake_dynamics.sim.mujoco_plant.params import effects_from_dict, mujoco_from_dict
 
         mujoco, effects = mujoco_from_dict(doc.get("mujoco")), effects_from_dict(doc.get("effects"))
         floor: Mapping[str, object] = ground or {}
@@ -604,24 +605,3 @@ class Plant:
             mv += self._rng.normal(0.0, pot.noise_mv, len(self.pulses))
         out[self._channels] = np.clip(np.rint(mv), 0, NO_VOLTAGE - 1)
         return out
-
-
-def make_plant(
-    model: SnakeModel, pulses: Sequence[PulseMap], params: PlantParams, dt: float = 0.001
-) -> Plant:
-    """The plant of ``params.engine``: :class:`Plant` (``mfm``) or
-    :class:`snake_dynamics.sim.mujoco_plant.MujocoPlant` (``mujoco``; imports MuJoCo).
-
-    Raises:
-        ModelError: as the plant's constructor; ``engine: mujoco`` without MuJoCo installed.
-    """
-    if params.engine != "mujoco":
-        return Plant(model, pulses, params, dt)
-    try:
-        from snake_dynamics.sim.mujoco_plant import MujocoPlant
-    except ImportError as exc:
-        raise ModelError(
-            f"{params.source}: engine: mujoco needs the mujoco package ({exc}; pip install "
-            "-r requirements-dev.txt)"
-        ) from None
-    return MujocoPlant(model, pulses, params, dt)

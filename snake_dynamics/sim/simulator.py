@@ -611,10 +611,8 @@ def warm_up() -> None:
     from snake_dynamics.floating.recursive import (
         warm_up as floating_warm_up,  # imports this module's kernels
     )
-    from snake_dynamics.sim.mujoco_plant import warm_up as mujoco_plant_warm_up  # no MuJoCo
 
     floating_warm_up()
-    mujoco_plant_warm_up()
     model = SnakeModel.uniform(2, 0.1, 0.1, 0.02)
     Simulator(model, 0.001, stiffness=1.0).warm_up()
     simulate(model, np.zeros(2), np.zeros(2), None, 0.002, 0.001)

@@ -87,7 +87,8 @@ def test_each_rule_resolves_to_an_apt_package_or_pip(rosdep: Path, platform: str
         resolved[key_line.removeprefix("#ROSDEP[").removesuffix("]")] = (installer, packages)
     assert set(resolved) == set(rules)
     assert resolved["python3-rosbags-pip"] == ("#pip", "rosbags")
-    pip = {"python3-rosbags-pip"}
+    assert resolved["python3-mujoco-pip"] == ("#pip", "mujoco")
+    pip = {"python3-rosbags-pip", "python3-mujoco-pip"}
     if platform == "ubuntu:noble":  # no python3-numba in Ubuntu 24.04 (docs/setup.md)
         assert resolved["python3-numba"] == ("#pip", "numba")
         pip.add("python3-numba")

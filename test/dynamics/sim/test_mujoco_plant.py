@@ -24,8 +24,9 @@ from snake_driver.calibration import load_servo_map
 from snake_dynamics.errors import ModelError
 from snake_dynamics.floating.literal import centre_of_mass
 from snake_dynamics.gaits import make_gait
+from snake_dynamics.sim.engines import make_plant
 from snake_dynamics.sim.mujoco_plant import NO_EFFECTS, MujocoPlant, supply_current, supply_scale
-from snake_dynamics.sim.plant import Plant, load_plant, make_plant, plant_from_dict
+from snake_dynamics.sim.plant import Plant, load_plant, plant_from_dict
 from snake_ros.paths import robot_config
 
 from .test_plant import _records
