@@ -67,7 +67,9 @@ def test_demo_records_compares_and_reports(
     ):
         assert line in proc.stdout, proc.stdout
     # every node stopped cleanly; the emulated servos moved the plant in real time
-    assert proc.stdout.count("exit status 0") == 6, proc.stdout
+    # (seven nodes: the recorder, gait, driver, operator (its stop state, issue 35), pose
+    # sensor, dynamics and compare nodes)
+    assert proc.stdout.count("exit status 0") == 7, proc.stdout
     assert "plant: PLANT end ticks=" in proc.stdout, proc.stdout
     # the plant heard that the graph got ready, and tells the lag the running graph added
     assert re.search(r"running_behind_ms=\d+\.\d \(at ready -?\d+\.\d\)", proc.stdout)
