@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.gaits import JointTrajectory
+from snake_dynamics.gaits import JointTrajectory, PeriodicGait
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model, simulate
 from snake_dynamics.mfm.spatial import compiled
@@ -311,11 +311,25 @@ class MotionInput(InputSource):
         out = np.zeros((t.size, 3 * n))
         for delay in np.unique(self.dead_time):
             joints = np.flatnonzero(self.dead_time == delay)
-            late = [self.motion(float(ti) - delay) for ti in t]
-            out[:, n + joints] = np.array([s.q for s in late])[:, joints]
+            q, qd = self._late(np.asarray(t, dtype=np.float64) - delay)
+            out[:, n + joints] = q[:, joints]
             if self.rates:
-                out[:, 2 * n + joints] = np.array([s.qd for s in late])[:, joints]
+                out[:, 2 * n + joints] = qd[:, joints]
         return out
+
+    def _late(self, times: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """q [rad] and q_dot [rad/s] of the motion at ``times`` [s], shape (len(times), n).
+
+        A :class:`PeriodicGait` (the crawls' serpenoids) is evaluated at every time in one
+        call: its ``evaluate`` broadcasts a column of times against its joints, the same
+        operations on the same numbers as one call per time (bit for bit), without the
+        Python call per RK4 stage time that cost a servo crawl a third of its time.
+        """
+        if type(self.motion) is PeriodicGait:
+            late = self.motion.evaluate(times[:, None])  # type: ignore[arg-type]
+            return np.asarray(late.q), np.asarray(late.qd)
+        samples = [self.motion(float(ti)) for ti in times]
+        return np.array([s.q for s in samples]), np.array([s.qd for s in samples])
 
 
 class TorqueInput(InputSource):

@@ -21,6 +21,7 @@ from snake_dynamics.sim import simulator as simulator_module
 from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
+    MotionInput,
     PrescribedInput,
     Simulator,
     TorqueInput,
@@ -149,6 +150,27 @@ def test_the_servos_inputs_need_no_compilation_after_the_warm_up(robot) -> None:
         reference.push(0.01 * k, np.full(robot.n_joints, 0.1), np.zeros(robot.n_joints))
     sim.advance(10, source)
     assert len(simulator_module._hermite.signatures) == compiled
+
+
+@pytest.mark.parametrize("name", ["serpenoid", "sidewinding", "rolling"])
+def test_motion_input_samples_a_periodic_gait_as_one_call_per_time(robot, name: str) -> None:
+    """Reference: the gait evaluated at each stage time, one call each, less each dead
+    time (what MotionInput did before it evaluated a PeriodicGait at every time at once):
+    equal bit for bit, two groups of dead times, with and without the rate reference."""
+    gait = make_gait(name, robot)
+    n = robot.n_joints
+    dead = np.where(np.arange(n) % 2, 0.03, 0.0)
+    times = 0.123 + 0.00025 * np.arange(401)
+    for rates in (False, True):
+        got = MotionInput(gait, dead, rates).inputs(times)
+        want = np.zeros((times.size, 3 * n))
+        for row, t in enumerate(times):
+            for k in range(n):
+                late = gait(float(t) - dead[k])
+                want[row, n + k] = late.q[k]
+                if rates:
+                    want[row, 2 * n + k] = late.qd[k]
+        assert np.array_equal(got, want)
 
 
 def test_stale_commands_hold_the_last_position_at_rest(robot) -> None:
