@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rclpy")  # snake_ros.common imports it (no node, no ROS graph here)
+pytestmark = pytest.mark.ros  # snake_ros.common imports rclpy (no node, no ROS graph here)
 
 SCRIPT = """
 import atexit, sys
