@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.flexible import (
-    FlexibleModel,
-    FlexibleResult,
-    arm_from_yaml,
-    paper_arm,
-    run_paper_manoeuvre,
-)
 
 if TYPE_CHECKING:
+    from snake_dynamics.flexible import FlexibleModel, FlexibleResult
+
     from .options import Subparsers
 
 #: The figures: file name, title, which elastic kind (None: the joints; "tau": the torques).
@@ -52,6 +47,9 @@ def register(sub: Subparsers) -> None:
 
 def run(*, output: Path, modes: int, t_end: float, arm: Path | None, plots: bool) -> int:
     """Run the manoeuvre with both models, print the comparison, write the data and figures."""
+    # imported here: the model family's numba and scipy stay out of every other command
+    from snake_dynamics.flexible import FlexibleModel, arm_from_yaml, paper_arm, run_paper_manoeuvre
+
     if modes < 1:
         raise ModelError(f"--modes must be >= 1, got {modes}")
     if not (math.isfinite(t_end) and 0 < t_end <= 60):
