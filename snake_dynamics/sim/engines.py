@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from snake_dynamics import flexible
 from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.sim import mujoco_plant, simulator
@@ -17,10 +18,12 @@ from snake_dynamics.sim.plant import Plant, PlantParams, PulseMap
 
 
 def warm_up() -> None:
-    """Compile every engine's numba kernels now (``make`` does at install); later processes
-    load them from numba's cache. The MuJoCo plant's kernels need no MuJoCo."""
+    """Compile every engine's and model family's numba kernels now (``make`` does at
+    install); later processes load them from numba's cache. The MuJoCo plant's kernels need
+    no MuJoCo."""
     simulator.warm_up()
     mujoco_plant.warm_up()
+    flexible.warm_up()
 
 
 def make_plant(
