@@ -2,16 +2,19 @@
 
 One bring-up for the module: two network namespaces joined through the user-space forwarder
 (5-30 ms, 2 % loss, 0.2 bursts/s of 100 ms, 1 % reordered, seeded). The robot namespace runs
-``snake hardware --emulate --role robot`` (driver_node and the real firmware in simavr, over
-its pty); the station namespace runs ``snake hardware --emulate --role station --dynamics``
-(gait_node, dynamics_node and compare_node on the robot's /clock), ``snake record`` and a
-listener: this file run as ``python test_two_hosts.py station``, which prints what it
-receives as JSON lines and calls the driver's services, or the station's operator_node's,
-when told on its stdin. Its test order is the story: the graph finds itself, the measured
-joints cross, an e-stop crosses, an outage trips the firmware's watchdog and the graph
-resumes once the operator's stop state crosses again, an e-stop pressed during an outage holds
-the robot until its stop state arrives (within a stated bound), the bag holds what arrived,
-the driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted
+``snake hardware --emulate --role robot --key-file KEY`` (driver_node and the real firmware in
+simavr, built with the key, over its pty: the link authenticated); the station namespace runs
+``snake hardware --emulate --role station --dynamics`` (gait_node, dynamics_node and
+compare_node on the robot's /clock), ``snake record`` and a listener: this file run as
+``python test_two_hosts.py station``, which prints what it receives as JSON lines and calls
+the driver's services, or the station's operator_node's, when told on its stdin. Its test
+order is the story: the graph finds itself, the measured joints cross, an e-stop crosses, an
+outage trips the firmware's watchdog and the graph resumes once the operator's stop state
+crosses again, an e-stop pressed during an outage holds the robot until its stop state
+arrives (within a stated bound), a stranger on the station's host (this file run as
+``python test_two_hosts.py stranger``: a client with no credentials) gets no key and changes
+no read-once parameter but reaches the driver with a command, the bag holds what arrived, the
+driver lost nothing. The figures (discovery, e-stop latency) are printed, never asserted
 beyond a generous deadline or a stated bound.
 
 The driver's own link to the MCU is the emulator's pty here; test_mcu_link.py runs that link
@@ -52,6 +55,13 @@ LATCHED_TEXT = "the operator's stop state is true: e-stop latched"
 DRIVER_STATUS = "mfm_snake driver: link"
 #: Generous deadlines [s]: conditions are waited for, never timed.
 START_S, WAIT_S = 90.0, 30.0
+#: The MCU link's key (the robot's key file; the emulated firmware is built with it).
+KEY_HEX = "7be41f0c93a85d26e1b07c4f58d39a62"
+#: The stranger's command [rad]: far beyond every joint's limits, so the driver counts it
+#: (commands_out_of_range) instead of moving the robot: proof that it arrived.
+FAR_RAD = 1e9
+#: How long the stranger waits for an answer before it asks again [s].
+ASK_S = 5.0
 
 
 # ---------------------------------------------------------------------- the station's listener
@@ -145,8 +155,113 @@ def station_listener() -> int:
     return 0
 
 
+def stranger() -> int:
+    """Run in the station namespace: another host of the domain with no credentials, as
+    ``ros2 param`` and ``ros2 topic pub`` would be. Prints, as JSON lines, driver_node's
+    parameter names and every value as text, what a get of ``auth_key`` returns, the answers
+    to sets of two read-once parameters (``command_timeout`` 0, ``auth_key_file``), and
+    ``command_timeout`` after them; then publishes a command FAR_RAD beyond the limits on
+    /joint_commands, ten a second, until stdin closes (or START_S + WAIT_S pass)."""
+    import rclpy
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+    from rclpy.parameter import parameter_value_to_python
+    from sensor_msgs.msg import JointState
+
+    from snake_ros.common import stream_qos
+
+    def emit(record: dict[str, Any]) -> None:
+        print(json.dumps({**record, "t": time.monotonic()}), flush=True)
+
+    rclpy.init()
+    node = rclpy.create_node("stranger")
+
+    clients: dict[str, Any] = {}
+    asks: list[str] = []  # every request sent, by service
+
+    def call(service_type: Any, name: str, request: Any) -> Any:
+        """The driver's answer. A request sent before the driver has matched this client's
+        reply reader (DDS discovers the two directions apart) is answered into the void:
+        it is asked again every ASK_S until START_S pass (a read, or a set: asking twice
+        changes nothing the first did not)."""
+        if name not in clients:
+            clients[name] = node.create_client(service_type, f"/driver_node/{name}")
+        client = clients[name]
+        if not client.wait_for_service(timeout_sec=START_S):
+            raise SystemExit(f"/driver_node/{name} never appeared")
+        deadline = time.monotonic() + START_S
+        while time.monotonic() < deadline:
+            asks.append(name)
+            future = client.call_async(request)
+            rclpy.spin_until_future_complete(node, future, timeout_sec=ASK_S)
+            if future.done():
+                return future.result()
+            client.remove_pending_request(future)
+        raise SystemExit(f"/driver_node/{name} did not answer within {START_S:g} s")
+
+    def value_of(name: str) -> Any:
+        got = call(GetParameters, "get_parameters", GetParameters.Request(names=[name]))
+        return [parameter_value_to_python(v) for v in got.values]
+
+    try:
+        names = list(call(ListParameters, "list_parameters", ListParameters.Request()).result.names)
+        got = call(GetParameters, "get_parameters", GetParameters.Request(names=names))
+        values = [repr(parameter_value_to_python(v)) for v in got.values]
+        asked = call(GetParameters, "get_parameters", GetParameters.Request(names=["auth_key"]))
+        emit(
+            {
+                "parameters": dict(zip(names, values, strict=True)),
+                "auth_key": [v.type for v in asked.values],
+                "command_timeout": value_of("command_timeout"),
+            }
+        )
+        sets = {
+            "command_timeout": ParameterValue(
+                type=ParameterType.PARAMETER_DOUBLE, double_value=0.0
+            ),
+            "auth_key_file": ParameterValue(
+                type=ParameterType.PARAMETER_STRING, string_value="/tmp/stranger.key"
+            ),
+        }
+        answers = {}
+        for name, value in sets.items():
+            request = SetParameters.Request(parameters=[Parameter(name=name, value=value)])
+            results = call(SetParameters, "set_parameters", request).results
+            answers[name] = [(r.successful, r.reason) for r in results]
+        after = value_of("command_timeout")
+        emit({"sets": answers, "command_timeout_after": after, "asks": len(asks)})
+
+        # the joints' names, from what the robot publishes to everyone
+        joints: list[str] = []
+        heard = node.create_subscription(
+            JointState,
+            "/measured/joint_states",
+            lambda msg: joints or joints.extend(msg.name),
+            stream_qos(),
+        )
+        publisher = node.create_publisher(JointState, "/joint_commands", stream_qos())
+        closed = threading.Event()
+        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+        deadline = time.monotonic() + START_S + WAIT_S
+        while not joints and not closed.is_set() and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        node.destroy_subscription(heard)
+        sent = 0
+        while joints and not closed.is_set() and time.monotonic() < deadline:
+            # a stamp of zero: "now" to the driver
+            publisher.publish(JointState(name=joints, position=[FAR_RAD] * len(joints)))
+            sent += 1
+            closed.wait(0.1)
+        emit({"published": sent, "joints": joints})
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(station_listener() if sys.argv[1:] == ["station"] else 2)
+    roles = {"station": station_listener, "stranger": stranger}
+    sys.exit(roles[sys.argv[1]]() if sys.argv[1:2] and sys.argv[1] in roles else 2)
 
 
 # ---------------------------------------------------------------------- the tests
@@ -154,6 +269,8 @@ import itertools  # noqa: E402
 
 import pytest  # noqa: E402
 from conftest import wait_for, wifi_link  # noqa: E402
+
+from snake_driver.keyfile import write_key_file  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytestmark = [
@@ -212,6 +329,7 @@ class TwoHosts:
     out: Path
     discovery_s: float
     outage_s: float = 0.0  # the link's outages so far [s]
+    station_env: dict[str, str] = field(default_factory=dict)  # a process on the station
 
 
 def children(pid: int) -> set[int]:
@@ -267,12 +385,22 @@ def hosts(
         )
 
     hardware = [str(snake), "hardware", "--emulate", "--no-rviz", "-q"]
+    key_file = write_key_file(out / "link.key", bytes.fromhex(KEY_HEX))  # 0600, the robot's
     with wl.WifiLink(None, impairment) as link:
         robot = start(
             link,
             "robot",
             # discovery must cross the link (SUBNET): the robot's side is told it may
-            [*hardware, "--role", "robot", "--allow-open-domain", "-o", str(out / "robot")],
+            [
+                *hardware,
+                "--role",
+                "robot",
+                "--key-file",
+                str(key_file),
+                "--allow-open-domain",
+                "-o",
+                str(out / "robot"),
+            ],
             "robot.out",
         )
         wait_for(
@@ -315,6 +443,7 @@ def hosts(
         ready = wait_for(lambda: listener.event("ready"), START_S, "the listener")["ready"]
         first = wait_for(lambda: listener.measured, START_S, "measured joints at the station")
         hosts = TwoHosts(link, robot, station, recorder, listener, out, first[0][1] - ready)
+        hosts.station_env = link.ros_env("station", base)
         try:
             yield hosts
         finally:
@@ -552,6 +681,100 @@ def test_an_estop_pressed_during_an_outage_holds_the_robot_until_it_arrives(
         WAIT_S,
         "the driver's diagnostics to show the release and the firmware armed",
     )
+
+
+def out_of_range(hosts: TwoHosts, after: float) -> int | None:
+    """The driver's count of commands refused beyond the limits, in its latest diagnostics
+    that arrived after ``after`` (None: none yet)."""
+    values = hosts.listener.diagnostics_after(after)
+    return int(values[-1]["commands_out_of_range"]) if values else None
+
+
+def test_a_stranger_gets_no_key_and_sets_nothing_read_once_but_can_command(
+    hosts: TwoHosts,
+) -> None:
+    """A stranger on the station's host (a new participant of the domain, no credentials)
+    lists driver_node's parameters: no ``auth_key``, and the key in no value; a get of
+    ``auth_key`` returns nothing; sets of ``command_timeout`` 0 and ``auth_key_file`` are
+    refused as read-only and change nothing. The key file on the robot is its owner's alone
+    (0600; everything runs as root here, so the mode is what the test can show), and no
+    process on the robot's side has the key on its command line, while the driver runs the
+    link authenticated. The stranger's reach, honestly: on this open domain its
+    /joint_commands reach the driver like gait_node's (docs/safety.md, the threat model);
+    this one is far beyond the limits, so the driver counts it instead of moving the robot.
+
+    References: the driver's own answers (rcl_interfaces services), its diagnostics, the
+    file's mode, /proc."""
+    key_file = hosts.out / "link.key"
+    mode = key_file.stat()
+    assert mode.st_mode & 0o7777 == 0o600, oct(mode.st_mode)
+    assert mode.st_uid == Path(f"/proc/{hosts.robot.pid}").stat().st_uid
+    assert "(authenticated)" in driver_log(hosts.out), "the driver runs the link in plain mode"
+    for pid in {hosts.robot.pid} | children(hosts.robot.pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue  # ended meanwhile
+        assert KEY_HEX not in cmdline.lower(), cmdline
+    start = time.monotonic()
+    wait_for(lambda: out_of_range(hosts, start) is not None, WAIT_S, "the driver's diagnostics")
+    before = out_of_range(hosts, start) or 0
+    with (hosts.out / "stranger.err").open("w") as err:
+        proc = hosts.link.popen(
+            "station",
+            [sys.executable, __file__, "stranger"],
+            env=hosts.station_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    stranger = Listener(proc)
+    threading.Thread(target=stranger.read, args=(proc.stdout,), daemon=True).start()
+    try:
+        found = wait_for(
+            lambda: stranger.event("parameters") or proc.poll() is not None,
+            3 * START_S,  # rclpy's start, the service's discovery, the asks
+            "the stranger's read of driver_node's parameters",
+        )
+        assert found is not True, (hosts.out / "stranger.err").read_text()
+        parameters = found["parameters"]
+        sets = wait_for(
+            lambda: stranger.event("sets") or proc.poll() is not None,
+            6 * START_S,  # two sets and a get, each discovered and answered
+            "the stranger's sets",
+        )
+        assert sets is not True, (hosts.out / "stranger.err").read_text()
+        wait_for(
+            lambda: (out_of_range(hosts, start) or 0) > before or proc.poll() is not None,
+            START_S + WAIT_S,
+            "the driver to count the stranger's command",
+        )
+        reached = (out_of_range(hosts, start) or 0) > before
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # the stranger stops publishing and ends
+        try:
+            proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    published = stranger.event("published")
+    print(
+        f"stranger: {len(parameters)} parameters of driver_node read, sets answered "
+        f"{sets['sets']} ({sets['asks']} requests for 7 calls); "
+        f"{published and published['published']} commands of {FAR_RAD:g} rad "
+        f"published, commands_out_of_range {before} -> {out_of_range(hosts, 0.0)}"
+    )
+    assert "auth_key" not in parameters and "auth_key_file" in parameters, sorted(parameters)
+    assert parameters["auth_key_file"] == repr(str(key_file.resolve()))  # a path, not the key
+    assert not any(KEY_HEX in v.lower() for v in parameters.values()), "a value holds the key"
+    assert found["auth_key"] in ([], [0]), found["auth_key"]  # 0: PARAMETER_NOT_SET
+    for name, answers in sets["sets"].items():
+        assert [ok for ok, _ in answers] == [False], (name, answers)
+        assert "read-only" in answers[0][1], (name, answers)
+    assert sets["command_timeout_after"] == found["command_timeout"] != [0.0]
+    assert reached, "the driver counted no command of the stranger's"
 
 
 def test_the_bag_on_the_station_holds_what_arrived(hosts: TwoHosts) -> None:
