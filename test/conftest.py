@@ -1,79 +1,24 @@
-"""Shared fixtures: a private ROS domain for every test module; random snakes that do not hide
-index mix-ups (mixed masses, lengths, radii, a tail length different from the first link, full
-inertia tensors); markers kept honest (a run that leaves out the tests that need ROS, the
-firmware or a browser takes those away)."""
+"""Shared fixtures and hooks: a private ROS domain for every test module (and one for a test
+alone), a seeded generator, busy cores, network namespaces or a skip; a skip counted as a
+failure on CI; markers kept honest (a run that leaves out the tests that need ROS, the
+firmware or a browser takes those away). The helpers tests import are in test/support/."""
 
 from __future__ import annotations
 
-import fcntl
-import functools
-import importlib.abc
-import itertools
 import os
-import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from _pytest.mark.expression import Expression  # -m's own parser (pytest is pinned)
-from scipy.spatial.transform import Rotation
-
-from snake_dynamics import SnakeModel
-from snake_dynamics.floating.literal import FloatingState
-from snake_dynamics.model import cylinder_inertia
-
-GRAVITY = np.array([0.7, -1.3, -9.81])
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until truthy (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
-
-
-def default_sigint() -> None:
-    """``preexec_fn`` of a child a test interrupts as Ctrl-C does: SIGINT back to its default.
-    A suite started in the background by a shell without job control inherits SIGINT
-    ignored, and a Python child that starts with it ignored never raises KeyboardInterrupt
-    (two fresh-clone runs failed the sweep's Ctrl-C test so)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def wifi_link() -> ModuleType:
-    """tools/wifi_link.py, imported as its script runs (tools/ is not a package: its folder
-    goes on sys.path)."""
-    tools = str(Path(__file__).resolve().parents[1] / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    return importlib.import_module("wifi_link")
-
-
-def netns_unavailable() -> str | None:
-    """Why network namespaces cannot be made here (tools/wifi_link.py's two hosts), or None."""
-    if os.geteuid() != 0:
-        return "network namespaces need root (these tests run as root only)"
-    if shutil.which("ip") is None:
-        return "no `ip` command (iproute2)"
-    probe = f"wlprobe{os.getpid()}"
-    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if done.returncode != 0:
-        return f"`ip netns add` fails here: {done.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None
+from support.markers import BLOCKED_PROGRAMS, BLOCKED_RMW, NoRclpy, leaves_out, stand_ins
+from support.namespaces import netns_unavailable
+from support.ros_domains import claim_ros_domain
 
 
 @pytest.fixture(scope="module")
@@ -84,85 +29,9 @@ def netns() -> None:
         pytest.skip(reason)
 
 
-def random_model(
-    rng: np.random.Generator, n: int, gravity: bool = True, random_axes: bool = False
-) -> SnakeModel:
-    """A snake with every body different; inertias are cylinders turned by a random small
-    rotation (full 3x3, still physical)."""
-    masses = rng.uniform(0.05, 0.5, n + 1)
-    lengths = rng.uniform(0.04, 0.2, n + 1)
-    radii = rng.uniform(0.01, 0.05, n + 1)
-    inertias = []
-    for m, length, r in zip(masses, lengths, radii, strict=False):
-        rot = Rotation.from_rotvec(rng.normal(scale=0.3, size=3)).as_matrix()
-        inertias.append(rot @ cylinder_inertia(m, length, r) @ rot.T)
-    if random_axes:
-        axes = rng.normal(size=(n, 3))
-        axes /= np.linalg.norm(axes, axis=1, keepdims=True)
-    else:
-        axes = np.array([[1.0, 0.0, 0.0] if k % 2 == 0 else [0.0, 0.0, 1.0] for k in range(n)])
-    return SnakeModel(
-        masses=masses,
-        lengths=lengths,
-        radii=radii,
-        axes=axes,
-        inertias=np.array(inertias),
-        gravity=GRAVITY if gravity else np.zeros(3),
-        name=f"random{n}",
-    )
-
-
-def random_state(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """q [rad], q_dot [rad/s], tau [N m] of moderate size."""
-    return rng.uniform(-1.2, 1.2, n), rng.uniform(-1.5, 1.5, n), rng.uniform(-0.5, 0.5, n)
-
-
-def random_floating_state(
-    rng: np.random.Generator, model: SnakeModel, scale: float = 0.3, near_ground: bool = False
-) -> FloatingState:
-    """A random floating-base state: pose anywhere (``near_ground``: the tail's CM a few cm
-    from the plane z = 0), base and joint rates of order ``scale``."""
-    q, qd, _ = random_state(rng, model.n_joints)
-    nu = np.concatenate([rng.normal(scale=scale, size=6), scale * qd])
-    quat = Rotation.random(random_state=int(rng.integers(1 << 31))).as_quat()
-    height = rng.uniform(-0.03, 0.08) if near_ground else rng.normal()
-    return FloatingState(np.array([*rng.normal(size=2), height]), quat, q, nu)
-
-
-def undulation(
-    n: int, alpha: float, omega: float, delta: float
-) -> Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """q_k = -alpha sin(omega t + (k-1) delta) with its rates: the planar reference's lateral
-    undulation phi_k = theta_k - theta_{k+1} in our q_k = theta_{k+1} - theta_k (body k+1
-    relative to body k)."""
-    k = np.arange(n)
-
-    def motion(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        phase = omega * t + k * delta
-        s, c = np.sin(phase), np.cos(phase)
-        return -alpha * s, -alpha * omega * c, alpha * omega**2 * s
-
-    return motion
-
-
-def rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    """max |a - b| / max |b| (relative to the reference's scale)."""
-    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / max(np.max(np.abs(b)), 1e-300))
-
-
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20191110)
-
-
-# n = 5 and 20, gravity on and off, and one model with arbitrary joint axes.
-MODEL_CASES = [
-    (5, True, False),
-    (5, False, False),
-    (20, True, False),
-    (20, False, False),
-    (7, True, True),
-]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -174,32 +43,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped on CI, where every requirement is installed: {report.longrepr}"
-
-
-#: ROS domain ids handed out to test modules: 1..101 (0 is everyone's default; above 101 the
-#: DDS ports of a domain can meet Linux's ephemeral port range).
-ROS_DOMAINS = range(1, 102)
-#: Where the domain locks live: one file per id, shared by every test process on the machine.
-DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "mfm_snake-ros-domains"
-
-
-def claim_ros_domain() -> tuple[int, int]:
-    """A ROS domain id no other test module on this machine holds now, and the descriptor of
-    its lock (held until closed: the kernel frees it if the process dies).
-
-    Raises:
-        RuntimeError: every id is taken (more than 101 test modules at once).
-    """
-    DOMAIN_LOCKS.mkdir(exist_ok=True)
-    for domain in random.sample(ROS_DOMAINS, len(ROS_DOMAINS)):
-        fd = os.open(DOMAIN_LOCKS / f"{domain}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return domain, fd
-    raise RuntimeError(f"all ROS domains {ROS_DOMAINS} are held by other test processes")
 
 
 @pytest.fixture
@@ -245,64 +88,6 @@ def private_ros_domain(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
 
 
 # ------------------------------------------------------------------ markers kept honest
-#: The markers of what a test needs (registered in pyproject.toml).
-NEEDS = ("ros", "simavr", "browser", "slow")
-#: The programs a run without a marker's tests replaces by stand-ins that fail: every
-#: firmware build and run (host or AVR, the emulator's too) starts with make.
-BLOCKED_PROGRAMS = {
-    "simavr": ("make", "avr-gcc", "simavr"),
-    "browser": ("chromium", "chromium-browser", "google-chrome"),
-}
-#: RMW_IMPLEMENTATION of a run without the ros tests: rcl refuses it, so a node or any
-#: process that imports rclpy exits at once (status 102, naming this value).
-BLOCKED_RMW = "rmw_none_this_run_leaves_out_the_tests_marked_ros"
-
-
-def _carries(marks: frozenset[str], name: str, /, **kwargs: object) -> bool:
-    return not kwargs and name in marks
-
-
-def leaves_out(markexpr: str, marker: str) -> bool:
-    """Whether ``-m markexpr`` selects no test marked ``marker``, whatever other markers of
-    NEEDS it carries too."""
-    if not markexpr:
-        return False
-    expression = Expression.compile(markexpr)
-    others = [m for m in NEEDS if m != marker]
-    return not any(
-        expression.evaluate(functools.partial(_carries, frozenset({marker, *extra})))
-        for k in range(len(others) + 1)
-        for extra in itertools.combinations(others, k)
-    )
-
-
-class NoRclpy(importlib.abc.MetaPathFinder):
-    """Imports of rclpy fail, as on a machine without ROS 2: a test module that imports it
-    with ``pytest.importorskip`` is skipped, any other use is an error naming the marker."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> None:
-        if fullname.partition(".")[0] == "rclpy":
-            raise ModuleNotFoundError(
-                "rclpy is blocked: this run leaves out the tests marked ros (as if ROS 2 were "
-                "not installed)",
-                name=fullname,
-            )
-
-
-def stand_ins(folder: Path, marker: str) -> list[str]:
-    """Failing stand-ins in ``folder`` for the programs of ``marker``'s tests; their names."""
-    for program in BLOCKED_PROGRAMS[marker]:
-        script = folder / program
-        script.write_text(
-            f"#!/bin/sh\necho '{program} is blocked: this run leaves out the tests marked "
-            f"{marker}; mark a test that runs it @pytest.mark.{marker}' >&2\nexit 127\n"
-        )
-        script.chmod(0o755)
-    return list(BLOCKED_PROGRAMS[marker])
-
-
 #: What pytest_configure blocked, the environment it changed, its stand-ins' folder.
 _BLOCKED = pytest.StashKey[tuple[list[str], dict[str, str | None], Path | None]]()
 

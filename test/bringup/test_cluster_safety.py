@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import wait_for, wifi_link
+from support.namespaces import wifi_link
+from support.waits import wait_for
 
 from snake_bringup.cli import main
 from snake_bringup.cluster_tls import (

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import default_sigint, wait_for
+from support.waits import default_sigint, wait_for
 
 from snake_bringup.cli import main
 from snake_bringup.cluster import ground_point

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import default_sigint, wait_for, wifi_link
+from support.namespaces import wifi_link
+from support.waits import default_sigint, wait_for
 
 from snake_bringup.cluster import (
     Counts,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BLOCKED_PROGRAMS, NEEDS, leaves_out
+from support.markers import BLOCKED_PROGRAMS, NEEDS, leaves_out
 
 ROOT = Path(__file__).resolve().parents[2]
 

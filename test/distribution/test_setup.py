@@ -74,9 +74,9 @@ def test_the_package_check_with_nothing_to_check(fake_apt: Path) -> None:
 
 
 def test_each_claim_of_a_ros_domain_gets_one_no_other_holder_has(ros_domain: int) -> None:
-    """conftest's domain locks: ids held (by this module, or by another test process) are
+    """support.ros_domains' locks: ids held (by this module, or by another test process) are
     never handed out again until released."""
-    from conftest import ROS_DOMAINS, claim_ros_domain
+    from support.ros_domains import ROS_DOMAINS, claim_ros_domain
 
     claims = [claim_ros_domain() for _ in range(5)]
     try:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fault_proxy import FakeDevice
+from support.fault_proxy import FakeDevice
 
 from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph

@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
-from fault_proxy import FakeDevice, TcpFaultProxy
+from support.fault_proxy import FakeDevice, TcpFaultProxy
+from support.waits import wait_for
 
 from snake_bringup.emulator import Emulator
 from snake_driver.calibration import load_servo_map, to_cdeg

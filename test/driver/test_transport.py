@@ -14,7 +14,7 @@ import tty
 from collections.abc import Callable
 
 import pytest
-from conftest import wait_for
+from support.waits import wait_for
 
 from snake_driver.transport import Transport, TransportError, make_transport
 

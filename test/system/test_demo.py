@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import wait_for
+from support.waits import wait_for
 
 from snake_bringup.process import ROBOT_RT_PRIORITY, priority
 from snake_dynamics.servo import ServoModel

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fault_proxy import TcpFaultProxy, UdpLossProxy, expected_seq_gaps, intact_frames
+from support.fault_proxy import TcpFaultProxy, UdpLossProxy, expected_seq_gaps, intact_frames
 
 from snake_bringup.emulator import Emulator
 from snake_driver.calibration import ServoMap, load_servo_map

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import wait_for
 from driver.test_driver_node import (
     JOINTS,
     domain,
@@ -29,6 +28,7 @@ from driver.test_driver_node import (
     start_firmware,
     stop_driver,
 )
+from support.waits import wait_for
 
 from snake_driver import protocol as p
 from snake_driver.calibration import load_servo_map

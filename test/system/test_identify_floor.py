@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import wait_for
+from support.waits import wait_for
 
 from snake_bringup.identification.commands import default_robot
 from snake_bringup.identification.experiment import IdentifyError, Take

@@ -34,8 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import wait_for, wifi_link
-from fault_proxy import FrameSpan, frame_spans
+from support.fault_proxy import FrameSpan, frame_spans
+from support.namespaces import wifi_link
+from support.waits import wait_for
 
 from snake_bringup.emulator import Emulator
 from snake_driver.link import DriverLink, Measurement

@@ -268,7 +268,8 @@ if __name__ == "__main__":
 import itertools  # noqa: E402
 
 import pytest  # noqa: E402
-from conftest import wait_for, wifi_link  # noqa: E402
+from support.namespaces import wifi_link  # noqa: E402
+from support.waits import wait_for  # noqa: E402
 
 from snake_driver.keyfile import write_key_file  # noqa: E402
 

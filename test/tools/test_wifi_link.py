@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for, wifi_link
+from support.namespaces import wifi_link
+from support.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("udp_probe.py")

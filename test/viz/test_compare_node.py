@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
-from conftest import wait_for  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -30,6 +29,7 @@ from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from support.waits import wait_for  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from snake_viz.compare_report import PLOTS_DONE  # noqa: E402

@@ -39,7 +39,6 @@ import pytest
 pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
-from conftest import wait_for  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -49,6 +48,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from support.waits import wait_for  # noqa: E402
 from websockets.exceptions import InvalidHandshake  # noqa: E402
 from websockets.sync.client import ClientConnection, connect  # noqa: E402
 

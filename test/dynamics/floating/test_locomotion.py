@@ -1,6 +1,6 @@
 """The snake on the ground: the floating-base MFM (docs/mfm.md eqs. 221-230) and the ground
 (eqs. 231-237), against the fixed-tail MFM, conservation laws, the planar reference snake
-of Liljebaeck et al. (test/planar_snake.py, written on its own from the book's equations)
+of Liljebaeck et al. (test/support/planar_snake.py, written on its own from the book's equations)
 and the laws of snake locomotion."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_floating_state, random_model, undulation
-from planar_snake import PlanarSnake, lateral_undulation, simulate
+from support.models import random_floating_state, random_model, undulation
+from support.planar_snake import PlanarSnake, lateral_undulation, simulate
 
 import snake_dynamics as sd
 from snake_dynamics.errors import ModelError, SimulationError

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from conftest import MODEL_CASES, random_model, random_state, rel_err
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
+from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
 from dynamics.mfm.test_oracles import TOL

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from conftest import MODEL_CASES, random_floating_state, random_model, rel_err, undulation
 from scipy.spatial.transform import Rotation
+from support.models import MODEL_CASES, random_floating_state, random_model, rel_err, undulation
 
 from snake_dynamics import ground as gr
 from snake_dynamics.errors import SimulationError, StateError

@@ -7,7 +7,7 @@ the trajectories back; with tau = 0 the mechanical energy must stay constant.
 from __future__ import annotations
 
 import numpy as np
-from conftest import random_model
+from support.models import random_model
 
 import snake_dynamics as sd
 from snake_dynamics.mfm import integrators

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import MODEL_CASES, random_model, random_state, rel_err
 from scipy.spatial.transform import Rotation
+from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
 from snake_dynamics.mfm.lie import hat, vee

@@ -1,4 +1,4 @@
-"""Tests of the planar reference snake (test/planar_snake.py) itself.
+"""Tests of the planar reference snake (test/support/planar_snake.py) itself.
 
 First its conventions against derivations made here independently (the chain of links built
 end to end, the friction rotated from the link frame, Lagrange's equations by finite
@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from planar_snake import FloatArray, PlanarRun, PlanarSnake, lateral_undulation, simulate
+from support.planar_snake import FloatArray, PlanarRun, PlanarSnake, lateral_undulation, simulate
 
 N, L, M, J = 10, 0.07, 1.0, 0.0016
 ALPHA, OMEGA, DELTA = math.radians(30), math.radians(120), math.radians(40)

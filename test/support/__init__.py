@@ -1,0 +1,14 @@
+"""What the tests share besides fixtures (those are in test/conftest.py), one concern a module:
+
+- ``waits``: waiting for a condition with a deadline; a child a test interrupts as Ctrl-C does.
+- ``models``: random snakes and states that do not hide index mix-ups, the model cases, the
+  relative error.
+- ``ros_domains``: a ROS domain id held machine-wide while a test module or test uses it.
+- ``namespaces``: network namespaces (two hosts on one machine) and tools/wifi_link.py.
+- ``markers``: what a run that leaves a marker's tests out takes away.
+- ``fault_proxy``: a fake device and fault-injecting proxies for the link tests.
+- ``planar_snake``: the independent planar reference snake.
+
+test/ is on ``sys.path`` (pytest puts the top conftest's folder there), so a test imports
+``from support.waits import wait_for``.
+"""
