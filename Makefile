@@ -55,8 +55,9 @@ lint: $(VENV)/.dev-ok
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# tools/wifi_*.py too: the two-host tests import them, and they run as root beside the robot
 typecheck: $(VENV)/.dev-ok
-	$(BIN)/mypy --strict snake_dynamics snake_ros snake_driver snake_viz snake_bringup
+	$(BIN)/mypy --strict snake_dynamics snake_ros snake_driver snake_viz snake_bringup $(wildcard tools/wifi_*.py)
 
 # The markers (pyproject.toml) say what a test needs. The quick loop leaves out the tests that
 # need ROS, the firmware, a browser or long runs, and blocks rclpy, make, avr-gcc, simavr and
