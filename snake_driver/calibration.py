@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from snake_dynamics import SnakeModel
-from snake_dynamics.model import read_robot_yaml
+from snake_dynamics.robot import Robot
 
 from .errors import DriverError
 from .protocol import (
@@ -338,15 +338,23 @@ def load_servo_map(path: str | Path) -> tuple[SnakeModel, ServoMap]:
         CalibrationError: for a missing or invalid ``servos:`` section (naming the file).
         ModelError: for an invalid ``model:`` section.
     """
-    model = SnakeModel.from_yaml(path)
-    doc = read_robot_yaml(path)
-    spec = doc.get("servos")
+    robot = Robot.load(path)
+    return robot.model, servos_of(robot)
+
+
+def servos_of(robot: Robot) -> ServoMap:
+    """The servo map of a robot read once (its ``servos:`` section).
+
+    Raises:
+        CalibrationError: for a missing or invalid ``servos:`` section (naming the file).
+    """
+    spec = robot.section("servos")
     if not isinstance(spec, Mapping):
-        raise CalibrationError(f"{path}: no 'servos:' section (joint -> channel map)")
+        raise CalibrationError(f"{robot.path}: no 'servos:' section (joint -> channel map)")
     try:
-        return model, servo_map(spec, model)
+        return servo_map(spec, robot.model)
     except CalibrationError as exc:
-        raise CalibrationError(f"{path}: {exc}") from None
+        raise CalibrationError(f"{robot.path}: {exc}") from None
 
 
 def channel_positions(servos: ServoMap, angles_cdeg: Sequence[int]) -> dict[str, float]:

@@ -398,7 +398,16 @@ class SnakeModel:
                 names the file and the field.
         """
         path = Path(path)
-        doc = read_robot_yaml(path)
+        return cls.from_document(read_robot_yaml(path), path)
+
+    @classmethod
+    def from_document(cls, doc: Any, path: Path) -> SnakeModel:
+        """The model of a robot config's document, read from ``path``
+        (:func:`read_robot_yaml`; :class:`snake_dynamics.robot.Robot` reads it once).
+
+        Raises:
+            ModelError: as :meth:`from_yaml`.
+        """
         if not isinstance(doc, Mapping) or not isinstance(doc.get("model"), Mapping):
             raise ModelError(f"{path}: expected a mapping with a 'model:' section")
         try:

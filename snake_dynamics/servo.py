@@ -188,7 +188,16 @@ class ServoModel:
                 the file and the key.
         """
         path = Path(path)
-        doc = read_robot_yaml(path)
+        return cls.from_document(read_robot_yaml(path), path, joint_names)
+
+    @classmethod
+    def from_document(cls, doc: Any, path: Path, joint_names: Sequence[str]) -> ServoModel:
+        """The servo model of a robot config's document, read from ``path``
+        (:class:`snake_dynamics.robot.Robot` reads it once).
+
+        Raises:
+            ModelError: as :meth:`from_yaml`.
+        """
         spec = doc.get("servo") if isinstance(doc, Mapping) else None
         try:
             return cls.from_dict(spec, joint_names, str(path))

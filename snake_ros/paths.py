@@ -1,10 +1,13 @@
-"""Where the package's data files (config/, urdf/, launch/, rviz/) are."""
+"""Where the package's data files (config/, urdf/, launch/, rviz/) are, and the robot a
+command or node names (:func:`load_robot`)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+
+from snake_dynamics.robot import Robot
 
 PACKAGE = "mfm_snake"
 
@@ -39,6 +42,16 @@ def robot_config(spec: str) -> Path:
         if candidate.is_file():
             return candidate
     return path
+
+
+def load_robot(spec: str | Path) -> Robot:
+    """Read the robot ``--robot`` (or a node's ``robot_config``) names, once
+    (:func:`robot_config`, :meth:`Robot.load`): the object a command or node hands down.
+
+    Raises:
+        snake_dynamics.errors.ModelError: a missing or invalid file, naming it.
+    """
+    return Robot.load(robot_config(str(spec)))
 
 
 def state_dir() -> Path:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from snake_dynamics.gaits import GAITS
 from snake_dynamics.model import SnakeModel
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot, robot_config
 from snake_viz.compare import MEASURED_TOPIC
 from snake_viz.compare_report import ReportSummary
 
@@ -327,7 +327,7 @@ def demo_tour(
     print("== 2/4: snake identify on the same emulated robot: its servos, then its floor")
     identified = out / "2-identify"
     report = identify(
-        robot=robot,
+        robot=load_robot(robot),
         endpoint=None,
         key_hex="",
         plant=plant,

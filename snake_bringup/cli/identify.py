@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snake_dynamics.robot import Robot
+from snake_ros.paths import robot_config
+
 from ..emulator import Endpoint
-from ..identification.commands import identify
+from ..identification.commands import default_robot, identify
 from .options import auth_key, name_values, positive, robot_link_options
 
 if TYPE_CHECKING:
@@ -138,9 +141,11 @@ def run(
         if not quiet:
             print(f"[identify] {text}", file=sys.stderr, flush=True)
 
+    endpoint = None if emulate else Endpoint(transport, port, host)
+    real = endpoint is not None
     report = identify(
-        robot=robot,
-        endpoint=None if emulate else Endpoint(transport, port, host),
+        robot=Robot.load(robot_config(robot or default_robot(plant, real, from_bags)).resolve()),
+        endpoint=endpoint,
         key_hex=key,
         plant=plant,
         validation_gait=validation_gait,

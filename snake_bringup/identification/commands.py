@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from snake_driver.calibration import load_servo_map
+from snake_driver.calibration import servos_of
 from snake_dynamics.gaits import make_gait
+from snake_dynamics.model import read_robot_yaml
+from snake_dynamics.robot import Robot
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_dynamics.sim.identification import FITTED, Excitation, fit_servo, predict, rms_error
-from snake_dynamics.sim.plant import load_plant
 from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
@@ -65,14 +66,15 @@ def default_robot(plant: Path | None, real: bool, from_bags: Path | None = None)
             return base
     if real or plant is None:
         return "robot_feedback"
-    names = load_servo_map(robot_config("robot_feedback"))[0].joint_names
-    on_floor = load_plant(robot_config(str(plant)), names).ground is not None
+    # the plant's ground: decides which robot; the plant is checked against the robot later
+    doc = read_robot_yaml(robot_config(str(plant)), "plant file")
+    on_floor = isinstance(doc, Mapping) and doc.get("ground") is not None
     return "robot_table" if on_floor else "robot_feedback"
 
 
 def identify(
     *,
-    robot: str | None,
+    robot: Robot,
     endpoint: Endpoint | None,
     key_hex: str,
     plant: Path | None,
@@ -91,8 +93,8 @@ def identify(
     write the overlay, the report and the plots to the output folder.
 
     Args:
-        robot: robot YAML file or config name, with feedback on every joint (None:
-            :func:`default_robot`).
+        robot: the robot (:class:`snake_dynamics.robot.Robot`, read once by the command;
+            unless named, :func:`default_robot`), with feedback on every joint.
         endpoint: where the real robot listens; None: the emulated robot, started here.
         key_hex: 32 hex digits for authenticated mode, or "".
         plant: the emulated robot's plant file (None: config/plant.yaml).
@@ -120,8 +122,8 @@ def identify(
             crawl with too few poses.
         snake_dynamics.errors.SnakeDynamicsError: the robot config, the gait or the fit.
     """
-    config = robot_config(robot or default_robot(plant, endpoint is not None, from_bags)).resolve()
-    config_model, servos = load_servo_map(config)
+    config = robot.path.resolve()
+    config_model, servos = robot.model, servos_of(robot)
     # the servo stage's body: the tail held, no gravity (the plant without a floor, eq. 208)
     model = dataclasses.replace(config_model, gravity=np.zeros(3), base="fixed", ground=None)
     body = dataclasses.replace(config_model, gravity=np.zeros(3))  # the floor stage's
@@ -133,7 +135,7 @@ def identify(
             "(servos.joints.<joint>.feedback): identification needs measured angles "
             "(config/robot_feedback.yaml shows the calibration)"
         )
-    config_servo = ServoModel.from_yaml(config, names)
+    config_servo = robot.servo
     validation = make_gait(validation_gait, model, **{**VALIDATION_DEFAULTS, **gait_params})
     out = output or Path("runs") / f"identify-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bags = from_bags or out
