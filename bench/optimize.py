@@ -2,7 +2,7 @@
 
 The reference is one gait parameter (the serpenoid's phase lag, its amplitude and frequency
 fixed) of the default robot on its ground with ideal servos, 2 s simulated a point, on a
-fine grid of ``--points`` values: each point is ``snake_bringup.cluster.ground_point`` (what
+fine grid of ``--points`` values: each point is ``snake_bringup.sweep.ground_point`` (what
 both ``snake sweep`` and ``snake optimize`` run) scored by
 ``snake_bringup.optimization.objective_value`` (the mean speed). ``--reference FILE`` writes
 the grid and its setup as JSON (the checked-in ``bench/optimize_reference.json`` that
@@ -31,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_bringup.cluster import Job, connect, ground_point, run_jobs
+from snake_bringup.cluster import Job, connect, run_jobs
 from snake_bringup.optimization import TRIALS_FILE, objective_value
+from snake_bringup.sweep import ground_point
 from snake_ros.paths import robot_config
 
 #: The searched parameter's range [rad] and the rest of the setup.

@@ -1,7 +1,7 @@
 """``snake sweep``'s throughput on Dask: runs per minute against local workers, the scaling
 efficiency from 1 to 2 workers, and the overhead per point against the point's own time.
 
-The points are ``snake_bringup.cluster.ground_point`` on the default robot on its ground
+The points are ``snake_bringup.sweep.ground_point`` on the default robot on its ground
 (serpenoid, amplitudes and frequencies on a grid, ``--seconds`` simulated each at 1 ms),
 submitted through ``snake_bringup.cluster.run_jobs`` to a ``LocalCluster`` of N worker
 processes (1 thread each), every worker warmed up first (``client.run``: imports and the
@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_bringup.cluster import Job, connect, ground_point, run_jobs
+from snake_bringup.cluster import Job, connect, run_jobs
+from snake_bringup.sweep import ground_point
 from snake_ros.paths import robot_config
 
 

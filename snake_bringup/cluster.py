@@ -3,8 +3,9 @@ list of independent jobs (a callable and its arguments each) and stream each res
 it finishes, with a progress line and a resume file (``points.jsonl``) that keeps every
 finished job on disk.
 
-``snake sweep`` runs its grid points through here, and ``snake optimize`` its trials; the
-jobs are generic (any picklable callable), and both studies' job is :func:`ground_point`.
+Only the plumbing: ``snake sweep`` (snake_bringup.sweep) runs its grid points through here,
+and ``snake optimize`` (snake_bringup.optimization) its trials; the jobs are generic (any
+picklable callable), and both studies' job is :func:`snake_bringup.sweep.ground_point`.
 
 A worker that dies loses nothing: the scheduler runs its tasks again on another worker (up to
 ``distributed.scheduler.allowed-failures`` deaths per task, 3 by default, after which the
@@ -27,15 +28,9 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TextIO, TypeVar
+from typing import Any, Generic, TextIO, TypeVar
 
-from snake_dynamics.floating.literal import Locomotion, locomotion, on_the_ground
-from snake_dynamics.gaits import make_gait
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.sim.compensation import saturated_share
-
-from .errors import BringupError
-from .locomotion import ground_servos, simulate_on_the_ground
+from .errors import BringupError, UsageError
 
 T = TypeVar("T")
 
@@ -91,30 +86,16 @@ class Counts:
     resumed: int = 0
 
 
-class GroundPoint(NamedTuple):
-    """What one gait did on the ground: its travel (eq. 238) and each servo's share of the
-    run on its torque-speed line (eq. 217; None with ideal servos)."""
-
-    travel: Locomotion
-    saturated: tuple[float, ...] | None
-
-
-def ground_point(
-    robot: str, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
-) -> GroundPoint:
-    """One point of a study (a worker's job): the gait with ``params`` on the robot lying on
-    its ground for ``duration`` [s] at step ``dt`` [s], under the robot file's servos or
-    (``ideal``) with the joints exactly on the gait.
+def check_cluster_options(connect_timeout: float, worker_timeout: float) -> None:
+    """Both timeouts > 0 s.
 
     Raises:
-        snake_dynamics.errors.SimulationError: a step the ground refuses.
+        UsageError: naming the option.
     """
-    model = SnakeModel.from_yaml(robot)
-    trajectory = make_gait(gait, model, **params)
-    servo = ground_servos(Path(robot), model, 0.0, 0.0, ideal)
-    run = simulate_on_the_ground(model, trajectory, duration, dt, servo, every=10)
-    share = None if servo is None else tuple(saturated_share(run, servo).tolist())
-    return GroundPoint(locomotion(on_the_ground(model), run), share)
+    if not connect_timeout > 0:
+        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
+    if not worker_timeout > 0:
+        raise UsageError(f"--worker-timeout must be > 0 s, got {worker_timeout}")
 
 
 @contextmanager

@@ -63,6 +63,10 @@ class TlsFiles:
         return [option for name, option in OPTIONS.items() if getattr(self, name) is not None]
 
 
+#: No TLS files given (a local cluster, or a ``tcp://`` scheduler).
+NO_TLS = TlsFiles()
+
+
 def scheme(address: str) -> str:
     """The protocol of a Dask address: ``tls`` of ``tls://host:8786``; ``tcp`` without one
     (Dask's default)."""

@@ -1,5 +1,7 @@
-"""What the ``snake`` subcommands share: argparse value types, the option groups several
-commands take, and the one-line error report."""
+"""What the ``snake`` subcommands share: argparse value types, every option several commands
+take (each declared here once: ``--robot``, ``--gait``, ``--output``, ``--quiet``,
+``--no-plots``, the graph, link, gaits-file and study options), and the one-line error
+report."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from snake_driver.protocol import AuthKeyError
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.gaits import GAITS
 
+from ..cluster import WORKER_TIMEOUT_S
+from ..cluster_tls import OPTIONS as TLS_OPTIONS
+from ..cluster_tls import TlsFiles
 from ..errors import UsageError
 from ..gaits_file import gait_node_line, read_gait_overrides
 
@@ -95,23 +100,119 @@ def key_options(p: argparse.ArgumentParser, key_help: str) -> None:
 
 def graph_options(p: argparse.ArgumentParser, label: str) -> None:
     """The options every graph command (``snake sim``, ``snake hardware``) shares."""
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
-    p.add_argument(
-        "--gait",
-        choices=sorted(GAITS),
-        help="gait (default: the --gaits file's, else the one in config/gaits.yaml)",
-    )
+    robot_option(p)
+    gait_option(p, None, "gait (default: the --gaits file's, else the one in config/gaits.yaml)")
     gaits_option(p)
     p.add_argument(
         "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
     )
     p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
     p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
-    p.add_argument("--output", "-o", type=Path, help=f"log folder (default: runs/{label}-...)")
-    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
+    output_option(p, f"log folder (default: runs/{label}-...)")
+    quiet_option(p, "only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+
+
+#: ``--robot``'s help where it names any robot.
+ROBOT_HELP = "robot YAML file or config name (default: robot)"
+
+
+def robot_option(
+    p: argparse.ArgumentParser, default: str | None = "robot", help: str = ROBOT_HELP
+) -> None:
+    """``--robot NAME``: the robot YAML file or config name (snake_ros.paths.robot_config)."""
+    p.add_argument("--robot", default=default, help=help)
+
+
+def gait_option(
+    p: argparse.ArgumentParser,
+    default: str | None = "serpenoid",
+    help: str = "gait (default: serpenoid)",
+) -> None:
+    """``--gait NAME``: one of the gaits (snake_dynamics.gaits.GAITS)."""
+    p.add_argument("--gait", default=default, choices=sorted(GAITS), help=help)
+
+
+def output_option(p: argparse.ArgumentParser, help: str, default: Path | None = None) -> None:
+    """``--output/-o PATH``: where the command writes (``help`` says what and its default)."""
+    p.add_argument("--output", "-o", type=Path, default=default, help=help)
+
+
+def quiet_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--quiet/-q``: less on the terminal (``help`` says what is left out)."""
+    p.add_argument("--quiet", "-q", action="store_true", help=help)
+
+
+def no_plots_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--no-plots``: no PNG figures (``help`` says what is written instead)."""
+    p.add_argument("--no-plots", action="store_true", help=help)
+
+
+def study_options(p: argparse.ArgumentParser, per: str) -> None:
+    """What ``snake sweep`` and ``snake optimize`` share: ``--set``, ``--duration``, ``--dt``
+    and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler``,
+    ``--connect-timeout``, ``--worker-timeout`` and the ``--tls-*`` files (the Dask cluster
+    it runs on; :func:`tls_files` reads them back)."""
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a fixed gait parameter, repeatable",
+    )
+    p.add_argument(
+        "--duration", type=positive, default=4.0, help=f"simulated time per {per} [s] (default: 4)"
+    )
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+    p.add_argument(
+        "--ideal-servos",
+        action="store_true",
+        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        help=f"worker processes of the local Dask cluster, a {per} at a time each (default: one "
+        "per core)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask scheduler at ADDRESS instead of a local cluster: tls://HOST:8786 "
+        "with the --tls-* files (tcp:// lets anyone who reaches it run code on it)",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=positive,
+        default=10.0,
+        help="how long to try --scheduler [s] (default: 10)",
+    )
+    p.add_argument(
+        "--worker-timeout",
+        type=positive,
+        default=WORKER_TIMEOUT_S,
+        help="how long --scheduler may have no worker before the study stops [s] (default: "
+        f"{WORKER_TIMEOUT_S:g})",
+    )
+    for name, what in {
+        "ca_file": "the cluster's CA certificate",
+        "cert": "this client's certificate",
+        "key": "this client's private key (mode 0600)",
+    }.items():
+        p.add_argument(
+            TLS_OPTIONS[name],
+            dest=f"tls_{name}",
+            type=Path,
+            metavar="FILE",
+            help=f"{what}, for --scheduler tls://HOST:PORT (`snake cluster-certs`)",
+        )
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles:
+    """The ``--tls-*`` files of :func:`study_options`."""
+    return TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key)
 
 
 def gaits_option(p: argparse.ArgumentParser) -> None:

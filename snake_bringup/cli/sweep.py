@@ -1,348 +1,24 @@
-"""``snake sweep``: a grid of two gait parameters, each point a run on the ground
-(``snake simulate --ground``'s), on a Dask cluster (a local one over the cores, or
-``--scheduler ADDRESS``); every finished point kept in ``points.jsonl`` so a stopped sweep
-resumes; a speed and cost-of-transport map (PNG heatmaps and CSV) with the best points
-marked."""
+"""``snake sweep``: its options, then one call of :func:`snake_bringup.sweep.sweep` (the
+study: a grid of two gait parameters on a Dask cluster, its speed and cost-of-transport map)."""
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt_module
-import math
-import os
-import sys
-import time
-from collections.abc import Mapping
-from contextlib import nullcontext
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from snake_dynamics.errors import SimulationError
-from snake_dynamics.floating.literal import Locomotion, check_step, on_the_ground
-from snake_dynamics.gaits import GAITS, gait_parameters, make_gait
-from snake_dynamics.model import SnakeModel
-from snake_ros.paths import robot_config
-from snake_viz.offline import SweepPoint, write_sweep
-
-from ..cluster import (
-    WORKER_TIMEOUT_S,
-    ClusterError,
-    Counts,
-    Job,
-    PointLog,
-    ProgressLine,
-    connect,
-    ground_point,
-    run_jobs,
-    threads,
+from ..sweep import DEFAULT_X, DEFAULT_Y, parse_axis, sweep
+from .options import (
+    gait_option,
+    name_values,
+    no_plots_option,
+    output_option,
+    quiet_option,
+    robot_option,
+    study_options,
+    tls_files,
 )
-from ..cluster_tls import TlsFiles, cluster_security
-from ..errors import UsageError
-from ..locomotion import IDEAL, ground_servos
-from .options import name_values, positive
 
 if TYPE_CHECKING:
     from .options import Subparsers
-
-#: The default grid: amplitude [rad] x frequency [Hz], five values each.
-DEFAULT_X, DEFAULT_Y = "amplitude=0.2:1.0:5", "frequency=0.25:1.25:5"
-#: Largest grid (points).
-MAX_POINTS = 400
-#: No TLS files given.
-NO_TLS = TlsFiles()
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One parameter of the grid: ``count`` values from ``low`` to ``high``."""
-
-    name: str
-    low: float
-    high: float
-    count: int
-
-    @property
-    def values(self) -> list[float]:
-        return [float(v) for v in np.linspace(self.low, self.high, self.count)]
-
-
-def parse_axis(text: str, option: str) -> Axis:
-    """``NAME=LOW:HIGH:COUNT`` (COUNT >= 1; LOW:HIGH alone for 5 values).
-
-    Raises:
-        UsageError: any other form, in one line.
-    """
-    name, sep, spec = text.partition("=")
-    parts = spec.split(":")
-    if not sep or not name or len(parts) not in (2, 3):
-        raise UsageError(f"{option} expects NAME=LOW:HIGH[:COUNT], got {text!r}")
-    try:
-        low, high = float(parts[0]), float(parts[1])
-        count = int(parts[2]) if len(parts) == 3 else 5
-    except ValueError:
-        raise UsageError(
-            f"{option} {name}: expected numbers LOW:HIGH[:COUNT], got {spec!r}"
-        ) from None
-    if not (math.isfinite(low) and math.isfinite(high)) or count < 1 or (count > 1 and low == high):
-        raise UsageError(f"{option} {name}: need finite LOW != HIGH and COUNT >= 1, got {spec!r}")
-    return Axis(name.strip(), low, high, count)
-
-
-def check_run_length(model: SnakeModel, duration: float, dt: float, ideal: bool) -> None:
-    """A run on the ground of ``duration`` [s] at step ``dt`` [s]: a whole number (>= 10) of
-    steps, and with ``ideal`` servos a step the ground takes (under servos the RK4 step is
-    split to suit the ground, eq. 242).
-
-    Raises:
-        UsageError: naming --dt or --duration.
-    """
-    if ideal:
-        try:
-            check_step(model, dt)
-        except SimulationError as exc:
-            raise UsageError(f"--dt: {exc}") from None
-    steps = round(duration / dt)
-    if steps < 10 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
-        raise UsageError(
-            f"--duration {duration} s must be a whole number (>= 10) of --dt {dt} s steps"
-        )
-
-
-def run(
-    *,
-    robot: str,
-    gait: str,
-    x: Axis,
-    y: Axis,
-    fixed: Mapping[str, float],
-    duration: float,
-    dt: float,
-    ideal_servos: bool,
-    jobs: int,
-    scheduler: str | None,
-    connect_timeout: float,
-    output: Path | None,
-    plots: bool,
-    quiet: bool,
-    tls: TlsFiles = NO_TLS,
-    worker_timeout: float = WORKER_TIMEOUT_S,
-) -> int:
-    """Run the grid ``x`` by ``y`` (the other gait parameters ``fixed``) and write its
-    maps; progress on stderr (unless ``quiet``), the best points on stdout.
-
-    Args:
-        robot: robot YAML file or config name (on its ground).
-        gait: gait name.
-        duration: simulated time per point [s], a whole number (>= 10) of ``dt`` steps.
-        dt: step [s].
-        jobs: worker processes of the local cluster (0: one per core).
-        scheduler: address of a running Dask scheduler (None: a local cluster).
-        connect_timeout: how long to try ``scheduler`` [s].
-        output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``); a folder
-            of the same sweep resumes it (only its missing points run).
-        plots: write the PNG heatmaps beside the CSV and JSON.
-        tls: the client's TLS files for a ``tls://`` scheduler.
-        worker_timeout: how long the scheduler may have no worker [s].
-
-    Raises:
-        UsageError: options that do not make a grid (one line naming the option).
-        ClusterError: an unreachable scheduler, one with no worker for ``worker_timeout``,
-            a scheduler lost mid-sweep, an output folder of another sweep, points that failed
-            (those done are kept for a resume).
-    """
-    config_path = str(robot_config(robot))
-    model = on_the_ground(SnakeModel.from_yaml(config_path))
-    if x.name == y.name:
-        raise UsageError(f"--x and --y both sweep {x.name}: give two different parameters")
-    swept = {x.name, y.name} & set(fixed)
-    if swept:
-        raise UsageError(f"--set {sorted(swept)[0]} is swept by --x/--y: drop it from --set")
-    units = {name: spec[3] for name, spec in gait_parameters(gait).items()}
-    points = [{**fixed, x.name: a, y.name: b} for b in y.values for a in x.values]
-    if len(points) > MAX_POINTS:
-        raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
-    for params in points:  # every point's parameters valid before any run starts
-        make_gait(gait, model, **params)
-    check_run_length(model, duration, dt, ideal_servos)
-    out = output or Path("runs") / (
-        f"sweep-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
-    )
-    if jobs < 0:
-        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    check_cluster_options(connect_timeout, worker_timeout)
-    security = cluster_security(scheduler, tls)
-    servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
-    study = {
-        "robot": config_path,
-        "gait": gait,
-        "x": [x.name, x.low, x.high, x.count],
-        "y": [y.name, y.low, y.high, y.count],
-        "fixed": dict(fixed),
-        "duration_s": duration,
-        "dt_s": dt,
-        "servo": IDEAL if servo is None else servo.describe(),
-    }
-    log = PointLog(Path(out), study)
-    jobs_todo = [
-        Job(str(i), ground_point, (config_path, gait, p, duration, dt, ideal_servos))
-        for i, p in enumerate(points)
-        if str(i) not in log.records
-    ]
-    counts = Counts(total=len(points), resumed=len(points) - len(jobs_todo))
-    progress = ProgressLine("sweep")
-    start = time.monotonic()
-    failures: list[str] = []
-    workers = min(jobs or os.cpu_count() or 1, len(points))
-    cluster = (
-        connect(scheduler, workers, connect_timeout, security, worker_timeout)
-        if jobs_todo
-        else nullcontext()
-    )
-    with cluster as c:
-        workers = threads(c) if c is not None else 0
-        try:
-            for outcome in run_jobs(
-                c, jobs_todo, None if quiet else progress, counts, worker_timeout=worker_timeout
-            ):
-                if outcome.result is None:
-                    params = points[int(outcome.key)]
-                    where = " ".join(f"{k}={v:g}" for k, v in params.items())
-                    failures.append(f"{where}: {outcome.error}")
-                    continue
-                log.append(
-                    outcome.key,
-                    {"params": points[int(outcome.key)], "travel": outcome.result.travel._asdict()},
-                )
-        except KeyboardInterrupt:
-            if not quiet:
-                progress.finish(counts)
-            done = len(log.reload())
-            print(
-                f"sweep: interrupted, {done}/{len(points)} points done in "
-                f"{log.path}; run the same command with -o {out} to run the other "
-                f"{len(points) - done}",
-                file=sys.stderr,
-                flush=True,
-            )
-            return 130
-        except ClusterError as exc:  # a lost scheduler, no worker: what is done is kept
-            if not quiet:
-                progress.finish(counts)
-            done = len(log.reload())
-            raise ClusterError(
-                f"{exc}; {done}/{len(points)} points done in {log.path}: run the same command "
-                f"with -o {out} to run the other {len(points) - done}"
-            ) from None
-    if not quiet:
-        progress.finish(counts)
-    if failures:
-        raise ClusterError(
-            f"{len(failures)} of {len(points)} points failed (first: {failures[0]}); the "
-            f"{len(log.records)} done are in {log.path}: run the same command with -o {out} "
-            "to retry the others"
-        )
-    grid = [
-        SweepPoint(log.records[str(i)]["params"], Locomotion(**log.records[str(i)]["travel"]))
-        for i in range(len(points))
-    ]
-    config = {
-        **study,
-        "x": x.name,
-        "y": y.name,
-        "scheduler": scheduler or "local",
-        "jobs": workers,
-        "resumed_points": counts.resumed,
-        "wall_time_s": time.monotonic() - start,
-    }
-    files, best = write_sweep(
-        Path(out), grid, x.name, x.values, y.name, y.values, config, plots, units
-    )
-    for line in best:
-        print(line)
-    print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
-    return 0
-
-
-def study_options(p: argparse.ArgumentParser, per: str) -> None:
-    """What ``snake sweep`` and ``snake optimize`` share: ``--set``, ``--duration``, ``--dt``
-    and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler``,
-    ``--connect-timeout``, ``--worker-timeout`` and the ``--tls-*`` files (the Dask cluster
-    it runs on)."""
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a fixed gait parameter, repeatable",
-    )
-    p.add_argument(
-        "--duration", type=positive, default=4.0, help=f"simulated time per {per} [s] (default: 4)"
-    )
-    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
-    p.add_argument(
-        "--ideal-servos",
-        action="store_true",
-        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
-    )
-    p.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=0,
-        help=f"worker processes of the local Dask cluster, a {per} at a time each (default: one "
-        "per core)",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask scheduler at ADDRESS instead of a local cluster: tls://HOST:8786 "
-        "with the --tls-* files (tcp:// lets anyone who reaches it run code on it)",
-    )
-    p.add_argument(
-        "--connect-timeout",
-        type=positive,
-        default=10.0,
-        help="how long to try --scheduler [s] (default: 10)",
-    )
-    p.add_argument(
-        "--worker-timeout",
-        type=positive,
-        default=WORKER_TIMEOUT_S,
-        help="how long --scheduler may have no worker before the study stops [s] (default: "
-        f"{WORKER_TIMEOUT_S:g})",
-    )
-    for name, (option, what) in {
-        "ca_file": ("--tls-ca-file", "the cluster's CA certificate"),
-        "cert": ("--tls-cert", "this client's certificate"),
-        "key": ("--tls-key", "this client's private key (mode 0600)"),
-    }.items():
-        p.add_argument(
-            option,
-            dest=f"tls_{name}",
-            type=Path,
-            metavar="FILE",
-            help=f"{what}, for --scheduler tls://HOST:PORT (`snake cluster-certs`)",
-        )
-
-
-def tls_files(args: argparse.Namespace) -> TlsFiles:
-    """The ``--tls-*`` files of :func:`study_options`."""
-    return TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key)
-
-
-def check_cluster_options(connect_timeout: float, worker_timeout: float) -> None:
-    """Both timeouts > 0 s.
-
-    Raises:
-        UsageError: naming the option.
-    """
-    if not connect_timeout > 0:
-        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
-    if not worker_timeout > 0:
-        raise UsageError(f"--worker-timeout must be > 0 s, got {worker_timeout}")
 
 
 def register(sub: Subparsers) -> None:
@@ -350,12 +26,8 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "sweep", help="speed and cost-of-transport map of a gait on the ground over two parameters"
     )
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
-    p.add_argument(
-        "--gait", default="serpenoid", choices=sorted(GAITS), help="gait (default: serpenoid)"
-    )
+    robot_option(p)
+    gait_option(p)
     p.add_argument(
         "--x",
         default=DEFAULT_X,
@@ -369,16 +41,13 @@ def register(sub: Subparsers) -> None:
         help=f"second swept parameter (default: {DEFAULT_Y})",
     )
     study_options(p, "point")
-    p.add_argument(
-        "--output",
-        "-o",
-        type=Path,
-        help="output folder (default: runs/sweep-...); a folder of the same sweep resumes it",
+    output_option(
+        p, "output folder (default: runs/sweep-...); a folder of the same sweep resumes it"
     )
-    p.add_argument("--no-plots", action="store_true", help="only the CSV and JSON")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    no_plots_option(p, "only the CSV and JSON")
+    quiet_option(p, "no progress lines")
     p.set_defaults(
-        run=lambda a: run(
+        run=lambda a: sweep(
             robot=a.robot,
             gait=a.gait,
             x=parse_axis(a.x, "--x"),

@@ -25,13 +25,13 @@ import pytest
 from support.waits import default_sigint, wait_for
 
 from snake_bringup.cli import main
-from snake_bringup.cluster import ground_point
 from snake_bringup.optimization import (
     SATURATED_SHARE,
     TRIALS_FILE,
     objective_value,
     saturation_penalty,
 )
+from snake_bringup.sweep import ground_point
 from snake_ros.paths import robot_config
 
 from .test_sweep_cluster import ENV, ROOT, Cluster, free_port
