@@ -22,6 +22,7 @@ a period each servo spends on its torque-speed line carrying the body (eq. 217).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -110,8 +111,16 @@ def ground_load(model: SnakeModel, gait: PeriodicGait, dt: float = 0.001) -> Loa
     start = run.t[-steps - 1]
 
     def load(t: float, _: JointTrajectory) -> FloatArray:
-        row = round(((t - start) % period) / dt) % steps
-        return np.asarray(smooth[row])
+        # linear between the rows, not the nearest row: a step of the table would put a
+        # jump into the command, and RATE_STEP_S (dt / 10) turns it into a rate of rad/s
+        # that the command's own slope does not have (dynamics_node interpolates with it)
+        x = ((t - start) % period) / dt
+        row = math.floor(x)
+        frac = x - row
+        return np.asarray(
+            (1.0 - frac) * smooth[row % steps] + frac * smooth[(row + 1) % steps],
+            dtype=np.float64,
+        )
 
     return load
 

@@ -269,3 +269,38 @@ def test_on_the_ground_the_servos_judge_the_gait() -> None:
     fast = make_gait("serpenoid", model, amplitude=1.2, frequency=1.5)
     with pytest.raises(SaturationError, match=r"joint_\d's servo is at its torque-speed limit"):
         check_crawl(model, fast, servo)
+
+
+def test_on_the_ground_a_command_carries_its_own_slope() -> None:
+    """The rate gait_node publishes with a compensated command is the command's own slope.
+
+    The servos get the angles alone (the driver sends targets), while dynamics_node
+    interpolates /joint_commands with their rates (cubic Hermite, :class:`CommandReference`):
+    a rate that is not the commands' slope bends the prediction's reference away from the
+    robot's between commands, by up to rate error x period / 4, more when commands come late.
+    With the ground's load looked up at the nearest row of its 1 ms table, a step between
+    rows over RATE_STEP_S (0.1 ms) gave rates 0.13-0.7 rad/s RMS (up to 7.9) off the slope on
+    the demo's table, as the ticks fell between the rows, and the compensated demo's
+    predicted path 1.5x further from the robot's with half the commands missing
+    (bench/notes/2026-12-07-compensated-prediction.md).
+
+    Reference: the central difference of the commands over 2 ms. Its truncation, h^2 / 24
+    |q'''| with |q'''| ~ A (2 pi f)^3 = 43 rad/s^3, is 7e-6 rad/s; where it straddles a kink
+    of the servo's deadband (eq. 212) it averages the two sides (up to 0.25 rad/s at a few
+    samples, 0.009 rad/s RMS): the bound, 2 % of the slope's RMS (0.03 rad/s), leaves 3x.
+    """
+    config = ROOT / "config" / "robot_table_true.yaml"  # the demo's table as it really is
+    model = on_the_ground(SnakeModel.from_yaml(config))
+    servo = ServoModel.from_yaml(config, model.joint_names)
+    gait = make_gait("serpenoid", model, amplitude=0.8, frequency=0.6)  # the demo's
+    load = ground_load(model, gait)
+    h, delay = 0.002, 0.028  # the reference's step; gait_node's command_delay in the demo
+    times = np.arange(0.0, 1.0 / gait.frequency, COMMAND_PERIOD) + 3.7e-4  # off the table's rows
+    rate = np.array([compensated_command(gait, load, servo, t, delay)[1] for t in times])
+    up, down = (
+        np.array([compensated_command(gait, load, servo, t + s, delay)[0] for t in times])
+        for s in (h / 2, -h / 2)
+    )
+    slope = (up - down) / h
+    rms = float(np.sqrt(np.mean((rate - slope) ** 2)))
+    assert rms < 0.02 * float(np.sqrt(np.mean(slope**2))), rms
