@@ -185,6 +185,30 @@ def _crawl_steps(
         states[i] = x
 
 
+@compiled
+def _crawl_batches(
+    params: FloatingParams,
+    ground: FloatArray,
+    servo: FloatArray,
+    y: FloatArray,
+    inputs: FloatArray,
+    h: float,
+    sub: int,
+    states: FloatArray,
+) -> None:
+    """:func:`_crawl_steps` batch after batch, each from the last state of the one before (as
+    one call per batch): ``inputs`` (batches, 2 steps sub + 1, 3n), ``states`` (batches,
+    steps, 13 + 2n). Fastmath as :func:`_crawl_steps`: the caller checks the rows."""
+    last = states.shape[1] - 1
+    _crawl_steps(params, ground, servo, y, inputs[0], h, sub, states[0])
+    for b in range(1, inputs.shape[0]):
+        _crawl_steps(params, ground, servo, states[b - 1, last], inputs[b], h, sub, states[b])
+
+
+#: Batches of :meth:`CrawlingSimulator.run_batches` per call in :func:`simulate_crawling`.
+BATCHES = 100
+
+
 def crawling_reach(model: SnakeModel, servo: ServoModel, q: ArrayLike) -> float:
     """The servos' fastest mode at pose ``q`` [rad] with the snake at rest and its base
     free: the largest |lambda| [1/s] of the loop linearised there, M*(q) nu_dot =
@@ -411,6 +435,52 @@ class CrawlingSimulator(Simulator):
             )
         return states
 
+    def run_batches(
+        self, batches: int, steps: int, source: MotionInput
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``batches`` calls of :meth:`run` of ``steps`` steps each, in one: each batch's
+        stage times from its own start time as :meth:`run` takes them, the inputs of all of
+        them sampled at once (a :class:`MotionInput` depends on the time alone) and one
+        compiled call, so the states are those of the separate calls, bit for bit.
+
+        Returns:
+            Per batch: the time at its end [s], (batches,), the state of eq. (240) there,
+            (batches, 13 + 2n), and the servos' inputs there (what :attr:`tau` sees),
+            (batches, 3n).
+
+        Raises:
+            SimulationError: as :meth:`advance`.
+        """
+        n, sub = self.model.n_joints, self.substeps
+        rows = 2 * steps * sub + 1
+        counts = self._count + steps * np.arange(batches + 1)
+        starts = np.asarray(self._t0 + counts * self.dt, dtype=np.float64)
+        times = starts[:-1, None] + 0.5 * self._h * np.arange(rows, dtype=np.float64)
+        inputs = source.inputs(times.ravel())
+        if inputs.shape != (batches * rows, 3 * n):
+            raise SimulationError(f"inputs must have shape ({batches * rows}, {3 * n})")
+        inputs = inputs.reshape(batches, rows, 3 * n)
+        states = np.empty((batches, steps, self._y.size))
+        _crawl_batches(
+            self.floating.params, self.floating.ground, self._packed, self._y, inputs, self._h,
+            sub, states,
+        )  # fmt: skip
+        every_state = states.reshape(batches * steps, self._y.size)
+        done = finite_rows(every_state)
+        if done > 0:
+            batch, step = divmod(done - 1, steps)
+            y = every_state[done - 1].copy()
+            self._y = y
+            self._count += done
+            self._u = inputs[batch, 2 * (step + 1) * sub]
+            self._q, self._qd = y[BASE : BASE + n].copy(), y[BASE + n :].copy()
+        if done < batches * steps:
+            raise SimulationError(
+                f"the state left the finite numbers at t = {self.time + self.dt:.6g} s "
+                "(torques too large for the model: check the commands and servo gains)"
+            )
+        return starts[1:], states[:, -1].copy(), inputs[:, -1].copy()
+
     def warm_up(self) -> None:
         """Compile the kernels now (numba's cache), not in the middle of a run."""
         n = self.model.n_joints
@@ -419,6 +489,10 @@ class CrawlingSimulator(Simulator):
         _crawl_steps(
             self.floating.params, self.floating.ground, self._packed, self._y.copy(),
             np.zeros((1, 3 * n)), self._h, 1, np.empty((0, self._y.size)),
+        )  # fmt: skip
+        _crawl_batches(
+            self.floating.params, self.floating.ground, self._packed, self._y.copy(),
+            np.zeros((1, 1, 3 * n)), self._h, 1, np.empty((1, 0, self._y.size)),
         )  # fmt: skip
 
 
@@ -473,6 +547,22 @@ def simulate_crawling(
     steps = round(t_end / dt)
     times, states, taus = [sim.time], [sim.base_state], [sim.tau]
     done = 0
+    while isinstance(inputs, MotionInput) and steps - done >= every:
+        batches = min(BATCHES, (steps - done) // every)
+        ends, ys, us = sim.run_batches(batches, every, inputs)
+        n = model.n_joints
+        qs, qds = ys[:, BASE : BASE + n], ys[:, BASE + n :]
+        times.extend(float(t) for t in ends)
+        states.extend(
+            FloatingState(y[:3].copy(), y[3:7].copy(), y[BASE : BASE + n].copy(),
+                          np.concatenate([y[7:BASE], y[BASE + n :]]))
+            for y in ys
+        )  # fmt: skip
+        taus.extend(recursive.servo_torques(sim.servo.packed, us, qs.copy(), qds.copy()))
+        for _ in range(batches):
+            done += every
+            if progress is not None:
+                progress(done / steps)
     while done < steps:
         batch = min(every, steps - done)
         sim.advance(batch, inputs)

@@ -283,6 +283,46 @@ def test_a_crawl_that_leaves_the_finite_numbers_stops_at_its_last_finite_step(
     assert np.all(np.isfinite(sim.y)) and np.all(np.isfinite(sim.q))
 
 
+def test_batches_in_one_call_are_the_separate_calls_bit_for_bit() -> None:
+    """Reference: :meth:`CrawlingSimulator.run` called once per batch (what
+    simulate_crawling did, and still does for other input sources): the same end states,
+    times and inputs, and the simulator left in the same state, to the last bit."""
+    model = crawler(4, "xz")
+    gait = make_gait("serpenoid", model)
+    servo = ServoModel.pd(2.0, 0.05, 4)
+    source = MotionInput(gait, np.array([0.0, 0.01, 0.0, 0.02]), rates=True)
+    separate, batched = (CrawlingSimulator(model, 0.001, servo=servo, t0=0.25) for _ in "ab")
+    want_y, want_t, want_tau = [], [], []
+    for _ in range(6):
+        want_y.append(separate.run(7, source)[-1])
+        want_t.append(separate.time)
+        want_tau.append(separate.tau)
+    times, ys, us = batched.run_batches(6, 7, source)
+    assert np.array_equal(times, want_t) and np.array_equal(ys, want_y)
+    assert np.array_equal(servo_torque(servo.packed, us[-1], ys[-1, BASE : BASE + 4],
+                                       ys[-1, BASE + 4 :]), want_tau[-1])  # fmt: skip
+    assert np.array_equal(batched.y, separate.y) and batched.time == separate.time
+    assert np.array_equal(batched.tau, separate.tau)
+
+
+def test_batches_that_leave_the_finite_numbers_stop_at_the_last_finite_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As one call per batch: the error, and the state and time of the last finite step."""
+    model = crawler(4, "xz")
+    monkeypatch.setattr(crawler_module, "crawling_substeps", lambda *_: 1)
+    source = MotionInput(lambda t: make_gait("serpenoid", model)(t), np.zeros(4))
+    sims = [CrawlingSimulator(model, 0.001, servo=ServoModel.pd(1.0, 1.0, 4)) for _ in "ab"]
+    with pytest.raises(SimulationError, match="left the finite numbers at t = ") as one:
+        for _ in range(100):
+            sims[0].run(5, source)
+    with pytest.raises(SimulationError, match="left the finite numbers at t = ") as batched:
+        sims[1].run_batches(100, 5, source)
+    assert str(batched.value) == str(one.value)
+    assert np.array_equal(sims[1].y, sims[0].y) and sims[1].time == sims[0].time
+    assert 0.0 < sims[1].time < 0.5 and np.all(np.isfinite(sims[1].y))
+
+
 def test_a_robot_that_does_not_crawl_is_refused_in_one_line() -> None:
     for model in (
         SnakeModel.uniform(2, 0.1, 0.1, 0.02),
