@@ -31,7 +31,7 @@ from snake_bringup.identification.floor import CRAWLS
 from snake_bringup.identification.poses import crawl_recording
 from snake_bringup.plant_bridge import build_plant
 from snake_dynamics.ground import Ground
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.floor_identification import aligned_path, fit_ground, predict_crawl
 from snake_dynamics.sim.identification import seen_from_the_command
@@ -58,11 +58,12 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     config = robot_config(args.robot)
-    model = SnakeModel.from_yaml(config)
+    robot = Robot.load(config)  # once
+    model = robot.model
     body = dataclasses.replace(model, gravity=np.zeros(3))  # as snake identify's floor stage
     names = model.joint_names
     servo_file = args.folder / "robot_identified.yaml" if args.servo == "identified" else config
-    servo = ServoModel.from_yaml(servo_file, names)
+    servo = robot.servo if servo_file == config else ServoModel.from_yaml(servo_file, names)
     start = model.ground or Ground()
     source = str(servo_file)
     labels = [label for label, *_ in CRAWLS] + ["floor_validation"]
@@ -71,7 +72,7 @@ def main() -> None:
     ]
     noise: float | None = None  # the plant's pose sensor's, in the plane [m]
     if args.plant is not None:
-        plant = build_plant(config, args.plant)
+        plant = build_plant(robot, args.plant)
         body, start = plant.model, plant.params.ground or Ground()
         servo = seen_from_the_command(plant.params.servo)
         if plant.params.pose_sensor is not None:

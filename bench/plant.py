@@ -26,11 +26,11 @@ from pathlib import Path
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_bringup.cli.demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS
+from snake_bringup.demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS
 from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
 from snake_dynamics import make_gait
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot, robot_config
 
 #: The demo's gait.
 GAIT, GAIT_PARAMETERS = DEMO_GAIT, DEMO_GAIT_PARAMETERS[DEMO_GAIT]
@@ -43,7 +43,7 @@ def measure(robot: str, plant_file: str, seconds: float, period_ms: int) -> dict
     """Run ``seconds`` of emulated time of ``plant_file`` under ``robot``'s calibration, one
     exchange every ``period_ms``."""
     model, servos = load_servo_map(robot_config(robot))
-    plant = build_plant(robot_config(robot), robot_config(plant_file))
+    plant = build_plant(load_robot(robot), robot_config(plant_file))
     plant.warm_up()
     gait = make_gait(GAIT, model, **GAIT_PARAMETERS)
     channels = servos.by_joint()

@@ -21,6 +21,7 @@ from snake_dynamics.floating.literal import FloatingRun, locomotion, lying_state
 from snake_dynamics.floating.recursive import simulate_prescribed_fast
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import saturated_share
 from snake_dynamics.sim.crawler import simulate_crawling
@@ -62,15 +63,18 @@ def simulate_on_the_ground(
 
 
 def ground_servos(
-    robot: Path, model: SnakeModel, stiffness: float, damping: float, ideal: bool
+    robot: Robot | Path, model: SnakeModel, stiffness: float, damping: float, ideal: bool
 ) -> ServoModel | None:
     """The servos of a run on the ground: None with ``ideal`` (prescribed joints), PD
     servos with the gains given (k_p [N m/rad], k_d [N m s/rad]), else the robot config's
-    ``servo:`` section (nominal MG996R servos without one)."""
+    ``servo:`` section (nominal MG996R servos without one): the robot's, as the command
+    read it, or (a path, from the studies not yet handed a :class:`Robot`) read here."""
     if ideal:
         return None
     if stiffness or damping:
         return ServoModel.pd(stiffness, damping, model.n_joints)
+    if isinstance(robot, Robot):
+        return robot.servo
     return ServoModel.from_yaml(robot, model.joint_names)
 
 
@@ -126,7 +130,7 @@ def run_on_the_ground(
 
 
 def run_on_wheels(
-    model: SnakeModel,
+    robot: Robot,
     gait: Gait,
     config: Mapping[str, Any],
     out: Path,
@@ -138,21 +142,22 @@ def run_on_wheels(
     plots: bool,
     quiet: bool,
 ) -> None:
-    """Run ``gait`` as the servos' reference of ``model`` on its wheels (``ground: wheels``,
+    """Run ``gait`` as the servos' reference of the robot on its wheels (``ground: wheels``,
     snake_dynamics.sim.wheeled), write the run to ``out`` and print its travel.
 
     Args:
         servo_stiffness: the servos' k_p [N m/rad]; with ``servo_damping`` [N m s/rad] both
-            0, the servo model of the robot config (``config["robot"]``).
+            0, the robot config's servo model (:attr:`Robot.servo`).
 
     Raises:
         snake_dynamics.errors.SimulationError: a step the model refuses.
     """
+    model = robot.model
     n = model.n_joints
     if servo_stiffness or servo_damping:
         servo = ServoModel.pd(servo_stiffness, servo_damping, n)
     else:
-        servo = ServoModel.from_yaml(Path(config["robot"]), model.joint_names)
+        servo = robot.servo
     every = max(1, round(1.0 / (SAMPLE_RATE_HZ * dt)))
     bar = ProgressBar(f"simulating {duration:g} s on wheels") if not quiet else None
     wall = time.perf_counter()

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from snake_driver.calibration import ChannelCalibration, load_servo_map
+from snake_driver.calibration import ChannelCalibration, servos_of
 from snake_dynamics.errors import SnakeError
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim.engines import make_plant
 from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
 from snake_dynamics.sim.pose_sensor import encode
@@ -74,15 +75,16 @@ def pulse_map(channel: ChannelCalibration) -> PulseMap:
     )
 
 
-def build_plant(robot: Path, plant_file: Path) -> Plant:
-    """The plant of a robot config (body, channels) and a plant file (servos, pots, mass;
-    its ``engine``).
+def build_plant(robot: Robot, plant_file: Path) -> Plant:
+    """The plant of a robot (body, channels; read once by :func:`main`) and a plant file
+    (servos, pots, mass; its ``engine``).
 
     Raises:
-        PlantFileError: either file is unreadable or invalid (one line naming it).
+        PlantFileError: the robot's servo map, or the plant file, is unreadable or invalid
+            (one line naming it).
     """
     try:
-        model, servos = load_servo_map(robot)
+        model, servos = robot.model, servos_of(robot)
         params = load_plant(plant_file, model.joint_names)
         pulses = servos.by_joint()
         return make_plant(model, [pulse_map(pulses[name]) for name in model.joint_names], params)
@@ -225,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pose-port", type=int, help="send pose readings to this UDP port")
     args = parser.parse_args(argv)
     try:
-        plant = build_plant(args.robot, args.plant)
+        plant = build_plant(Robot.load(args.robot), args.plant)
     except SnakeError as exc:
         print(exc, file=sys.stderr)
         return 1

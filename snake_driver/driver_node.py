@@ -93,9 +93,9 @@ from snake_ros.common import (
     stream_qos,
 )
 from snake_ros.domain import refuse_open_domain
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
-from .calibration import load_servo_map
+from .calibration import servos_of
 from .clock import RobotClock
 from .health import Counts, Level, LinkMonitor, judge
 from .keyfile import KEY_ENV, KEY_FILE_ENV, load_key, plain_mode_risk
@@ -210,7 +210,8 @@ class DriverNode(Node):
         )
         self._clock_step_ns = int(1e9 / clock_rate)
 
-        model, self.servos = load_servo_map(robot_config(config))
+        robot = load_robot(config)  # once
+        model, self.servos = robot.model, servos_of(robot)
         key = load_key(key_file)
         risk = None if key else plain_mode_risk(kind, host, port)
         if risk:

@@ -73,8 +73,6 @@ from std_srvs.srv import Trigger
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.floating.literal import FloatingState, on_the_ground
 from snake_dynamics.floating.recursive import FastBaseTracker
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.simulator import (
     CommandReference,
@@ -86,7 +84,7 @@ from snake_dynamics.sim.simulator import (
 )
 from snake_dynamics.sim.wheeled import WheeledSimulator
 from snake_dynamics.urdf import JOINT_EFFORT_LIMIT, JOINT_VELOCITY_LIMIT
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .common import (
     THROTTLE_S,
@@ -163,11 +161,11 @@ class DynamicsNode(Node):
         if rate > sim_rate:
             raise ParameterValueError(f"publish_rate {rate:g} Hz exceeds sim_rate {sim_rate:g} Hz")
 
-        path = robot_config(config)
-        self._model = SnakeModel.from_yaml(path)
+        robot = load_robot(config)  # once; the parts below are handed down
+        self._model = robot.model
         n = self._model.n_joints
         prescribed = self._mode == "prescribed"
-        servo = ServoModel.from_yaml(path, self._model.joint_names) if prescribed else None
+        servo = robot.servo if prescribed else None
         floating = self._model.base == "floating"
         crawling = floating and not self._model.wheels and ground_model == "servos"
         tracked = floating and not self._model.wheels and not crawling

@@ -35,8 +35,6 @@ from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS, Gait, GaitPlayer, PeriodicGait, make_gait
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.compensation import (
     Load,
     SaturationError,
@@ -45,7 +43,7 @@ from snake_dynamics.sim.compensation import (
     check_feasible,
     compensated_command,
 )
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .common import (
     THROTTLE_S,
@@ -124,9 +122,9 @@ class GaitNode(Node):
             read_only=True,
         )
 
-        path = robot_config(config)
-        self._model = SnakeModel.from_yaml(path)
-        self._servo = ServoModel.from_yaml(path, self._model.joint_names)
+        robot = load_robot(config)  # once; the parts below are handed down
+        self._model = robot.model
+        self._servo = robot.servo
         self._compensate = compensate
         self._player = GaitPlayer(self._gait(), transition_time=transition, ramp_time=ramp)
         self._load = self._body_load()

@@ -69,7 +69,6 @@ from std_msgs.msg import ColorRGBA, Float64, Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from snake_dynamics.model import SnakeModel
 from snake_ros.common import (
     InputMonitor,
     ParameterValueError,
@@ -83,7 +82,7 @@ from snake_ros.common import (
     stamp_problem,
     stream_qos,
 )
-from snake_ros.paths import robot_config, state_dir
+from snake_ros.paths import load_robot, state_dir
 
 from .compare import (
     DEFAULT_LAG_SPAN_S,
@@ -195,8 +194,9 @@ class CompareNode(Node):
             raise ParameterValueError(f"report_name must be a plain folder name, got {name!r}")
         self.folder = Path(report_dir or default_report_dir()).expanduser() / name
 
-        self.config_path = robot_config(config)
-        self.model = SnakeModel.from_yaml(self.config_path)
+        robot = load_robot(config)  # once
+        self.config_path = robot.path
+        self.model = robot.model
         names = self.model.joint_names
         self.sim = SampleBuffer(names, max_samples)
         self.measured = SampleBuffer(names, max_samples)

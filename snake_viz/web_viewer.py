@@ -54,7 +54,6 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from websockets.version import version as websockets_version
 
-from snake_dynamics import SnakeModel
 from snake_dynamics.urdf import to_urdf
 from snake_ros.common import (
     InputMonitor,
@@ -63,7 +62,7 @@ from snake_ros.common import (
     declare_robot_config,
     run,
 )
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .compare import ODOM_TOPIC
 from .defaults import DEFAULT_PORT
@@ -392,7 +391,7 @@ class WebViewerNode(Node):
         )
         rate = declare_float(self, "rate", 30.0, 1.0, 200.0, "messages per second per topic [Hz]")
         root = check_assets()
-        model = SnakeModel.from_yaml(robot_config(config))
+        model = load_robot(config).model
         self.monitor = InputMonitor(self)
         self.server = WebServer(
             root, to_urdf(model), port, rate, lambda line: self.monitor.reject("/ws (origin)", line)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics import make_gait
 from snake_dynamics.gaits import GAITS, gait_parameters
 from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from ..errors import UsageError
 from ..locomotion import ground_servos, run_on_the_ground, run_on_wheels
@@ -152,7 +152,8 @@ def run(
     """
     from snake_viz.offline import summarise, write_run
 
-    model = SnakeModel.from_yaml(robot_config(robot))
+    the_robot = load_robot(robot)  # once; handed down
+    model = the_robot.model
     trajectory = make_gait(gait, model, **params)
     steps = round(duration / dt)
     if steps < 1 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
@@ -161,7 +162,7 @@ def run(
         f"simulate-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
     config: dict[str, Any] = {
-        "robot": str(robot_config(robot)),
+        "robot": str(the_robot.path),
         "gait": gait,
         "gait_parameters": {k: params.get(k, v[0]) for k, v in gait_parameters(gait).items()},
         "duration_s": duration,
@@ -174,7 +175,7 @@ def run(
                 "drop --ground and --method"
             )
         run_on_wheels(
-            model,
+            the_robot,
             trajectory,
             config,
             out,
@@ -195,9 +196,7 @@ def run(
                 "on the ground the compiled floating MFM runs (drop --method); --ideal-servos "
                 "puts the joints exactly on the gait (drop --servo-stiffness and --servo-damping)"
             )
-        servo = ground_servos(
-            robot_config(robot), model, servo_stiffness, servo_damping, ideal_servos
-        )
+        servo = ground_servos(the_robot, model, servo_stiffness, servo_damping, ideal_servos)
         run_on_the_ground(
             model,
             trajectory,

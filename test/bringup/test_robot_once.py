@@ -58,3 +58,13 @@ def test_no_module_below_the_cli_loads_a_robot_by_name(folder: str) -> None:
         if LOADERS.search(line)
     ]
     assert not offenders, "\n".join(offenders)
+
+
+def test_simulate_on_wheels_reads_its_robot_once(
+    tmp_path: Path, reads: collections.Counter[str]
+) -> None:
+    """``snake simulate`` on wheels takes the body and the servos from one reading of
+    robot_wheels.yaml (and its base paper_planar.yaml): twice each before the Robot."""
+    argv = ["simulate", "--robot", "robot_wheels", "--duration", "0.05"]
+    assert main([*argv, "--no-plots", "-q", "-o", str(tmp_path / "run")]) == 0
+    assert reads == {"robot_wheels.yaml": 1, "paper_planar.yaml": 1}

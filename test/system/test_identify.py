@@ -28,6 +28,7 @@ from snake_driver.link import Measurement
 from snake_driver.protocol import Counters, Flag
 from snake_dynamics.errors import IdentificationError
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
 from snake_dynamics.sim.floor_identification import aligned_path, predict_crawl
 from snake_dynamics.sim.identification import (
@@ -247,7 +248,7 @@ def truth_paths(out: Path, plant: Path) -> dict[str, tuple[float, float]]:
     path after the best rigid motion in the plane (eq. 248: the start pose the first noisy
     pose sets): label -> (that RMS, the sensor's noise RMS in the plane) [m]."""
     table = robot_config("robot_table")  # what identify predicts a plant on a floor with
-    truth = build_plant(table, plant)
+    truth = build_plant(Robot.load(table), plant)
     sensor, ground = truth.params.pose_sensor, truth.params.ground
     assert sensor is not None and ground is not None
     servo = seen_from_the_command(truth.params.servo)

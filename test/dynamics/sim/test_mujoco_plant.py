@@ -24,6 +24,7 @@ from snake_driver.calibration import load_servo_map
 from snake_dynamics.errors import ModelError
 from snake_dynamics.floating.literal import centre_of_mass
 from snake_dynamics.gaits import make_gait
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim.engines import make_plant
 from snake_dynamics.sim.mujoco_plant import NO_EFFECTS, MujocoPlant, supply_current, supply_scale
 from snake_dynamics.sim.plant import Plant, load_plant, plant_from_dict
@@ -64,7 +65,7 @@ def _mujoco_plant(doc: dict[str, Any], robot: Path = ROBOT) -> MujocoPlant:
     """The robot of ``robot`` on a MuJoCo plant of ``doc`` (a plant file's content)."""
     model, _ = load_servo_map(robot)
     params = plant_from_dict({"engine": "mujoco", **doc}, model.joint_names, "test")
-    plant = make_plant(model, build_plant(ROBOT, robot_config("plant")).pulses, params)
+    plant = make_plant(model, build_plant(Robot.load(ROBOT), robot_config("plant")).pulses, params)
     assert isinstance(plant, MujocoPlant)
     return plant
 
@@ -103,7 +104,7 @@ def test_the_two_engines_crawl_as_far_with_every_effect_off() -> None:
     assert params.ground is not None
     ground = dataclasses.replace(params.ground, mu_backward=None)
     params = dataclasses.replace(params, ground=ground, pose_sensor=None)
-    pulses = build_plant(TABLE, robot_config("plant_floor")).pulses
+    pulses = build_plant(Robot.load(TABLE), robot_config("plant_floor")).pulses
     gait = make_gait("serpenoid", model, amplitude=0.8, frequency=0.6)
     travel, joints = [], []
     for engine in ("mfm", "mujoco"):
@@ -242,7 +243,7 @@ def test_the_mujoco_plant_file_crawls_with_every_effect_and_the_pots_read_the_ho
     """config/plant_mujoco.yaml through the bridge's builder: a MuJoCo plant with every effect
     at its default, the pose sensor delivering readings, the pots reading the servo shafts
     (the horns), not the bodies behind the brackets."""
-    plant = build_plant(TABLE, robot_config("plant_mujoco"))
+    plant = build_plant(Robot.load(TABLE), robot_config("plant_mujoco"))
     assert isinstance(plant, MujocoPlant) and plant.effects.horns
     gait = make_gait("serpenoid", plant.model, amplitude=0.8, frequency=0.6)
     _drive(plant, 1.0, lambda t: dict(enumerate(gait(t).q)))

@@ -36,6 +36,7 @@ from snake_dynamics.floating.literal import centre_of_mass, world_poses
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim import crawler as crawler_module
 from snake_dynamics.sim.crawler import CrawlingSimulator
@@ -80,7 +81,7 @@ def test_pulse_to_target_inverts_the_calibration() -> None:
 
 
 def _plant(**changes: object) -> Plant:
-    plant = build_plant(ROBOT, PLANT)
+    plant = build_plant(Robot.load(ROBOT), PLANT)
     params = dataclasses.replace(plant.params, **changes)
     model, _ = load_servo_map(ROBOT)
     return Plant(model, plant.pulses, params)
@@ -397,7 +398,7 @@ def test_one_joint_step_is_the_servo_models_closed_loop() -> None:
     )
     servo = params.servo.joints[3]  # a joint with the defaults
     one = dataclasses.replace(params, servo=ServoModel.uniform(servo, 1), mass_scale=1.0)
-    plant = Plant(model, [build_plant(ROBOT, PLANT).pulses[0]], one)
+    plant = Plant(model, [build_plant(Robot.load(ROBOT), PLANT).pulses[0]], one)
     r, dt = 0.3, 0.001
     t = np.arange(0.0, 0.4, dt)
     q = [0.0]
@@ -520,7 +521,7 @@ def test_step_through_the_firmware_moves_the_plant_as_the_servo_model(tmp_path: 
     header = (firmware_dir() / "tools" / "plant_link.h").read_text()
     period = int(re.search(r"#define PLANT_PERIOD_US (\d+)u", header)[1]) * 1e-6  # type: ignore[index]
     assert np.diff(t) == pytest.approx(period)  # every exchange, none skipped
-    plant = build_plant(ROBOT, PLANT)
+    plant = build_plant(Robot.load(ROBOT), PLANT)
     n = plant.model.n_joints
     names = plant.model.joint_names
     q = np.column_stack([data[f"joint_{k}"] for k in range(1, n + 1)])
@@ -587,7 +588,7 @@ def _floor_plant(**ground: float | None) -> Plant:
     params = load_plant(FLOOR, load_servo_map(ROBOT)[0].joint_names)
     assert params.ground is not None
     params = dataclasses.replace(params, ground=dataclasses.replace(params.ground, **ground))
-    return Plant(load_servo_map(ROBOT)[0], build_plant(ROBOT, PLANT).pulses, params)
+    return Plant(load_servo_map(ROBOT)[0], build_plant(Robot.load(ROBOT), PLANT).pulses, params)
 
 
 def _crawl(plant: Plant, seconds: float, joints: range = range(8)) -> list[PoseReading]:
@@ -722,9 +723,11 @@ def test_without_a_floor_the_tail_is_held_in_zero_gravity() -> None:
     snake identify assumes; the same robot with the plant's floor feels gravity."""
     table = load_servo_map(robot_config("robot_table"))[0]
     assert np.any(table.gravity)
-    held = Plant(table, build_plant(ROBOT, PLANT).pulses, load_plant(PLANT, table.joint_names))
+    held = Plant(
+        table, build_plant(Robot.load(ROBOT), PLANT).pulses, load_plant(PLANT, table.joint_names)
+    )
     assert not np.any(held.model.gravity) and held.model.base == "floating"  # (as its config)
     assert type(held.sim) is Simulator  # the fixed tail
     floor = load_plant(robot_config("plant_floor"), table.joint_names)
-    on_floor = Plant(table, build_plant(ROBOT, PLANT).pulses, floor)
+    on_floor = Plant(table, build_plant(Robot.load(ROBOT), PLANT).pulses, floor)
     np.testing.assert_allclose(on_floor.model.gravity, [0.0, 0.0, -9.81])
