@@ -59,14 +59,25 @@ def best_lag(commands: list[JointState], measured: list[JointState]) -> tuple[fl
 def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
     transport: str, tmp_path: Path, private_ros_domain: int
 ) -> None:
-    env = {
-        **os.environ,
-        "ROS_LOG_DIR": str(tmp_path / "log"),
-        "AMENT_PREFIX_PATH": sys.prefix,
-    }
+    """Over the pty the run also writes nothing outside its output folder (with
+    ``--dynamics``, started in an empty folder with an empty home): the logs, compare_node's
+    report and the nodes' ROS log files are under it; outside it only the emulated robot's
+    EEPROM (``$ROS_HOME/mfm_snake``: the robot's own memory across runs, its boot counter,
+    as a real robot keeps its EEPROM) and matplotlib's caches. One bring-up checks both."""
+    isolated = transport == "serial"
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    if isolated:
+        unset = ("ROS_LOG_DIR", "ROS_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR")
+        env = {k: v for k, v in os.environ.items() if k not in unset}
+        env |= {"HOME": str(home), "AMENT_PREFIX_PATH": sys.prefix}
+    else:
+        env = {**os.environ, "ROS_LOG_DIR": str(tmp_path / "log"), "AMENT_PREFIX_PATH": sys.prefix}
     snake = Path(sys.executable).parent / "snake"
     if not snake.exists():
         pytest.skip("the package is not installed in this environment (make test installs it)")
+    out_dir = tmp_path / "run"
     proc = subprocess.Popen(
         [
             str(snake),
@@ -76,13 +87,15 @@ def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
             transport,
             "--gait",
             "serpenoid",
+            *(["--dynamics"] if isolated else []),
             "--no-rviz",
             "-q",
             "--duration",
             "40",
             "-o",
-            str(tmp_path / "run"),
+            str(out_dir),
         ],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -123,43 +136,16 @@ def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
     assert np.ptp(q_measured) == pytest.approx(np.ptp(q_commanded), rel=0.05)
     assert "exit status 0" in out and "Traceback" not in out, out
     # the parameter files (an auth_key may be among them) are the owner's alone
-    params = list((tmp_path / "run" / "params").glob("*.yaml"))
+    params = list((out_dir / "params").glob("*.yaml"))
     assert params and all(f.stat().st_mode & 0o077 == 0 for f in params), params
-
-
-def test_a_run_writes_nothing_outside_its_output_folder(
-    tmp_path: Path, private_ros_domain: int
-) -> None:
-    """``snake hardware --emulate --dynamics -o DIR`` started in an empty folder with an empty
-    home: the logs, compare_node's report and the nodes' ROS log files are under DIR; outside
-    it only the emulated robot's EEPROM (``$ROS_HOME/mfm_snake``: the robot's own memory across
-    runs, its boot counter, as a real robot keeps its EEPROM) and matplotlib's caches."""
-    snake = Path(sys.executable).parent / "snake"
-    if not snake.exists():
-        pytest.skip("the package is not installed in this environment (make test installs it)")
-    home, cwd, out = tmp_path / "home", tmp_path / "cwd", tmp_path / "run"
-    home.mkdir()
-    cwd.mkdir()
-    unset = ("ROS_LOG_DIR", "ROS_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    env |= {"HOME": str(home), "AMENT_PREFIX_PATH": sys.prefix}
-    args = ["hardware", "--emulate", "--dynamics", "--no-rviz", "-q", "--duration", "3"]
-    proc = subprocess.run(
-        [str(snake), *args, "-o", str(out)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (out / "compare" / "summary.md").is_file(), sorted(out.rglob("*"))
-    assert list((out / "ros_log").glob("*.log")) and (out / "driver_node.log").is_file()
-    written = sorted(
-        str(p.relative_to(tmp_path))
-        for folder in (home, cwd)
-        for p in folder.rglob("*")
-        if not p.is_dir()
-    )
-    allowed = {"home/.ros/mfm_snake/emulator_eeprom.bin"}
-    assert [p for p in written if p not in allowed and "/matplotlib/" not in p] == []
+    if isolated:
+        assert (out_dir / "compare" / "summary.md").is_file(), sorted(out_dir.rglob("*"))
+        assert list((out_dir / "ros_log").glob("*.log")) and (out_dir / "driver_node.log").is_file()
+        written = sorted(
+            str(p.relative_to(tmp_path))
+            for folder in (home, cwd)
+            for p in folder.rglob("*")
+            if not p.is_dir()
+        )
+        allowed = {"home/.ros/mfm_snake/emulator_eeprom.bin"}
+        assert [p for p in written if p not in allowed and "/matplotlib/" not in p] == []
