@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from snake_driver.calibration import load_servo_map
+from snake_driver.calibration import servos_of
 from snake_dynamics.gaits import PeriodicGait, make_gait
-from snake_dynamics.model import SnakeModel, read_robot_yaml
-from snake_dynamics.servo import ServoModel
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim.compensation import (
     SaturationError,
     check_crawl,
     check_feasible,
     fixed_tail_load,
 )
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .errors import BringupError
 from .gaits_file import read_gaits_file
@@ -49,22 +49,22 @@ def planned_gait(
     return built
 
 
-def check_robot_config(robot: str) -> None:
+def check_robot_config(robot: Robot) -> None:
     """Check the sections of ``robot``'s config that the nodes read at their start (the
-    body, ``servo:`` and, where there is one, the driver's ``servos:``), so that a typo is one
-    line from ``snake`` (``--dry-run`` too), not a node's traceback later.
+    body, read with the robot, ``servo:`` and, where there is one, the driver's ``servos:``),
+    so that a typo is one line from ``snake`` (``--dry-run`` too), not a node's traceback
+    later.
 
     Raises:
         ModelError, CalibrationError: one line naming the file, the key and the known keys.
     """
-    path = robot_config(robot)
-    ServoModel.from_yaml(path, SnakeModel.from_yaml(path).joint_names)
-    if "servos" in read_robot_yaml(path):
-        load_servo_map(path)
+    _ = robot.servo  # parsed here, for its one-line error
+    if "servos" in robot.document:
+        servos_of(robot)
 
 
 def check_servos_follow(
-    robot: str,
+    robot: Robot | str,
     gait: str,
     *,
     force: bool,
@@ -74,7 +74,8 @@ def check_servos_follow(
     on a floor eq. 217).
 
     Args:
-        robot: robot YAML file or config name (its body and servo: section).
+        robot: the robot the command read (its body and servo: section), or (from the demo
+            tour, until it hands one down) a robot YAML file or config name, read here.
         gait: gait name; empty for config/gaits.yaml's.
         force: run it anyway: return the reason as a warning instead of raising.
         overrides: gait parameters by gait, replacing config/gaits.yaml's (``--gaits``).
@@ -89,11 +90,12 @@ def check_servos_follow(
             and the limit.
         ModelError, GaitError: the robot config or the gait cannot be loaded.
     """
-    path = robot_config(robot)
-    model = SnakeModel.from_yaml(path)
+    if not isinstance(robot, Robot):
+        robot = load_robot(robot)
+    model, path = robot.model, robot.path
     if model.wheels:
         return None  # the wheels, not the servos alone, decide what it follows
-    servo = ServoModel.from_yaml(path, model.joint_names)
+    servo = robot.servo
     planned = planned_gait(model, gait, overrides)
     try:
         if model.base == "floating":

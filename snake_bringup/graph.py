@@ -17,7 +17,7 @@ from snake_driver.keyfile import KeyFileError, read_key_file
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.errors import GaitError
 from snake_dynamics.gaits import GAITS
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.urdf import to_urdf
 from snake_ros.paths import PACKAGE, robot_config, share_dir
 from snake_viz.defaults import REPLAY_RATES
@@ -282,18 +282,23 @@ def _rviz(common: Mapping[str, Any]) -> NodeSpec:
     )
 
 
-def _robot(robot: str, gait: str) -> tuple[Path, str, bool]:
+def _loaded(robot: str | Robot) -> Robot:
+    """The robot a command read and handed down, or the one a launch file's argument names
+    (a YAML file or a name in config/), read here, once per graph."""
+    return robot if isinstance(robot, Robot) else Robot.load(robot_config(robot).resolve())
+
+
+def _robot(robot: str | Robot, gait: str) -> tuple[Path, str, bool]:
     """The resolved robot config, its URDF and whether its base floats (raising ModelError /
     GaitError early)."""
     if gait and gait not in GAITS:
         raise GaitError(f"unknown gait {gait!r}; choose one of {', '.join(sorted(GAITS))}")
-    config = robot_config(robot).resolve()
-    model = SnakeModel.from_yaml(config)
-    return config, to_urdf(model), model.base == "floating"
+    robot = _loaded(robot)
+    return robot.path.resolve(), to_urdf(robot.model), robot.model.base == "floating"
 
 
 def simulation_graph(
-    robot: str = "robot",
+    robot: str | Robot = "robot",
     gait: str = "",
     *,
     rviz: bool = True,
@@ -303,7 +308,8 @@ def simulation_graph(
     """The simulation: gait_node -> dynamics_node -> robot_state_publisher -> RViz.
 
     Args:
-        robot: robot YAML file or config name (``robot`` -> config/robot.yaml).
+        robot: the Robot a command read, or a robot YAML file or config name (``robot``
+            -> config/robot.yaml).
         gait: gait name; empty for the one in config/gaits.yaml.
         rviz: include RViz.
         use_sim_time: every node follows /clock.
@@ -330,7 +336,7 @@ def simulation_graph(
 
 
 def hardware_graph(
-    robot: str = "robot",
+    robot: str | Robot = "robot",
     transport: str = "serial",
     port: str = "/dev/ttyACM0",
     host: str = "127.0.0.1",
@@ -354,7 +360,8 @@ def hardware_graph(
     operator_node's stop state -> /estop -> driver_node (on the station's host).
 
     Args:
-        robot: robot YAML file or config name (model and servo calibration).
+        robot: the Robot a command read, or a robot YAML file or config name (model and
+            servo calibration).
         transport: serial, udp or tcp.
         port: serial device, or the Wi-Fi bridge's port number.
         host: the Wi-Fi bridge's address (udp, tcp).
@@ -471,7 +478,7 @@ def replay_graph(
     rate: float | str = 1.0,
     *,
     loop: bool = False,
-    robot: str = "robot",
+    robot: str | Robot = "robot",
     rviz: bool = True,
     topics: Sequence[str] = (),
     delay: float | None = None,
@@ -484,7 +491,8 @@ def replay_graph(
         bag: the bag folder (rosbag2, MCAP or sqlite3).
         rate: playback speed factor, within :data:`snake_viz.defaults.REPLAY_RATES`.
         loop: start over at the end.
-        robot: robot YAML file or config name (the URDF the robot descriptions show).
+        robot: the Robot a command read, or a robot YAML file or config name (the URDF
+            the robot descriptions show).
         rviz: include RViz.
         topics: play only these topics (empty: all).
         delay: replay_node's wait before playing [s] (None: its default).
@@ -539,7 +547,7 @@ def demo_graph(
     endpoint: Endpoint,
     out: Path,
     gait: str = "",
-    robot: str = "robot_table",
+    robot: str | Robot = "robot_table",
     compensate: bool = False,
     gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[NodeSpec, ...]:
@@ -553,12 +561,14 @@ def demo_graph(
         endpoint: where the emulated robot listens (``Emulator.endpoint``).
         out: the run folder: the bag goes to ``out/bag``, the live report to ``out/compare``.
         gait: gait name; empty for the one in config/gaits.yaml.
-        robot: robot YAML file or config name (default: the robot with feedback pots on
-            the table); the emulated pose sensor's poses join it when the emulator has one.
+        robot: the Robot a command read, or a robot YAML file or config name (default: the
+            robot with feedback pots on the table); the emulated pose sensor's poses join it
+            when the emulator has one.
         compensate: gait_node's commands pre-shaped for the servos of ``robot``.
         gait_parameters: gait parameters by gait, replacing config/gaits.yaml's.
     """
-    config = robot_config(robot).resolve()
+    robot = _loaded(robot)  # once: hardware_graph takes it
+    config = robot.path.resolve()
     recorder = NodeSpec(
         PACKAGE,
         "recorder_node",

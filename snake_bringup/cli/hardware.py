@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snake_ros.domain import keep_discovery_local, refuse_open_domain
+from snake_ros.paths import load_robot
 
 from ..emulator import Emulator, Endpoint
 from ..feasibility import check_robot_config, check_servos_follow
@@ -163,8 +164,9 @@ def run(
             keep_discovery_local(os.environ)
         refuse_open_domain("the robot's driver", "--allow-open-domain")
     gait, parameters = played_gait(gait, gaits)
-    check_robot_config(robot)
-    warning = check_servos_follow(robot, gait, force=force, overrides=parameters)
+    the_robot = load_robot(robot)  # once; handed down
+    check_robot_config(the_robot)
+    warning = check_servos_follow(the_robot, gait, force=force, overrides=parameters)
     if warning:
         report_warning(warning)
     if gaits:
@@ -173,7 +175,7 @@ def run(
 
     def graph_on(endpoint: Endpoint) -> tuple[NodeSpec, ...]:
         return hardware_graph(
-            robot,
+            the_robot,
             endpoint.transport,
             endpoint.port,
             endpoint.host,

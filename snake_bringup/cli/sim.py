@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snake_ros.paths import load_robot
+
 from ..feasibility import check_robot_config
 from ..graph import simulation_graph
 from ..runner import run_folder, run_graph
@@ -57,9 +59,10 @@ def run(
         ModelError, CalibrationError: the robot config cannot be read (one line).
     """
     gait, parameters = played_gait(gait, gaits)
-    check_robot_config(robot)
+    the_robot = load_robot(robot)  # once; handed down
+    check_robot_config(the_robot)
     graph = simulation_graph(
-        robot, gait, rviz=rviz, use_sim_time=use_sim_time, gait_parameters=parameters
+        the_robot, gait, rviz=rviz, use_sim_time=use_sim_time, gait_parameters=parameters
     )
     if gaits:
         print(f"{'# ' if dry_run else ''}{gaits_note(gaits, gait, parameters)}")

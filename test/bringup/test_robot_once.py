@@ -68,3 +68,14 @@ def test_simulate_on_wheels_reads_its_robot_once(
     argv = ["simulate", "--robot", "robot_wheels", "--duration", "0.05"]
     assert main([*argv, "--no-plots", "-q", "-o", str(tmp_path / "run")]) == 0
     assert reads == {"robot_wheels.yaml": 1, "paper_planar.yaml": 1}
+
+
+@pytest.mark.parametrize("command", ["sim", "hardware"])
+def test_a_graph_command_reads_its_robot_once(
+    command: str, tmp_path: Path, reads: collections.Counter[str]
+) -> None:
+    """``snake sim`` and ``snake hardware`` (``--dry-run``) check the robot's sections, its
+    servos against the gait and build the graph's URDF from one reading of robot.yaml (six
+    and eight before the Robot)."""
+    assert main([command, "--dry-run", "-o", str(tmp_path / "run")]) == 0
+    assert reads == {"robot.yaml": 1}
