@@ -444,7 +444,7 @@ def test_a_hardware_run_writes_only_under_its_output_folder(
 def test_the_tour_table_sums_up_each_run() -> None:
     """``snake demo --tour``'s table: the RMS over the joints of each report, the travels
     and the path error of the run's path section; n/a where a run has no report."""
-    from snake_bringup.cli.demo import DemoRun, tour_table
+    from snake_bringup.demo import DemoRun, tour_table
     from snake_viz.compare_report import PathSection, ReportSummary
     from snake_viz.path_compare import PathComparison, PathMetrics, PathTravel
 

@@ -12,6 +12,7 @@ import yaml
 
 from snake_bringup import gaits_file
 from snake_bringup.cli import demo, hardware, main, sim
+from snake_bringup.demo import DemoRun
 from snake_bringup.gaits_file import GaitsFileError, read_gait_overrides, read_gaits_file
 from snake_bringup.graph import NodeSpec, config_file
 from snake_bringup.optimization import BEST_FILE, write_results
@@ -196,7 +197,7 @@ def test_the_demo_plays_the_files_gait_over_its_own(
     serpenoid; the file's parameters over the demo's (0.8 rad at 0.6 Hz), the demo's kept
     where the file says nothing (the runs themselves not started)."""
     runs: list[dict[str, Any]] = []
-    monkeypatch.setattr(demo, "demo_once", lambda **kw: runs.append(kw) or demo.DemoRun(0))
+    monkeypatch.setattr(demo, "demo_once", lambda **kw: runs.append(kw) or DemoRun(0))
     plain = gaits_yaml(tmp_path / "a.yaml", {"serpenoid": {"amplitude": 0.3}})
     own = gaits_yaml(
         tmp_path / "b.yaml", {"gait": "sidewinding", "sidewinding": {"frequency": 0.3}}
