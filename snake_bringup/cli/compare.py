@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from snake_viz.compare import DEFAULT_MAX_LAG_S, DEFAULT_WINDOW_S, MEASURED_TOPIC, SIM_TOPIC
 
 from ..comparison import compare_bag
-from .options import positive
+from .options import no_plots_option, output_option, positive, robot_option
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -27,10 +27,8 @@ def register(sub: Subparsers) -> None:
         ),
     )
     p.add_argument("bag", type=Path, metavar="BAG", help="rosbag2 folder, or an .mcap or .db3 file")
-    p.add_argument("--output", "-o", type=Path, help="report folder (default: runs/compare-...)")
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
+    output_option(p, "report folder (default: runs/compare-...)")
+    robot_option(p)
     p.add_argument(
         "--window",
         type=positive,
@@ -45,7 +43,7 @@ def register(sub: Subparsers) -> None:
         metavar="S",
         help=f"largest lag searched [s] (default: {DEFAULT_MAX_LAG_S:g})",
     )
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    no_plots_option(p, "skip the PNG plots")
     p.set_defaults(
         run=lambda a: run(
             bag=a.bag,

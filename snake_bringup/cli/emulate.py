@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..emulator import Emulator
-from .options import auth_key, key_options, plant_option, positive
+from .options import auth_key, key_options, plant_option, positive, robot_option
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -23,7 +23,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--seconds", type=positive, help="stop after this much emulated time [s]")
     key_options(p, "run the authenticated build with this key")
     p.add_argument("--vcd", type=Path, help="trace the servo pins to this VCD file")
-    p.add_argument("--robot", default="robot", help="robot config of the plant's body and channels")
+    robot_option(p, "robot", "robot config of the plant's body and channels")
     plant_option(p)
     p.set_defaults(
         run=lambda a: run(

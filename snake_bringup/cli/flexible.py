@@ -12,6 +12,8 @@ import numpy as np
 
 from snake_dynamics.errors import ModelError, SimulationError
 
+from .options import no_plots_option, output_option
+
 if TYPE_CHECKING:
     from snake_dynamics.flexible import FlexibleModel, FlexibleResult
 
@@ -33,11 +35,11 @@ def register(sub: Subparsers) -> None:
         "flexible",
         help="the flexible arm's manoeuvre: linearised vs nonlinear, figures 6-10",
     )
-    p.add_argument("--output", "-o", type=Path, default=Path("flexible"), help="output directory")
+    output_option(p, "output directory", Path("flexible"))
     p.add_argument("--modes", type=int, default=2, help="assumed modes of each kind (default 2)")
     p.add_argument("--t-end", type=float, default=6.0, help="run length [s] (default 6)")
     p.add_argument("--arm", type=Path, help="a 4-joint arm file (default: the paper's arm)")
-    p.add_argument("--no-plots", action="store_true", help="tables only, no figures")
+    no_plots_option(p, "tables only, no figures")
     p.set_defaults(
         run=lambda a: run(
             output=a.output, modes=a.modes, t_end=a.t_end, arm=a.arm, plots=not a.no_plots

@@ -13,7 +13,16 @@ from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
 from ..identification.commands import default_robot, identify
-from .options import auth_key, name_values, positive, robot_link_options
+from .options import (
+    auth_key,
+    name_values,
+    no_plots_option,
+    output_option,
+    positive,
+    quiet_option,
+    robot_link_options,
+    robot_option,
+)
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -33,9 +42,10 @@ def register(sub: Subparsers) -> None:
             "and fit the floor's friction too, validated on a crawl the fit did not use."
         ),
     )
-    p.add_argument(
-        "--robot",
-        help="robot config with feedback on every joint (default: robot_feedback; "
+    robot_option(
+        p,
+        None,
+        "robot config with feedback on every joint (default: robot_feedback; "
         "robot_table for an emulated plant on a floor; with --from-bags, the earlier run's)",
     )
     p.add_argument("--emulate", action="store_true", help="identify the emulated robot")
@@ -89,9 +99,9 @@ def register(sub: Subparsers) -> None:
         metavar="DIR",
         help="fit the bags of an earlier run's folder again (no robot)",
     )
-    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/identify-...)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    output_option(p, "output folder (default: runs/identify-...)")
+    no_plots_option(p, "skip the PNG plots")
+    quiet_option(p, "no progress output")
     p.set_defaults(
         run=lambda a: run(
             robot=a.robot,

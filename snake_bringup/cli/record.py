@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from snake_viz.bag import DEFAULT_TOPICS, BagError
 
 from .bag import summary
-from .options import positive
+from .options import output_option, positive
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
         metavar="TOPIC",
         help=f"topics to record (default: {' '.join(DEFAULT_TOPICS)})",
     )
-    p.add_argument("--output", "-o", type=Path, help="bag folder to create (default: runs/bag-...)")
+    output_option(p, "bag folder to create (default: runs/bag-...)")
     p.add_argument(
         "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
     )

@@ -14,7 +14,7 @@ from snake_viz.defaults import REPLAY_RATES
 from ..graph import replay_graph
 from ..runner import run_folder, run_graph
 from .bag import summary
-from .options import non_negative, positive
+from .options import non_negative, output_option, positive, quiet_option, robot_option
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -47,12 +47,10 @@ def register(sub: Subparsers) -> None:
         help="first wait (at most 30 s) until every topic has N subscribers (default: 0)",
     )
     p.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
+    robot_option(p)
     p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
-    p.add_argument("--output", "-o", type=Path, help="log folder (default: runs/replay-...)")
-    p.add_argument("--quiet", "-q", action="store_true", help="only the logs, not the terminal")
+    output_option(p, "log folder (default: runs/replay-...)")
+    quiet_option(p, "only the logs, not the terminal")
     p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
     p.set_defaults(
         run=lambda a: run(

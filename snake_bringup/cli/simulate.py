@@ -18,14 +18,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from snake_dynamics import make_gait
-from snake_dynamics.gaits import GAITS, gait_parameters
+from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
 from snake_ros.paths import load_robot
 
 from ..errors import UsageError
 from ..locomotion import ground_servos, run_on_the_ground, run_on_wheels
 from ..progress import ProgressBar
-from .options import name_values, non_negative, positive, report_error
+from .options import (
+    gait_option,
+    name_values,
+    no_plots_option,
+    non_negative,
+    output_option,
+    positive,
+    quiet_option,
+    report_error,
+    robot_option,
+)
 
 if TYPE_CHECKING:
     from snake_viz.offline import RunSummary
@@ -43,12 +53,8 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "simulate", help="offline MFM simulation of a gait (the paper's validation loop)"
     )
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
-    p.add_argument(
-        "--gait", default="serpenoid", choices=sorted(GAITS), help="gait (default: serpenoid)"
-    )
+    robot_option(p)
+    gait_option(p)
     p.add_argument(
         "--duration", type=positive, default=10.0, help="simulated time [s] (default: 10)"
     )
@@ -99,9 +105,9 @@ def register(sub: Subparsers) -> None:
         help="on the ground: the joints exactly on the gait (prescribed), the limit of stiff, "
         "fast servos",
     )
-    p.add_argument("--output", "-o", type=Path, help="output folder (default: runs/simulate-...)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    output_option(p, "output folder (default: runs/simulate-...)")
+    no_plots_option(p, "skip the PNG plots")
+    quiet_option(p, "no progress bar")
     p.set_defaults(
         run=lambda a: run(
             robot=a.robot,

@@ -10,6 +10,8 @@ from snake_dynamics import SnakeModel
 from snake_dynamics.urdf import to_urdf, write_urdf
 from snake_ros.paths import robot_config
 
+from .options import output_option, robot_option
+
 if TYPE_CHECKING:
     from .options import Subparsers
 
@@ -17,10 +19,8 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     """Add ``snake urdf [--robot R] [-o FILE]`` to the ``snake`` command."""
     p = sub.add_parser("urdf", help="URDF of a robot config (stdout or --output)")
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
-    p.add_argument("--output", "-o", type=Path, help="file to write")
+    robot_option(p)
+    output_option(p, "file to write")
     p.set_defaults(run=lambda a: run(robot=a.robot, output=a.output))
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from snake_viz.defaults import DEFAULT_PORT
 
+from .options import robot_option
+
 if TYPE_CHECKING:
     from snake_viz.web_viewer import WebViewerNode
 
@@ -38,9 +40,7 @@ def register(sub: Subparsers) -> None:
         default=DEFAULT_PORT,
         help=f"http/WebSocket port on 127.0.0.1; 0: a free one (default: {DEFAULT_PORT})",
     )
-    p.add_argument(
-        "--robot", default="robot", help="robot YAML file or config name (default: robot)"
-    )
+    robot_option(p)
     p.set_defaults(run=lambda a: run(port=a.port, robot=a.robot))
 
 
