@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_ros.paths import robot_config as resolve_robot_config
 from snake_viz.bag_series import read_bag, read_poses
 from snake_viz.compare import (
@@ -55,6 +55,7 @@ def compare_bag(
         snake_dynamics.ModelError: the robot config cannot be loaded.
     """
     model = None
+    robot = None
     config_path = None
     if robot_config is not None:
         config_path = resolve_robot_config(str(robot_config))
@@ -62,7 +63,8 @@ def compare_bag(
             raise CompareError(
                 f"robot config {robot_config!r} not found (a YAML file or a name in config/)"
             )
-        model = SnakeModel.from_yaml(config_path)
+        robot = Robot.load(config_path)  # once: the model and the report's servo model
+        model = robot.model
     sim, measured = read_bag(Path(bag_path), model.joint_names if model else None, topics)
     comparison = compare(sim, measured, window, max_lag)
     config = {
@@ -84,4 +86,4 @@ def compare_bag(
         travel = base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
     measured, validator = validated_series(measured_poses or [])
     path = path_section(predicted, None if measured_poses is None else measured, validator.rejected)
-    return Report(Path(out_dir), model, plots).write(comparison, config, travel, path)
+    return Report(Path(out_dir), model, plots, robot=robot).write(comparison, config, travel, path)

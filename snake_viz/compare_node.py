@@ -194,9 +194,9 @@ class CompareNode(Node):
             raise ParameterValueError(f"report_name must be a plain folder name, got {name!r}")
         self.folder = Path(report_dir or default_report_dir()).expanduser() / name
 
-        robot = load_robot(config)  # once
-        self.config_path = robot.path
-        self.model = robot.model
+        self.robot = load_robot(config)  # once
+        self.config_path = self.robot.path
+        self.model = self.robot.model
         names = self.model.joint_names
         self.sim = SampleBuffer(names, max_samples)
         self.measured = SampleBuffer(names, max_samples)
@@ -417,7 +417,7 @@ class CompareNode(Node):
                 "rejected_messages": self.monitor.rejected,
                 "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
             }
-            summary = Report(self.folder, self.model, plots=False).write(
+            summary = Report(self.folder, self.model, plots=False, robot=self.robot).write(
                 comparison, config, path=self._path_section()
             )
             if self.plotter is not None and self.plotter.poll() is None:

@@ -28,7 +28,7 @@ import yaml
 
 from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import ServoModel
+from snake_dynamics.robot import Robot
 
 from .compare import (
     DEFAULT_MAX_GAP_S,
@@ -186,12 +186,22 @@ class Report:
         folder: where to write (created; existing report files are overwritten).
         model: the snake, for the head and centre-of-mass traces (None: no traces plot).
         plots: write the PNG plots (matplotlib, Agg backend).
+        robot: the robot the prediction ran on, whose servo model the report names (None:
+            unknown; see :func:`servo_model_of`).
     """
 
-    def __init__(self, folder: Path, model: SnakeModel | None = None, plots: bool = True) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        model: SnakeModel | None = None,
+        plots: bool = True,
+        *,
+        robot: Robot | None = None,
+    ) -> None:
         self.folder = Path(folder)
         self.model = model
         self.plots = plots
+        self.robot = robot
 
     def write(
         self,
@@ -203,11 +213,11 @@ class Report:
         """Write every file; returns the :class:`ReportSummary`. ``travel``: the predicted
         snake's (a floating robot's), reported too; ``path``: the comparison on the floor.
 
-        ``config["robot_config"]`` (a path, or None) names the robot config whose servo model
-        the report names (see :func:`servo_model_of`).
+        ``config["robot_config"]`` (a path, or None) names the robot config; the servo model
+        named is the robot's (see :func:`servo_model_of`).
         """
         self.folder.mkdir(parents=True, exist_ok=True)
-        config = {**config, "servo_model": servo_model_of(config.get("robot_config"), self.model)}
+        config = {**config, "servo_model": servo_model_of(self.robot)}
         al, st = comparison.aligned, comparison.stats
         duration = float(al.t[-1] - al.t[0]) if len(al) else 0.0
         summary = ReportSummary(
@@ -333,18 +343,18 @@ class Report:
         return path
 
 
-def servo_model_of(robot_config: str | Path | None, model: SnakeModel | None) -> dict[str, Any]:
-    """The servo model a prediction on ``robot_config`` used, as report data.
+def servo_model_of(robot: Robot | None) -> dict[str, Any]:
+    """The servo model a prediction on ``robot`` used, as report data.
 
     Returns:
         ``describe`` (one line), ``digest`` (None when unknown), ``source`` and ``parameters``
-        (:meth:`ServoModel.as_dict`); without a config or a model, or with a config whose
-        servo section does not load, ``describe`` says so.
+        (:meth:`ServoModel.as_dict`); without a robot, or with one whose servo section does
+        not load, ``describe`` says so.
     """
-    if robot_config is None or model is None:
+    if robot is None:
         return {"describe": "servo model unknown (no robot config given)", "digest": None}
     try:
-        servo = ServoModel.from_yaml(robot_config, model.joint_names)
+        servo = robot.servo
     except ModelError as exc:
         return {"describe": f"servo model unknown ({exc})", "digest": None}
     return {
