@@ -14,12 +14,13 @@ from snake_ros.paths import robot_config
 from ..demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS, default_plant, demo_once, demo_tour
 from .options import (
     compensate_options,
+    duration_option,
     gait_option,
     gaits_note,
     gaits_option,
     output_option,
+    plant_option,
     played_gait,
-    positive,
     report_warning,
     robot_option,
 )
@@ -33,7 +34,7 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "demo", help="the emulated robot, MFM prediction, comparison and recording, ~20 s"
     )
-    p.add_argument("--duration", type=positive, default=20.0, help="run time [s] (default: 20)")
+    duration_option(p, "run time [s] (default: 20)", 20.0)
     gait_option(
         p,
         None,
@@ -50,11 +51,11 @@ def register(sub: Subparsers) -> None:
         "identify's overlay)",
     )
     body = p.add_mutually_exclusive_group()
-    body.add_argument(
-        "--plant",
-        type=Path,
-        help="the emulated robot's servos, body, pots, floor and pose sensor (default: "
+    plant_option(
+        body,
+        "the emulated robot's servos, body, pots, floor and pose sensor (default: "
         "config/plant_floor.yaml; a robot config with a fixed tail: config/plant.yaml)",
+        None,
     )
     body.add_argument(
         "--no-plant",

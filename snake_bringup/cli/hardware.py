@@ -31,6 +31,7 @@ from ..runner import run_folder, run_graph
 from .options import (
     auth_key,
     compensate_options,
+    emulate_option,
     gaits_note,
     graph_options,
     plant_option,
@@ -58,10 +59,8 @@ def register(sub: Subparsers) -> None:
         help="start the driver although ROS discovery reaches other hosts (two hosts, or an "
         "isolated network: docs/safety.md); without it the robot's side refuses to",
     )
-    p.add_argument(
-        "--emulate",
-        action="store_true",
-        help="drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)",
+    emulate_option(
+        p, "drive the real firmware in simavr instead of a robot (--transport picks pty/tcp/udp)"
     )
     p.add_argument(
         "--role",

@@ -15,9 +15,11 @@ from ..emulator import Endpoint
 from ..identification.commands import default_robot, identify
 from .options import (
     auth_key,
+    emulate_option,
     name_values,
     no_plots_option,
     output_option,
+    plant_option,
     positive,
     quiet_option,
     robot_link_options,
@@ -48,11 +50,9 @@ def register(sub: Subparsers) -> None:
         "robot config with feedback on every joint (default: robot_feedback; "
         "robot_table for an emulated plant on a floor; with --from-bags, the earlier run's)",
     )
-    p.add_argument("--emulate", action="store_true", help="identify the emulated robot")
-    p.add_argument(
-        "--plant",
-        type=Path,
-        help="with --emulate: the emulated robot's plant file (default: config/plant.yaml)",
+    emulate_option(p, "identify the emulated robot")
+    plant_option(
+        p, "with --emulate: the emulated robot's plant file (default: config/plant.yaml)", None
     )
     robot_link_options(p, "the firmware's key (authenticated mode)")
     p.add_argument(

@@ -103,14 +103,12 @@ def graph_options(p: argparse.ArgumentParser, label: str) -> None:
     robot_option(p)
     gait_option(p, None, "gait (default: the --gaits file's, else the one in config/gaits.yaml)")
     gaits_option(p)
-    p.add_argument(
-        "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
-    )
-    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+    duration_option(p, "stop after S seconds (default: Ctrl-C)", metavar="S")
+    no_rviz_option(p)
     p.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
     output_option(p, f"log folder (default: runs/{label}-...)")
     quiet_option(p, "only the logs, not the terminal")
-    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+    dry_run_option(p)
 
 
 #: ``--robot``'s help where it names any robot.
@@ -153,21 +151,11 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
     and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler``,
     ``--connect-timeout``, ``--worker-timeout`` and the ``--tls-*`` files (the Dask cluster
     it runs on; :func:`tls_files` reads them back)."""
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a fixed gait parameter, repeatable",
-    )
-    p.add_argument(
-        "--duration", type=positive, default=4.0, help=f"simulated time per {per} [s] (default: 4)"
-    )
-    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
-    p.add_argument(
-        "--ideal-servos",
-        action="store_true",
-        help="the joints exactly on the gait (prescribed) instead of the robot file's servos",
+    set_option(p, "a fixed gait parameter, repeatable")
+    duration_option(p, f"simulated time per {per} [s] (default: 4)", 4.0)
+    dt_option(p)
+    ideal_servos_option(
+        p, "the joints exactly on the gait (prescribed) instead of the robot file's servos"
     )
     p.add_argument(
         "--jobs",
@@ -264,15 +252,52 @@ def compensate_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def plant_option(p: argparse.ArgumentParser) -> None:
+def plant_option(
+    p: argparse._ActionsContainer,
+    help: str = "emulate the servos, body and feedback pots with this plant file "
+    "(e.g. config/plant.yaml; default: no plant, pulses drive nothing)",
+    metavar: str | None = "FILE",
+) -> None:
     """``--plant FILE``: the emulated robot's servos and body (snake_dynamics.sim.plant)."""
-    p.add_argument(
-        "--plant",
-        type=Path,
-        metavar="FILE",
-        help="emulate the servos, body and feedback pots with this plant file "
-        "(e.g. config/plant.yaml; default: no plant, pulses drive nothing)",
-    )
+    p.add_argument("--plant", type=Path, metavar=metavar, help=help)
+
+
+def emulate_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--emulate``: the real firmware in simavr instead of a robot (snake_bringup.emulator)."""
+    p.add_argument("--emulate", action="store_true", help=help)
+
+
+def duration_option(
+    p: argparse.ArgumentParser, help: str, default: float | None = None, metavar: str | None = None
+) -> None:
+    """``--duration``: how long the command runs [s] (``help`` says which time, and its
+    default)."""
+    p.add_argument("--duration", type=positive, default=default, metavar=metavar, help=help)
+
+
+def dt_option(p: argparse.ArgumentParser) -> None:
+    """``--dt``: the RK4 step [s] of an offline run."""
+    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
+
+
+def set_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--set NAME=VALUE``, repeatable: gait parameters (read with :func:`name_values`)."""
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def ideal_servos_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--ideal-servos``: the joints exactly on the gait, prescribed (eq. 228)."""
+    p.add_argument("--ideal-servos", action="store_true", help=help)
+
+
+def no_rviz_option(p: argparse.ArgumentParser) -> None:
+    """``--no-rviz``: a graph without RViz."""
+    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+
+
+def dry_run_option(p: argparse.ArgumentParser) -> None:
+    """``--dry-run``: print a graph's commands, start nothing."""
+    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
 
 
 def _number(text: str) -> float:

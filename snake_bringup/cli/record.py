@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from snake_viz.bag import DEFAULT_TOPICS, BagError
 
 from .bag import summary
-from .options import output_option, positive
+from .options import duration_option, output_option, positive
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -26,9 +26,7 @@ def register(sub: Subparsers) -> None:
         help=f"topics to record (default: {' '.join(DEFAULT_TOPICS)})",
     )
     output_option(p, "bag folder to create (default: runs/bag-...)")
-    p.add_argument(
-        "--duration", type=positive, metavar="S", help="stop after S seconds (default: Ctrl-C)"
-    )
+    duration_option(p, "stop after S seconds (default: Ctrl-C)", metavar="S")
     p.add_argument(
         "--flush-period",
         type=positive,

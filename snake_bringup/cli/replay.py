@@ -14,7 +14,15 @@ from snake_viz.defaults import REPLAY_RATES
 from ..graph import replay_graph
 from ..runner import run_folder, run_graph
 from .bag import summary
-from .options import non_negative, output_option, positive, quiet_option, robot_option
+from .options import (
+    dry_run_option,
+    no_rviz_option,
+    non_negative,
+    output_option,
+    positive,
+    quiet_option,
+    robot_option,
+)
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -48,10 +56,10 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
     robot_option(p)
-    p.add_argument("--no-rviz", action="store_true", help="do not start RViz")
+    no_rviz_option(p)
     output_option(p, "log folder (default: runs/replay-...)")
     quiet_option(p, "only the logs, not the terminal")
-    p.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
+    dry_run_option(p)
     p.set_defaults(
         run=lambda a: run(
             bag=a.bag,

@@ -26,7 +26,10 @@ from ..errors import UsageError
 from ..locomotion import ground_servos, run_on_the_ground, run_on_wheels
 from ..progress import ProgressBar
 from .options import (
+    dt_option,
+    duration_option,
     gait_option,
+    ideal_servos_option,
     name_values,
     no_plots_option,
     non_negative,
@@ -35,6 +38,7 @@ from .options import (
     quiet_option,
     report_error,
     robot_option,
+    set_option,
 )
 
 if TYPE_CHECKING:
@@ -55,17 +59,9 @@ def register(sub: Subparsers) -> None:
     )
     robot_option(p)
     gait_option(p)
-    p.add_argument(
-        "--duration", type=positive, default=10.0, help="simulated time [s] (default: 10)"
-    )
-    p.add_argument("--dt", type=positive, default=0.001, help="RK4 step [s] (default: 0.001)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="gait parameter, repeatable (see `snake gaits`)",
-    )
+    duration_option(p, "simulated time [s] (default: 10)", 10.0)
+    dt_option(p)
+    set_option(p, "gait parameter, repeatable (see `snake gaits`)")
     p.add_argument(
         "--servo-stiffness",
         type=non_negative,
@@ -99,10 +95,9 @@ def register(sub: Subparsers) -> None:
         "--servo-damping): reports travel, speed, heading drift and cost of transport; implied "
         "by a robot file with base: floating and a ground:",
     )
-    p.add_argument(
-        "--ideal-servos",
-        action="store_true",
-        help="on the ground: the joints exactly on the gait (prescribed), the limit of stiff, "
+    ideal_servos_option(
+        p,
+        "on the ground: the joints exactly on the gait (prescribed), the limit of stiff, "
         "fast servos",
     )
     output_option(p, "output folder (default: runs/simulate-...)")
