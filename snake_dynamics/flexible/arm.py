@@ -10,6 +10,7 @@ Rx(-pi/2) Rz(-pi/2) Rz(q2) turns link 2 up (q2 = 0) into the vertical plane, and
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -46,31 +47,28 @@ def paper_arm(modes: int = 2, damping: float = 0.01, stiffness_scale: float = 1.
         distal=(0.0, 0.0, 0.30),
         armature=0.05,
     )
-    upper = ElasticLink(
+    # links 2 and 3: half a metre of tube, clamped at the joint, a mass at the tip
+    elastic = functools.partial(
+        ElasticLink,
         length=0.5,
         material=mat,
-        section=Section.tube(0.040, 0.002),
         torsion_modes=modes,
         xy_modes=modes,
         xz_modes=modes,
         boundary="clamped-mass",
+        damping=damping,
+    )
+    upper = elastic(
+        section=Section.tube(0.040, 0.002),
         tip_mass=1.0,
         tip_inertia=(1.0e-3, 1.0e-3, 1.0e-3),
-        damping=damping,
         joint_rotation=_R12,
         armature=0.05,
     )
-    fore = ElasticLink(
-        length=0.5,
-        material=mat,
+    fore = elastic(
         section=Section.tube(0.030, 0.002),
-        torsion_modes=modes,
-        xy_modes=modes,
-        xz_modes=modes,
-        boundary="clamped-mass",
         tip_mass=0.5,
         tip_inertia=(4.0e-4, 4.0e-4, 4.0e-4),
-        damping=damping,
         armature=0.02,
     )
     hand = RigidLink(

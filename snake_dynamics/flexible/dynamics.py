@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.flexible.kernel import DUAL_STEP, mass_and_bias
-from snake_dynamics.flexible.model import FlexibleArm, KernelArrays
+from snake_dynamics.flexible.model import FlexibleArm, KernelArrays, KernelTuple
 from snake_dynamics.mfm.spatial import compiled
 
 FloatArray = NDArray[np.float64]
@@ -32,20 +32,7 @@ FloatArray = NDArray[np.float64]
 
 @compiled
 def _terms(
-    rfix: FloatArray,
-    dist: FloatArray,
-    dist_phid: FloatArray,
-    dist_phit: FloatArray,
-    e0: np.ndarray,
-    ne: np.ndarray,
-    s_link: np.ndarray,
-    s_pos: FloatArray,
-    s_mass: FloatArray,
-    s_inertia: FloatArray,
-    s_phid: FloatArray,
-    s_phit: FloatArray,
-    gravity: FloatArray,
-    armature: FloatArray,
+    arm: KernelTuple,
     nj: int,
     linearized: bool,
     q: FloatArray,
@@ -57,10 +44,7 @@ def _terms(
     if not linearized:
         m = np.empty((n, n))
         h = np.empty(n)
-        mass_and_bias(
-            rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
-            s_phid, s_phit, gravity, armature, q, u, m, h, pot,
-        )  # fmt: skip
+        mass_and_bias(arm, q, u, m, h, pot)
         return m, h
     qc = np.empty(n, np.complex128)
     uc = np.empty(n, np.complex128)
@@ -71,10 +55,7 @@ def _terms(
     mc = np.empty((n, n), np.complex128)
     hc = np.empty(n, np.complex128)
     potc = np.zeros(1, np.complex128)
-    mass_and_bias(
-        rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
-        s_phid, s_phit, gravity, armature, qc, uc, mc, hc, potc,
-    )  # fmt: skip
+    mass_and_bias(arm, qc, uc, mc, hc, potc)
     m = np.empty((n, n))
     h = np.empty(n)
     for a in range(n):
@@ -86,20 +67,7 @@ def _terms(
 
 @compiled
 def _rate(
-    rfix: FloatArray,
-    dist: FloatArray,
-    dist_phid: FloatArray,
-    dist_phit: FloatArray,
-    e0: np.ndarray,
-    ne: np.ndarray,
-    s_link: np.ndarray,
-    s_pos: FloatArray,
-    s_mass: FloatArray,
-    s_inertia: FloatArray,
-    s_phid: FloatArray,
-    s_phit: FloatArray,
-    gravity: FloatArray,
-    armature: FloatArray,
+    arm: KernelTuple,
     stiffness: FloatArray,
     damping: FloatArray,
     nj: int,
@@ -109,10 +77,7 @@ def _rate(
     tau: FloatArray,
 ) -> FloatArray:
     """u_dot of (F111) under the joint torques tau (nj,)."""
-    m, h = _terms(
-        rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
-        s_phid, s_phit, gravity, armature, nj, linearized, q, u,
-    )  # fmt: skip
+    m, h = _terms(arm, nj, linearized, q, u)
     rhs = -h - stiffness @ q - damping @ u
     for k in range(nj):
         rhs[k] += tau[k]
@@ -121,20 +86,7 @@ def _rate(
 
 @compiled
 def _simulate_pd(
-    rfix: FloatArray,
-    dist: FloatArray,
-    dist_phid: FloatArray,
-    dist_phit: FloatArray,
-    e0: np.ndarray,
-    ne: np.ndarray,
-    s_link: np.ndarray,
-    s_pos: FloatArray,
-    s_mass: FloatArray,
-    s_inertia: FloatArray,
-    s_phid: FloatArray,
-    s_phit: FloatArray,
-    gravity: FloatArray,
-    armature: FloatArray,
+    arm: KernelTuple,
     stiffness: FloatArray,
     damping: FloatArray,
     nj: int,
@@ -167,11 +119,7 @@ def _simulate_pd(
         return tau
 
     def f(t: float, qs: FloatArray, us: FloatArray) -> FloatArray:
-        return _rate(
-            rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
-            s_phid, s_phit, gravity, armature, stiffness, damping, nj, linearized, qs, us,
-            torque(t, qs, us),
-        )  # fmt: skip
+        return _rate(arm, stiffness, damping, nj, linearized, qs, us, torque(t, qs, us))
 
     row = 0
     for step in range(n_steps + 1):
@@ -250,7 +198,7 @@ class FlexibleModel:
         gravity. ``linearized``: the first-order (M_lin, h_lin) of the module docstring."""
         q = self._check("q", q, self.n)
         u = self._check("u", u, self.n)
-        return _terms(*self.arrays.as_tuple(), self.n_joints, linearized, q, u)
+        return _terms(self.arrays.as_tuple(), self.n_joints, linearized, q, u)
 
     def mass_matrix(self, q: FloatArray) -> FloatArray:
         """M(q) of the nonlinear model, (n, n) [SI], symmetric positive definite (F112)."""
@@ -264,7 +212,7 @@ class FlexibleModel:
         u = self._check("u", u, self.n)
         tau = self._check("tau", tau, self.n_joints)
         a = self.arrays
-        return _rate(*a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized, q, u, tau)
+        return _rate(a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized, q, u, tau)
 
     def energy(self, q: FloatArray, u: FloatArray) -> tuple[float, float]:
         """(kinetic, potential) [J]: 1/2 u^T M u, and gravity plus the strain 1/2 q^T K q."""
@@ -273,7 +221,7 @@ class FlexibleModel:
         m = np.empty((self.n, self.n))
         h = np.empty(self.n)
         pot = np.zeros(1)
-        mass_and_bias(*self.arrays.as_tuple(), q, u, m, h, pot)
+        mass_and_bias(self.arrays.as_tuple(), q, u, m, h, pot)
         strain = 0.5 * q @ self.arrays.stiffness @ q
         return float(0.5 * u @ m @ u), float(pot[0] + strain)
 
@@ -330,7 +278,7 @@ class FlexibleModel:
         tau_out = np.empty((rows, self.n_joints))
         a = self.arrays
         _simulate_pd(
-            *a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized,
+            a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized,
             np.ascontiguousarray(manoeuvre.kp, dtype=float),
             np.ascontiguousarray(manoeuvre.kd, dtype=float),
             np.ascontiguousarray(manoeuvre.switch_times, dtype=float),

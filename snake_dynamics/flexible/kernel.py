@@ -20,30 +20,27 @@ Compiled with numba (``cache=True``, like :mod:`snake_dynamics.mfm.spatial`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from snake_dynamics.mfm.spatial import FloatArray, compiled
+from snake_dynamics.flexible.model import KernelTuple
+from snake_dynamics.mfm.spatial import compiled
 
 #: The dual unit as a complex step: eps = i h (docs/flexible.md).
 DUAL_STEP = 1e-30
 
 
 @compiled
+def _cross(a: np.ndarray, b: np.ndarray, r: int) -> Any:
+    """Component r of the cross product a x b of two 3-vectors (float64 or complex128)."""
+    i, j = (r + 1) % 3, (r + 2) % 3
+    return a[i] * b[j] - a[j] * b[i]
+
+
+@compiled
 def mass_and_bias(
-    rfix: FloatArray,
-    dist: FloatArray,
-    dist_phid: FloatArray,
-    dist_phit: FloatArray,
-    e0: np.ndarray,
-    ne: np.ndarray,
-    s_link: np.ndarray,
-    s_pos: FloatArray,
-    s_mass: FloatArray,
-    s_inertia: FloatArray,
-    s_phid: FloatArray,
-    s_phit: FloatArray,
-    gravity: FloatArray,
-    armature: FloatArray,
+    arm: KernelTuple,
     q: np.ndarray,
     u: np.ndarray,
     m_out: np.ndarray,
@@ -53,13 +50,17 @@ def mass_and_bias(
     """M(q) and the bias h(q, u) (velocity products and gravity) of M u_dot + h = tau (F111).
 
     Args:
-        rfix .. armature: the arm (:class:`snake_dynamics.flexible.model.KernelArrays`);
+        arm: the arm (:meth:`snake_dynamics.flexible.model.KernelArrays.as_tuple`); its
             armature: each joint's reflected rotor inertia [kg m^2], added to M's diagonal.
         q, u: coordinates and speeds, (n,), float64 or complex128.
         m_out: (n, n), filled with M [SI].
         h_out: (n,), filled with h [N m or N].
         pot_out: (1,), filled with the gravity potential sum -m g . r [J].
     """
+    (
+        rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
+        s_phid, s_phit, gravity, armature,
+    ) = arm  # fmt: skip
     n = q.shape[0]
     nl = rfix.shape[0]
     ns = s_link.shape[0]
@@ -90,6 +91,11 @@ def mass_and_bias(
     crot = np.zeros((3, 3), dt)
     cr = np.zeros(3, dt)
     iw = np.zeros((3, 3), dt)
+    iww = np.zeros(3, dt)
+    mom = np.zeros(3, dt)
+    wr = np.zeros(3, dt)
+    wxr = np.zeros(3, dt)
+    rtd = np.zeros(3, dt)
     jwi = np.zeros((3, n), dt)
     t = np.zeros(3, dt)
     td = np.zeros(3, dt)
@@ -108,20 +114,17 @@ def mass_and_bias(
                     + rot[r, 1] * rfix[i, 1, k]
                     + rot[r, 2] * rfix[i, 2, k]
                 )
-        z0, z1, z2 = tmp[0, 2], tmp[1, 2], tmp[2, 2]
         for r in range(3):
             x0, x1 = tmp[r, 0], tmp[r, 1]
             rot[r, 0] = c * x0 + sn * x1
             rot[r, 1] = -sn * x0 + c * x1
             rot[r, 2] = tmp[r, 2]
-        wr0, wr1, wr2 = z0 * u[i], z1 * u[i], z2 * u[i]
-        alpha[0] += w[1] * wr2 - w[2] * wr1
-        alpha[1] += w[2] * wr0 - w[0] * wr2
-        alpha[2] += w[0] * wr1 - w[1] * wr0
-        w[0] += wr0
-        w[1] += wr1
-        w[2] += wr2
-        jw[0, i], jw[1, i], jw[2, i] = z0, z1, z2
+            jw[r, i] = tmp[r, 2]
+            wr[r] = tmp[r, 2] * u[i]
+        for r in range(3):
+            alpha[r] += _cross(w, wr, r)
+        for r in range(3):
+            w[r] += wr[r]
         active[na] = i
         na += 1
         m = ne[i]
@@ -169,60 +172,27 @@ def mass_and_bias(
             gd2 = thd[1] * (thd[0] * g1[1]) + thd[2] * (a0 * g2[1] - a1 * g2[0])
             for r in range(3):
                 cr[r] = rot[r, 0] * t[0] + rot[r, 1] * t[1] + rot[r, 2] * t[2]
+                rtd[r] = rot[r, 0] * td[0] + rot[r, 1] * td[1] + rot[r, 2] * td[2]
+                wr[r] = rot[r, 0] * wl0 + rot[r, 1] * wl1 + rot[r, 2] * wl2
                 for k in range(3):
                     crot[r, k] = (
                         rot[r, 0] * rrel[0][k] + rot[r, 1] * rrel[1][k] + rot[r, 2] * rrel[2][k]
                     )
-            rtd0 = rot[0, 0] * td[0] + rot[0, 1] * td[1] + rot[0, 2] * td[2]
-            rtd1 = rot[1, 0] * td[0] + rot[1, 1] * td[1] + rot[1, 2] * td[2]
-            rtd2 = rot[2, 0] * td[0] + rot[2, 1] * td[1] + rot[2, 2] * td[2]
-            wr0 = rot[0, 0] * wl0 + rot[0, 1] * wl1 + rot[0, 2] * wl2
-            wr1 = rot[1, 0] * wl0 + rot[1, 1] * wl1 + rot[1, 2] * wl2
-            wr2 = rot[2, 0] * wl0 + rot[2, 1] * wl1 + rot[2, 2] * wl2
             # velocity-product accelerations (u_dot = 0), inertial frame
-            wxr0 = w[1] * cr[2] - w[2] * cr[1]
-            wxr1 = w[2] * cr[0] - w[0] * cr[2]
-            wxr2 = w[0] * cr[1] - w[1] * cr[0]
-            cacc[0] = (
-                acc[0]
-                + (alpha[1] * cr[2] - alpha[2] * cr[1])
-                + (w[1] * wxr2 - w[2] * wxr1)
-                + 2.0 * (w[1] * rtd2 - w[2] * rtd1)
-            )
-            cacc[1] = (
-                acc[1]
-                + (alpha[2] * cr[0] - alpha[0] * cr[2])
-                + (w[2] * wxr0 - w[0] * wxr2)
-                + 2.0 * (w[2] * rtd0 - w[0] * rtd2)
-            )
-            cacc[2] = (
-                acc[2]
-                + (alpha[0] * cr[1] - alpha[1] * cr[0])
-                + (w[0] * wxr1 - w[1] * wxr0)
-                + 2.0 * (w[0] * rtd1 - w[1] * rtd0)
-            )
-            calpha[0] = (
-                alpha[0]
-                + (w[1] * wr2 - w[2] * wr1)
-                + rot[0, 0] * gd0
-                + rot[0, 1] * gd1
-                + rot[0, 2] * gd2
-            )
-            calpha[1] = (
-                alpha[1]
-                + (w[2] * wr0 - w[0] * wr2)
-                + rot[1, 0] * gd0
-                + rot[1, 1] * gd1
-                + rot[1, 2] * gd2
-            )
-            calpha[2] = (
-                alpha[2]
-                + (w[0] * wr1 - w[1] * wr0)
-                + rot[2, 0] * gd0
-                + rot[2, 1] * gd1
-                + rot[2, 2] * gd2
-            )
-            cw[0], cw[1], cw[2] = w[0] + wr0, w[1] + wr1, w[2] + wr2
+            for r in range(3):
+                wxr[r] = _cross(w, cr, r)
+            for r in range(3):
+                cacc[r] = (
+                    acc[r] + _cross(alpha, cr, r) + _cross(w, wxr, r) + 2.0 * _cross(w, rtd, r)
+                )
+                calpha[r] = (
+                    alpha[r]
+                    + _cross(w, wr, r)
+                    + rot[r, 0] * gd0
+                    + rot[r, 1] * gd1
+                    + rot[r, 2] * gd2
+                )
+                cw[r] = w[r] + wr[r]
             # partial velocities and partial angular velocities (the projection matrix, F92)
             for ia in range(na):
                 col = active[ia]
@@ -272,30 +242,15 @@ def mass_and_bias(
                             + s_inertia[el, ll, 2] * crot[k, 2]
                         )
                     iw[r, k] = acc_rk
-            iww0 = iw[0, 0] * cw[0] + iw[0, 1] * cw[1] + iw[0, 2] * cw[2]
-            iww1 = iw[1, 0] * cw[0] + iw[1, 1] * cw[1] + iw[1, 2] * cw[2]
-            iww2 = iw[2, 0] * cw[0] + iw[2, 1] * cw[1] + iw[2, 2] * cw[2]
-            mom0 = (
-                iw[0, 0] * calpha[0]
-                + iw[0, 1] * calpha[1]
-                + iw[0, 2] * calpha[2]
-                + cw[1] * iww2
-                - cw[2] * iww1
-            )
-            mom1 = (
-                iw[1, 0] * calpha[0]
-                + iw[1, 1] * calpha[1]
-                + iw[1, 2] * calpha[2]
-                + cw[2] * iww0
-                - cw[0] * iww2
-            )
-            mom2 = (
-                iw[2, 0] * calpha[0]
-                + iw[2, 1] * calpha[1]
-                + iw[2, 2] * calpha[2]
-                + cw[0] * iww1
-                - cw[1] * iww0
-            )
+            for r in range(3):
+                iww[r] = iw[r, 0] * cw[0] + iw[r, 1] * cw[1] + iw[r, 2] * cw[2]
+            for r in range(3):
+                mom[r] = (
+                    iw[r, 0] * calpha[0]
+                    + iw[r, 1] * calpha[1]
+                    + iw[r, 2] * calpha[2]
+                    + _cross(cw, iww, r)
+                )
             f0, f1, f2 = mass * cacc[0], mass * cacc[1], mass * cacc[2]
             pot_out[0] -= mass * (
                 gravity[0] * (pos[0] + cr[0])
@@ -315,9 +270,9 @@ def mass_and_bias(
                     cjv[0, ca] * f0
                     + cjv[1, ca] * f1
                     + cjv[2, ca] * f2
-                    + cjw[0, ca] * mom0
-                    + cjw[1, ca] * mom1
-                    + cjw[2, ca] * mom2
+                    + cjw[0, ca] * mom[0]
+                    + cjw[1, ca] * mom[1]
+                    + cjw[2, ca] * mom[2]
                 )
                 for ib in range(ia + 1):
                     cb = active[ib]

@@ -135,7 +135,7 @@ class ElasticLink:
 Link = RigidLink | ElasticLink
 
 
-#: The arm's arrays in the order of the kernel's arguments.
+#: The arm's arrays as the kernel's ``arm`` argument, in the order it unpacks them.
 KernelTuple = tuple[
     FloatArray, FloatArray, FloatArray, FloatArray, IntArray, IntArray, IntArray,
     FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
@@ -170,7 +170,7 @@ class KernelArrays:
     damping: FloatArray  # (n, n)
 
     def as_tuple(self) -> KernelTuple:
-        """The positional arguments of :func:`snake_dynamics.flexible.kernel.mass_and_bias`."""
+        """The arm argument of :func:`snake_dynamics.flexible.kernel.mass_and_bias`."""
         return (
             self.rfix,
             self.dist,
