@@ -129,13 +129,19 @@ class MujocoPlant(Plant):
         """The plant's time [s]."""
         return self._t0 + self._step_count * self._h
 
+    def _body_joints(
+        self, values: FloatArray, servo: NDArray[np.intp], joint: NDArray[np.intp]
+    ) -> FloatArray:
+        """The bodies' joint coordinates in MuJoCo's qpos or qvel at the servo and joint
+        addresses: the horn's plus the bracket's (the joint's alone without horns)."""
+        if self.effects.horns:
+            return np.asarray(values[servo] + values[joint])
+        return np.asarray(values[joint].copy())
+
     @property
     def q(self) -> FloatArray:
         """The bodies' joint angles [rad], shape (n,): the horn's plus the bracket's."""
-        qpos = self.mj_data.qpos
-        if self.effects.horns:
-            return np.asarray(qpos[self._servo_q] + qpos[self._joint_q])
-        return np.asarray(qpos[self._joint_q].copy())
+        return self._body_joints(self.mj_data.qpos, self._servo_q, self._joint_q)
 
     @property
     def shaft(self) -> FloatArray:
@@ -145,10 +151,7 @@ class MujocoPlant(Plant):
     @property
     def qd(self) -> FloatArray:
         """The bodies' joint rates [rad/s], shape (n,)."""
-        qvel = self.mj_data.qvel
-        if self.effects.horns:
-            return np.asarray(qvel[self._servo_v] + qvel[self._joint_v])
-        return np.asarray(qvel[self._joint_v].copy())
+        return self._body_joints(self.mj_data.qvel, self._servo_v, self._joint_v)
 
     @property
     def base_state(self) -> FloatingState | None:
