@@ -308,6 +308,7 @@ def test_simulate_on_the_ground_reports_and_writes_the_travel(tmp_path) -> None:
     assert f"servos at their torque-speed limit: {most} {share[most]:.1%}" in proc.stdout
 
 
+@pytest.mark.slow  # tens of seconds: make test runs it, make unit does not
 def test_sweep_maps_the_grid_and_marks_the_best_points(tmp_path) -> None:
     """A 2 x 2 grid in parallel: one CSV row per point, each the travel ``snake simulate
     --ground`` reports for that point; the fastest and cheapest named as in the CSV."""
@@ -378,6 +379,7 @@ def test_console_script_is_installed() -> None:
     assert proc.returncode == 0 and "serpenoid" in proc.stdout
 
 
+@pytest.mark.slow  # tens of seconds: make test runs it, make unit does not
 def test_simulate_on_wheels_runs_kanes_model_under_the_servos(tmp_path) -> None:
     """A robot with ``ground: wheels``: the servos drive Kane's wheeled model; the travel on
     stdout equals summary.json's and run.csv's; the tail stays at the wheels' height; a

@@ -238,6 +238,7 @@ def test_the_ground_load_is_the_prescribed_torque_averaged_per_phase() -> None:
     assert np.abs(averaged).max() < 0.5 * np.abs(last).max()  # the landings' spikes spread
 
 
+@pytest.mark.slow  # tens of seconds: make test runs it, make unit does not
 def test_on_the_ground_compensation_with_the_ground_load_tracks_the_gait() -> None:
     """The servos on the free body (eq. 240) told the gait trail it; told eq. 213 with the
     ground's load (eq. 216) they follow it, better than with the body's inertia alone."""

@@ -58,6 +58,7 @@ def test_the_prediction_starts_at_the_measured_pose_and_turns_with_its_heading()
     assert path_error(straight.xy, straight).max() == 0.0
 
 
+@pytest.mark.slow  # tens of seconds: make test runs it, make unit does not
 def test_the_fit_recovers_the_floor_from_noisy_paths() -> None:
     takes = [take("sidewinding", TRUE, 5e-4, 1), take("serpenoid", TRUE, 5e-4, 2)]
     fit = fit_ground(MODEL, SERVO, takes, Ground())
@@ -96,6 +97,7 @@ def test_the_joint_error_is_a_length_with_each_pot_s_offset_removed() -> None:
         dataclasses.replace(one, measured=predicted.q[:, :3])
 
 
+@pytest.mark.slow  # tens of seconds: make test runs it, make unit does not
 def test_the_fit_recovers_the_floor_from_noisy_paths_and_joints() -> None:
     takes = [
         with_joints(take("sidewinding", TRUE, 5e-4, 1), 2e-3, 3),
