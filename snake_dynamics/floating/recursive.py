@@ -210,6 +210,26 @@ def _world(
                 rot_w[b, i, j] = ri[0] * rot[b, 0, j] + ri[1] * rot[b, 1, j] + ri[2] * rot[b, 2, j]
 
 
+#: Cephes' tanh (S. L. Moshier, ``tanh.c``): x + x^3 P(x^2) / Q(x^2) for |x| < 0.625.
+_TANH_P = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
+_TANH_Q = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
+
+
+@compiled
+def fast_tanh(x: float) -> float:
+    """tanh(x) within 2 ulp of the C library's, about a third of its time inline: Cephes'
+    rational form below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) up to 20, +-1 beyond (where the
+    double nearest tanh is 1). The friction law's (eq. 234) 2 tanh per contact point."""
+    z = abs(x)
+    if z >= 0.625:
+        r = 1.0 if z >= 20.0 else 1.0 - 2.0 / (math.exp(z + z) + 1.0)
+        return r if x >= 0.0 else -r
+    p0, p1, p2 = _TANH_P
+    q0, q1, q2 = _TANH_Q
+    s = x * x
+    return x + x * s * ((p0 * s + p1) * s + p2) / (((s + q0) * s + q1) * s + q2)
+
+
 @compiled
 def _ground_wrenches(
     ground: FloatArray,
@@ -229,6 +249,7 @@ def _ground_wrenches(
     stiffness, damping, mu_along, mu_across = ground[0], ground[1], ground[2], ground[3]
     mu_back, scale, visc_along, visc_across = ground[4], ground[5], ground[6], ground[7]
     count = int(ground[8])
+    inv_scale = 1.0 / scale
     half_width = 0.5 * ground[10]
     corners = 4 if half_width > 0.0 else 1
     if corners == 4:  # a box's two corners on the ground share k and d (eq. 232)
@@ -255,10 +276,12 @@ def _ground_wrenches(
         ox, oy, oz = omegas[b, 0], omegas[b, 1], omegas[b, 2]
         fx = fy = fz = mx = my = mz = 0.0
         touching = False
+        section, along = 0, 0.0
         for p in range(count * corners):
-            section = p // corners
-            s = -0.5 + section / (count - 1) if count > 1 else 0.0
-            along = s * lengths[b]
+            if corners == 1 or p % 4 == 0:  # a new section: s along the body's axis
+                section = p if corners == 1 else p // 4
+                s = -0.5 + section / (count - 1) if count > 1 else 0.0
+                along = s * lengths[b]
             if corners == 4:  # the box's corner R_b (±w/2, s, ±rho_b)
                 corner = p - section * 4
                 side = half_width if corner % 2 else -half_width
@@ -281,8 +304,8 @@ def _ground_wrenches(
             v_along = px * tx + py * ty
             v_across = px * nx + py * ny
             mu = mu_along if v_along > 0.0 else mu_back
-            f_along = -normal * mu * math.tanh(v_along / scale)  # eq. 234
-            f_across = -normal * mu_across * math.tanh(v_across / scale)
+            f_along = -normal * mu * fast_tanh(v_along * inv_scale)  # eq. 234
+            f_across = -normal * mu_across * fast_tanh(v_across * inv_scale)
             gx = f_along * tx + f_across * nx
             gy = f_along * ty + f_across * ny
             gz = normal
@@ -322,10 +345,11 @@ def _body_forces(
     rot, pos, inert, v, bias = work[0], work[1], work[3], work[4], work[6]
     root, p0, spare, local = work[10], work[11], work[12], work[13]
     n = v.shape[0]
-    g0 = np.empty(3)
-    for i in range(3):
-        g0[i] = rotation0[0, i] * gravity[0] + rotation0[1, i] * gravity[1]
-        g0[i] += rotation0[2, i] * gravity[2]
+    g0 = (  # gravity in the tail's frame, R_0ᵀ g
+        rotation0[0, 0] * gravity[0] + rotation0[1, 0] * gravity[1] + rotation0[2, 0] * gravity[2],
+        rotation0[0, 1] * gravity[0] + rotation0[1, 1] * gravity[1] + rotation0[2, 1] * gravity[2],
+        rotation0[0, 2] * gravity[0] + rotation0[1, 2] * gravity[1] + rotation0[2, 2] * gravity[2],
+    )
     for b in range(n + 1):
         for i in range(3):
             local[b, i] = (
@@ -351,11 +375,10 @@ def _body_forces(
         root[3 + i, 3 + i] = m0
     spare[0], spare[1], spare[2] = nu[3], nu[4], nu[5]
     spare[3], spare[4], spare[5] = nu[0], nu[1], nu[2]
-    gyro = np.empty(6)
-    force_cross_inertia(spare, root, gyro)
+    force_cross_inertia(spare, root, p0)  # the root's gyroscopic force, then p_0
     for i in range(3):
-        p0[i] = gyro[i] - local[0, 3 + i]
-        p0[3 + i] = gyro[3 + i] - m0 * g0[i] - local[0, i]
+        p0[i] -= local[0, 3 + i]
+        p0[3 + i] = p0[3 + i] - m0 * g0[i] - local[0, i]
 
 
 @compiled

@@ -165,7 +165,7 @@ def force_cross_inertia(v: FloatArray, inertia: FloatArray, out: FloatArray) -> 
 @compiled
 def external_forces(
     masses: FloatArray,
-    gravity: FloatArray,
+    gravity: FloatArray | tuple[float, float, float],
     rot: FloatArray,
     pos: FloatArray,
     wrenches: FloatArray,
