@@ -511,6 +511,7 @@ def test_snake_compare_compares_the_paths_on_the_floor(
         "not finite": 1,
         "not a unit quaternion": 0,
         "wrong frame": 1,
+        "ahead of the clock": 0,
         "not newer": 1,
     }
     assert data["samples"] == t_m.size and data["measured"]["speed"] == pytest.approx(0.1)
