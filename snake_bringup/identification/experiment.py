@@ -97,6 +97,11 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
     """
     names = link.servos.joint_names
     period = 1.0 / COMMAND_RATE
+    # snake identify is the operator here, and each take it plays is its fresh intent: the
+    # firmware's watchdog trips in the pause before it (the fits), which holds the servos
+    # disarmed until the operator's intent is fresh (docs/safety.md); never past an e-stop
+    for event in link.operator_stop(False):
+        say(f"link: {event.message}")
     take = Take([], [])
     start = time.monotonic()
     total = duration + REST_S
