@@ -326,6 +326,8 @@ def run_jobs(
             if on_progress is not None:
                 counts.running = _running(client, {f.key for f in pending})
                 on_progress(counts)
+    except OSError:  # distributed's CommClosedError: a result gathered as the scheduler died
+        raise ClusterError(lost_scheduler(client, len(pending), closed=True)) from None
     finally:
         if client.status == "running":  # a lost scheduler took them with it
             for future in pending:
@@ -337,11 +339,12 @@ def _address(client: Any) -> str:
     return str(getattr(client.scheduler, "address", "?"))
 
 
-def lost_scheduler(client: Any, pending: int) -> str:
+def lost_scheduler(client: Any, pending: int, closed: bool = False) -> str:
     """The message for jobs cancelled under the study: the scheduler lost (its connection
-    closed) or, with the client still connected, cancelled by another client."""
+    ``closed``, or the client no longer running) or, with the client still connected,
+    cancelled by another client."""
     address = _address(client)
-    if client.status == "running":
+    if client.status == "running" and not closed:
         return f"the Dask scheduler {address} cancelled {pending} jobs (another client?)"
     return (
         f"lost the Dask scheduler {address} with {pending} jobs not done (it stopped, or the "
