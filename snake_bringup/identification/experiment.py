@@ -32,6 +32,9 @@ COMMAND_RATE = 50.0
 PING_EVERY = 10
 #: Rest after each phase [s]: the robot settles, and the next phase starts from rest.
 REST_S = 1.0
+#: How long a take first reads what the robot reported in the pause before it [s]: several
+#: telemetry periods.
+DRAIN_S = 0.1
 #: How long to wait for the link's first telemetry [s].
 CONNECT_TIMEOUT_S = 15.0
 
@@ -98,8 +101,14 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
     names = link.servos.joint_names
     period = 1.0 / COMMAND_RATE
     # snake identify is the operator here, and each take it plays is its fresh intent: the
-    # firmware's watchdog trips in the pause before it (the fits), which holds the servos
-    # disarmed until the operator's intent is fresh (docs/safety.md); never past an e-stop
+    # firmware's watchdog trips in the pause before it (writing the last take's bag), which
+    # holds the servos disarmed until the operator's intent is fresh (docs/safety.md). The
+    # reports of the pause are read first, so that the trip they show comes before the
+    # intent, not after it; never past an e-stop
+    drained = time.monotonic() + DRAIN_S
+    while time.monotonic() < drained:
+        for event in link.poll(0.01)[1]:
+            say(f"link: {event.message}")
     for event in link.operator_stop(False):
         say(f"link: {event.message}")
     take = Take([], [])

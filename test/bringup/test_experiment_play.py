@@ -1,6 +1,7 @@
 """snake identify is the operator of its own takes: each take it plays is fresh intent, which
-ends a trip of the pause before it (the firmware's watchdog trips while the fits run), and
-never an e-stop (snake_bringup.identification.experiment.play, docs/safety.md).
+ends a trip of the pause before it (the firmware's watchdog trips while the last take's bag
+is written), read before the intent, and never an e-stop
+(snake_bringup.identification.experiment.play, docs/safety.md).
 
 Reference: a link stub that refuses targets while tripped or e-stopped, as
 snake_driver.link.DriverLink does, and counts what it sent.
@@ -27,7 +28,8 @@ class Servos:
 class LinkStub:
     """The parts of DriverLink that ``play`` uses; held after a trip or an e-stop."""
 
-    tripped: bool = True
+    tripped: bool = False
+    trip_reported: bool = True  # the pause's reports, not read yet, show the watchdog tripped
     estopped: bool = False
     servos: Servos = field(default_factory=Servos)
     connected: bool = True
@@ -55,6 +57,8 @@ class LinkStub:
         return []
 
     def poll(self, timeout: float) -> tuple[list[object], list[object]]:
+        if self.trip_reported:  # DriverLink trips when it reads them
+            self.tripped, self.trip_reported = True, False
         return [], []
 
 
