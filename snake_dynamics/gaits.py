@@ -244,53 +244,39 @@ def _serpenoid(axes: FloatArray, p: dict[str, float]) -> Gait:
     )
 
 
-def _sidewinding(axes: FloatArray, p: dict[str, float]) -> Gait:
+def _quadrature(
+    axes: FloatArray, name: str, freq: float, pitch_amplitude: float, amplitude: float, lag: float
+) -> Gait:
+    """Pitch and yaw waves of one lag per joint [rad], the pitch a quarter period ahead."""
     pitch, yaw = joint_roles(axes)
-    lag = p["phase_lag"]
     return _wave(
         axes,
-        "sidewinding",
-        p["frequency"],
+        name,
+        freq,
         (
             np.zeros(pitch.size),
-            np.full(pitch.size, p["pitch_amplitude"]),
+            np.full(pitch.size, pitch_amplitude),
             _travelling(pitch.size, lag) + math.pi / 2,
         ),
-        (np.zeros(yaw.size), np.full(yaw.size, p["amplitude"]), _travelling(yaw.size, lag)),
+        (np.zeros(yaw.size), np.full(yaw.size, amplitude), _travelling(yaw.size, lag)),
+    )
+
+
+def _sidewinding(axes: FloatArray, p: dict[str, float]) -> Gait:
+    return _quadrature(
+        axes, "sidewinding", p["frequency"], p["pitch_amplitude"], p["amplitude"], p["phase_lag"]
     )
 
 
 def _spiral(axes: FloatArray, p: dict[str, float]) -> Gait:
     # A helix: constant curvature whose bending plane turns by ``twist`` per joint pair;
     # the whole helix turns about the body at ``frequency``.
-    pitch, yaw = joint_roles(axes)
-    return _wave(
-        axes,
-        "spiral",
-        p["frequency"],
-        (
-            np.zeros(pitch.size),
-            np.full(pitch.size, p["amplitude"]),
-            _travelling(pitch.size, p["twist"]) + math.pi / 2,
-        ),
-        (np.zeros(yaw.size), np.full(yaw.size, p["amplitude"]), _travelling(yaw.size, p["twist"])),
-    )
+    return _quadrature(axes, "spiral", p["frequency"], p["amplitude"], p["amplitude"], p["twist"])
 
 
 def _rolling(axes: FloatArray, p: dict[str, float]) -> Gait:
-    # Every joint in phase: the body keeps an arc whose bending plane turns (rolls).
-    pitch, yaw = joint_roles(axes)
-    return _wave(
-        axes,
-        "rolling",
-        p["frequency"],
-        (
-            np.zeros(pitch.size),
-            np.full(pitch.size, p["amplitude"]),
-            np.full(pitch.size, math.pi / 2),
-        ),
-        (np.zeros(yaw.size), np.full(yaw.size, p["amplitude"]), np.zeros(yaw.size)),
-    )
+    # Every joint in phase (no lag): the body keeps an arc whose bending plane turns (rolls).
+    return _quadrature(axes, "rolling", p["frequency"], p["amplitude"], p["amplitude"], 0.0)
 
 
 def _accordion(axes: FloatArray, p: dict[str, float]) -> Gait:
