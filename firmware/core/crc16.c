@@ -65,13 +65,19 @@ static const uint8_t table_lo[256] TABLE_MEMORY = {
     0x93, 0xb2, 0xd1, 0xf0,
 };
 
+/* The register (hi, lo) after one more byte: one lookup in each table. */
+static inline void step(uint8_t *hi, uint8_t *lo, uint8_t byte)
+{
+    uint8_t i = *hi ^ byte;
+    *hi = *lo ^ TABLE_READ(table_hi, i);
+    *lo = TABLE_READ(table_lo, i);
+}
+
 uint16_t crc16_update(uint16_t crc, const uint8_t *data, size_t len)
 {
     uint8_t hi = (uint8_t)(crc >> 8), lo = (uint8_t)crc;
     while (len--) {
-        uint8_t i = hi ^ *data++;
-        hi = lo ^ TABLE_READ(table_hi, i);
-        lo = TABLE_READ(table_lo, i);
+        step(&hi, &lo, *data++);
     }
     return (uint16_t)(hi << 8 | lo);
 }
@@ -80,9 +86,7 @@ void crc16_running(uint16_t *crc, const uint8_t *data, size_t len)
 {
     uint8_t hi = (uint8_t)(*crc >> 8), lo = (uint8_t)*crc;
     while (len--) {
-        uint8_t i = hi ^ *data++;
-        hi = lo ^ TABLE_READ(table_hi, i);
-        lo = TABLE_READ(table_lo, i);
+        step(&hi, &lo, *data++);
         *++crc = (uint16_t)(hi << 8 | lo);
     }
 }
