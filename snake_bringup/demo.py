@@ -3,7 +3,12 @@ in simavr driven by the gait, its servos moving the robot's simulated body, the 
 measured on their pots; the MFM prediction beside it, the comparison and the recorder), then
 its reports; and the tour (``snake demo --tour``, ``make demo``): the demo, ``snake
 identify``, the demo with the identified overlay and compensated, and a table of the three
-runs."""
+runs: the reality gap between the prediction and the robot, and between the robot and the
+gait, before and after identification and compensation.
+
+On the table the emulated robot is config/plant_mujoco.yaml: a plant that is not the model
+(its body, floor and joints on MuJoCo, every effect the model leaves out at its default;
+docs/hardware.md, "A plant that is not the model")."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_ros.paths import load_robot, robot_config
 from snake_viz.compare import MEASURED_TOPIC
 from snake_viz.compare_report import ReportSummary
@@ -40,12 +45,14 @@ DEMO_GAIT_PARAMETERS: dict[str, dict[str, float]] = {
 }
 
 
-def default_plant(robot: str) -> Path:
-    """The demo's plant for ``robot``: the table (config/plant_floor.yaml) under a robot
-    that lies on a floor, the fixed-tail plant (config/plant.yaml) under any other."""
-    model = SnakeModel.from_yaml(robot_config(robot))
+def default_plant(robot: Robot) -> Path:
+    """The demo's plant for ``robot``: the table on MuJoCo with every effect the model leaves
+    out (config/plant_mujoco.yaml) under a robot that lies on a floor, the fixed-tail plant
+    (config/plant.yaml) under any other. ``--plant plant_floor`` is the same table on the
+    robot config's own MFM simulator."""
+    model = robot.model
     on_floor = model.base == "floating" and model.ground is not None and not model.wheels
-    return robot_config("plant_floor" if on_floor else "plant")
+    return robot_config("plant_mujoco" if on_floor else "plant")
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ def demo_once(
     gait: str,
     gait_parameters: Mapping[str, Mapping[str, float]],
     output: Path | None,
-    robot: str,
+    robot: Robot,
     plant: Path | None,
     compensate: bool,
     force: bool,
@@ -78,7 +85,8 @@ def demo_once(
         gait_parameters: gait parameters by gait, replacing config/gaits.yaml's.
         output: the run's folder (None: ``runs/demo-<time>``): ``bag/``, ``logs/``, the live
             ``compare/`` report and the offline ``report/``.
-        robot: robot config of the prediction, the driver and the plant's body.
+        robot: the robot (read once by the command) of the prediction, the driver and the
+            plant's body.
         plant: the emulated robot's plant file (None: no plant).
         compensate: commands pre-shaped for the servos of ``robot`` (docs/mfm.md eq. 213).
         force: run a gait the servos cannot follow (eq. 215) instead of refusing it.
@@ -95,7 +103,7 @@ def demo_once(
         warn(warning)
     out = output or Path("runs") / f"demo-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     bag = out / "bag"
-    with Emulator(plant=plant, robot=robot) as emulator:
+    with Emulator(plant=plant, robot=str(robot.path)) as emulator:
         body = f", its servos moving the plant of {plant}" if plant else ", no plant"
         print(f"emulated robot: the ATmega2560 firmware in simavr on {emulator.endpoint}{body}")
         graph = demo_graph(
@@ -118,12 +126,16 @@ def demo_once(
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     if code not in (0, 130):
         return DemoRun(code)
-    report = compare_bag(bag, out / "report", robot_config=robot)
+    report = compare_bag(bag, out / "report", robot_config=robot.path)
     print()
     print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
     print(report.table())
     tracking = compare_bag(
-        bag, out / "tracking", robot_config=robot, topics=(DESIRED[1], MEASURED_TOPIC), plots=False
+        bag,
+        out / "tracking",
+        robot_config=robot.path,
+        topics=(DESIRED[1], MEASURED_TOPIC),
+        plots=False,
     )
     shaped = "compensated commands" if compensate else "the gait as commands"
     print()
@@ -177,7 +189,7 @@ def demo_tour(
     gait: str,
     gait_parameters: Mapping[str, Mapping[str, float]],
     output: Path | None,
-    robot: str,
+    robot: Robot,
     plant: Path | None,
     warn: Callable[[str], None],
 ) -> int:
@@ -191,7 +203,7 @@ def demo_tour(
     out = output or Path("runs") / f"demo-tour-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     runs: list[tuple[str, DemoRun]] = []
 
-    def stage(title: str, label: str, folder: str, config: str, compensate: bool) -> int:
+    def stage(title: str, label: str, folder: str, config: Robot, compensate: bool) -> int:
         print(f"== {title}")
         result = demo_once(
             duration=duration,
@@ -208,14 +220,14 @@ def demo_tour(
         print()
         return result.code
 
-    code = stage(f"1/4: the demo, predicting with {robot}'s servos and floor", "robot config",
-                 "1-nominal", robot, False)  # fmt: skip
+    title = f"1/4: the demo, predicting with {robot.path.stem}'s servos and floor"
+    code = stage(title, "robot config", "1-nominal", robot, False)
     if code:
         return code
     print("== 2/4: snake identify on the same emulated robot: its servos, then its floor")
     identified = out / "2-identify"
     report = identify(
-        robot=load_robot(robot),
+        robot=robot,
         endpoint=None,
         key_hex="",
         plant=plant,
@@ -229,7 +241,7 @@ def demo_tour(
     )
     print(report)
     print()
-    overlay = str(identified / "robot_identified.yaml")
+    overlay = load_robot(identified / "robot_identified.yaml")
     for title, label, folder, compensate in (
         ("3/4: the demo with the identified overlay", "identified", "3-identified", False),
         ("4/4: the same, commands compensated", "identified, compensated", "4-compensated", True),
@@ -237,6 +249,9 @@ def demo_tour(
         code = stage(title, label, folder, overlay, compensate)
         if code:
             return code
-    print(f"the tour ({out}/): the same emulated robot, predicted and commanded three ways")
+    print(
+        f"the tour ({out}/): the same emulated robot, predicted and commanded three ways; the "
+        "reality gap before and after identification and compensation"
+    )
     print(tour_table(runs))
     return 0

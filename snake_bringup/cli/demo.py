@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snake_dynamics.model import SnakeModel
-from snake_ros.paths import robot_config
+from snake_dynamics.sim.plant import load_plant
+from snake_ros.paths import load_robot, robot_config
 
 from ..demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS, default_plant, demo_once, demo_tour
 from .options import (
@@ -54,7 +54,9 @@ def register(sub: Subparsers) -> None:
     plant_option(
         body,
         "the emulated robot's servos, body, pots, floor and pose sensor (default: "
-        "config/plant_floor.yaml; a robot config with a fixed tail: config/plant.yaml)",
+        "config/plant_mujoco.yaml, the table on MuJoCo with every effect the model leaves "
+        "out; plant_floor: the same table on the model's own simulator; a robot config with "
+        "a fixed tail: config/plant.yaml)",
         None,
     )
     body.add_argument(
@@ -77,7 +79,8 @@ def register(sub: Subparsers) -> None:
             gaits=a.gaits,
             output=a.output,
             robot=a.robot,
-            plant=None if a.no_plant else (a.plant or default_plant(a.robot)),
+            plant=a.plant,
+            no_plant=a.no_plant,
             compensate=a.compensate,
             force=a.force,
             tour=a.tour,
@@ -96,18 +99,27 @@ def run(
     compensate: bool,
     force: bool,
     tour: bool = False,
+    no_plant: bool = False,
 ) -> int:
     """``snake demo``: one run (:func:`snake_bringup.demo.demo_once`), or with ``tour`` the
     whole story (:func:`snake_bringup.demo.demo_tour`), of ``gait`` (empty: the ``gaits``
     file's, else :data:`DEMO_GAIT`) with :data:`DEMO_GAIT_PARAMETERS` (on the table: a robot
     config with a floating base) and the ``gaits`` file's gait parameters over
-    config/gaits.yaml's. Returns the exit status.
+    config/gaits.yaml's, on the emulated robot of ``plant`` (None: :func:`default_plant`,
+    unless ``no_plant``). The robot is read once here and handed down; the plant file is
+    checked here, before anything starts. Returns the exit status.
 
     Raises:
         GaitsFileError: the ``gaits`` file cannot be played.
+        ModelError: the robot config or the plant file is invalid (one line naming the file
+            and the key).
     """
+    the_robot = load_robot(robot)
+    plant = None if no_plant else (plant or default_plant(the_robot))
+    if plant is not None:
+        load_plant(robot_config(str(plant)), the_robot.joint_names)
     gait, from_file = played_gait(gait, gaits, DEMO_GAIT)
-    on_table = SnakeModel.from_yaml(robot_config(robot)).base == "floating"
+    on_table = the_robot.model.base == "floating"
     table = DEMO_GAIT_PARAMETERS if on_table else {}
     parameters = {
         name: {**table.get(name, {}), **from_file.get(name, {})} for name in {**table, **from_file}
@@ -120,7 +132,7 @@ def run(
             gait=gait,
             gait_parameters=parameters,
             output=output,
-            robot=robot,
+            robot=the_robot,
             plant=plant,
             warn=report_warning,
         )
@@ -129,7 +141,7 @@ def run(
         gait=gait,
         gait_parameters=parameters,
         output=output,
-        robot=robot,
+        robot=the_robot,
         plant=plant,
         compensate=compensate,
         force=force,
