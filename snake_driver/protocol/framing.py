@@ -20,7 +20,6 @@ from .messages import (
     BOOT_ID_OFFSET,
     CRC_LEN,
     HEADER_LEN,
-    KEY_LEN,
     MESSAGE_CLASSES,
     REPLAY_WINDOW,
     SYNC,
@@ -28,13 +27,13 @@ from .messages import (
     TYPE_AUTH,
     U16_RANGE,
     U32_RANGE,
-    AuthKeyError,
     Direction,
     FieldRangeError,
     Message,
     MsgType,
     PayloadError,
     ProtocolError,
+    check_key,
     checked_field,
 )
 from .siphash import siphash24
@@ -135,8 +134,7 @@ class Encoder:
         counter: int = 0,
         boot_id: int = 0,
     ) -> None:
-        if key is not None and len(key) != KEY_LEN:
-            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        check_key(key)
         self.key = key
         self.direction = direction
         self.seq = seq
@@ -249,8 +247,7 @@ class Decoder:
         direction: Direction = Direction.TO_HOST,
         boot_id: int | None = 0,
     ) -> None:
-        if key is not None and len(key) != KEY_LEN:
-            raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+        check_key(key)
         self.key = key
         self.direction = direction
         self.boot_id = boot_id

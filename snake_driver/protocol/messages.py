@@ -114,6 +114,16 @@ class WatchdogAction(enum.IntEnum):
     LIMP = 1
 
 
+def check_key(key: bytes | None) -> None:
+    """Refuse a shared key of authenticated mode that is not KEY_LEN bytes (None: plain mode).
+
+    Raises:
+        AuthKeyError: a key of another length (the message does not repeat the key).
+    """
+    if key is not None and len(key) != KEY_LEN:
+        raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+
+
 def parse_key(text: str) -> bytes | None:
     """The shared key of authenticated mode from its 32 hex digits; None for "" (plain mode).
 

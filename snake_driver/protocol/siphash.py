@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .messages import KEY_LEN, AuthKeyError
+from .messages import check_key
 
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -33,8 +33,7 @@ def siphash24(key: bytes, data: bytes) -> int:
     Raises:
         AuthKeyError: if key is not 16 bytes.
     """
-    if len(key) != KEY_LEN:
-        raise AuthKeyError(f"key must be {KEY_LEN} bytes (128 bits), got {len(key)}")
+    check_key(key)
     k0: int = int.from_bytes(key[:8], "little")
     k1: int = int.from_bytes(key[8:], "little")
     v0, v1 = k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D
