@@ -3,7 +3,13 @@
 Per joint k, with the reference (q_ref, q_dot_ref) seen ``dead_time`` late:
 
 * the position error e = q_ref(t - T_d) - q loses a ``deadband`` (eq. 202),
-* the position loop asks for u = K e_db + D (q_dot_ref(t - T_d) - q_dot) (eq. 203),
+* the position loop asks for u = K e_db + D (q_dot_ref(t - T_d) - q_dot) (eq. 203); a pulse
+  carries the angle alone, so wherever pulses drive the servo (the prediction of
+  ``dynamics_node``, ``snake simulate --ground`` and on wheels, the emulated robot's plants,
+  ``snake identify``'s fits) q_dot_ref = 0 and D damps the joint's own rate; only the paper's
+  validation loop (``snake simulate`` of a fixed-tail robot with ``--servo-stiffness`` and
+  ``--servo-damping``, :func:`snake_dynamics.mfm.integrators.simulate_gait`) gives the loop
+  the gait's rate, beside its inverse-dynamics feed-forward,
 * the motor delivers u clamped to its torque-speed line: at most the stall torque at rest,
   falling linearly to zero at the no-load speed when driving, and at most the stall torque
   when braking (eqs. 204, 205).
