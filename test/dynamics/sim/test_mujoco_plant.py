@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from snake_bringup.cli import main
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, serve
 from snake_driver.calibration import load_servo_map
 from snake_dynamics.errors import ModelError
@@ -338,13 +339,20 @@ def test_bad_mujoco_plant_files_give_one_line(tmp_path: Path, text: str, message
     not all(shutil.which(t) for t in ("avr-gcc", "cc")),
     reason="needs gcc-avr and simavr (make test installs them)",
 )
-def test_snake_emulate_names_a_bad_mujoco_key_before_it_starts(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command", [["emulate"], ["hardware", "--emulate", "--no-rviz", "--duration", "1"]]
+)
+def test_snake_emulate_names_a_bad_mujoco_key_before_it_starts(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``snake emulate --plant FILE`` and ``snake hardware --emulate --plant FILE``: the
+    plant process refuses the file before simavr or any node starts."""
     path = tmp_path / "plant.yaml"
     path.write_text(
         f"base: {robot_config('plant_mujoco')}\neffects: {{battery: {{resistance: 0}}}}\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", "emulate", "--plant", str(path)],
+        [sys.executable, "-m", "snake_bringup.cli", *command, "--plant", str(path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -353,3 +361,29 @@ def test_snake_emulate_names_a_bad_mujoco_key_before_it_starts(tmp_path: Path) -
     assert proc.stderr.strip().splitlines() == [
         f"snake: error: {path}: effects.battery.resistance must be a number > 0 ohm, got 0"
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("engine: bullet\n", "engine must be one of ['mfm', 'mujoco'], got 'bullet'"),
+        (
+            "base: {plant}\neffects: {{backlash: -0.01}}\n",
+            "effects.backlash must be a number >= 0 rad, got -0.01",
+        ),
+        (
+            "base: {plant}\nmujoco: {{contact_dampratio: 0}}\n",
+            "mujoco.contact_dampratio must be a number > 0 , got 0",
+        ),
+    ],
+)
+def test_snake_demo_names_a_bad_plant_key_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    """``snake demo --plant FILE`` checks the file before the firmware is built or the
+    emulator started (test/conftest.py blocks make and simavr here: a demo that went on
+    would fail on them instead)."""
+    path = tmp_path / "plant.yaml"
+    path.write_text(text.format(plant=robot_config("plant_mujoco")))
+    assert main(["demo", "--plant", str(path)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [f"snake: error: {path}: {message}"]
