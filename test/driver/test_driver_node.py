@@ -5,20 +5,29 @@ set up from the hardware graph's arguments."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import json
 import math
-import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.driver import (
+    DRIVER_LOG,
+    JOINTS,
+    DriverClient,
+    command,
+    own_driver,
+    serial_args,
+    start_driver,
+    stop_driver,
+)
 from support.fault_proxy import FakeDevice
+from support.firmware import build_posix, start_firmware
+from support.nodes import domain, ros_env, spin_until
 
 from snake_bringup import cli, runner
 from snake_bringup.graph import GraphError, hardware_graph
@@ -38,50 +47,13 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from snake_ros.common import STOP_QOS, STOP_TOPIC  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
-JOINTS = [f"joint_{k}" for k in range(1, 9)]
+__all__ = ["domain"]  # the fixture of support.nodes: rclpy on this module's domain
 KEY_HEX = "00112233445566778899aabbccddeeff"
-
-
-def ros_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
-        PYTHONPATH=str(ROOT),
-        AMENT_PREFIX_PATH=sys.prefix,
-    )
-    return env
-
-
-@pytest.fixture(scope="module")
-def domain(ros_domain: int) -> Iterator[int]:
-    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
-    rclpy.init()
-    yield ros_domain
-    rclpy.try_shutdown()
 
 
 @pytest.fixture(scope="module")
 def firmware_build() -> Path:
-    subprocess.run(
-        ["make", "-C", str(ROOT / "firmware"), "posix"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return FIRMWARE
-
-
-def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    """The firmware's host build (``args``: e.g. ``--key-file FILE``) and the pty it serves."""
-    proc = subprocess.Popen(
-        [str(binary), "--seconds", "120", *args], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    assert line.startswith("PTY ")
-    return proc, line.split(" ", 1)[1]
+    return build_posix()
 
 
 @pytest.fixture(scope="module")
@@ -92,144 +64,56 @@ def firmware_pty(firmware_build: Path) -> Iterator[str]:
     proc.wait(timeout=5)
 
 
-def start_driver(ros_args: list[str], log: Path | None = None) -> subprocess.Popen[str]:
-    """driver_node from this checkout, with these ``--ros-args`` (its output into ``log``
-    if given, readable while it runs; else a pipe)."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from snake_driver.driver_node import main; main()",
-            "--ros-args",
-            *ros_args,
-        ],
-        env=ros_env(),
-        stdout=subprocess.PIPE if log is None else log.open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def stop_driver(proc: subprocess.Popen[str], log: Path | None = None) -> str:
-    """Ctrl-C, then its output (which must hold no traceback)."""
-    proc.send_signal(2)
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    out = log.read_text() if log is not None else out
-    assert "Traceback" not in out, out
-    return out
-
-
-#: The module's driver_node writes its output here (tests read it while it runs).
-DRIVER_LOG = "driver_node.log"
-
-
-@dataclasses.dataclass
-class OwnDriver:
-    """A test's own firmware and driver_node: the firmware's pty, and once the block ended,
-    the driver's output."""
-
-    pty: str
-    out: str = ""
-
-
-@contextlib.contextmanager
-def own_driver(binary: Path, ros_args: list[str], log: Path | None = None) -> Iterator[OwnDriver]:
-    """The firmware's host build and a driver_node of its own on its pty (serial, the robot
-    config, and ``ros_args``: a namespace or remappings beside the module's driver), both
-    stopped when the block ends (the driver by Ctrl-C: no traceback)."""
-    firmware, pty = start_firmware(binary)
-    own = OwnDriver(pty)
-    try:
-        serial = ["-p", "transport:=serial", "-p", f"port:={pty}", "-p", "robot_config:=robot"]
-        proc = start_driver([*serial, *ros_args], log)
-        try:
-            yield own
-        finally:
-            own.out = stop_driver(proc, log)
-    finally:
-        firmware.kill()
-        firmware.wait(timeout=5)
-
-
 @pytest.fixture(scope="module")
 def driver(
     domain: int, firmware_pty: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
     """driver_node on the emulated robot; yields its log file."""
-    args = ["-p", "transport:=serial", "-p", f"port:={firmware_pty}", "-p", "robot_config:=robot"]
     log = tmp_path_factory.mktemp("driver") / DRIVER_LOG
-    proc = start_driver(args, log)
+    proc = start_driver(serial_args(firmware_pty), log)
     yield log
     stop_driver(proc, log)
-
-
-def spin_until(node, condition: Callable[[], bool], timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.05)
-        if condition():
-            return True
-    return False
-
-
-def command(positions: list[float], names: list[str] = JOINTS) -> JointState:
-    msg = JointState()
-    msg.name = names
-    msg.position = positions
-    return msg
 
 
 @pytest.mark.ros
 @pytest.mark.simavr
 def test_measured_joint_states_follow_commands_with_mcu_stamps(driver) -> None:
-    node = rclpy.create_node("driver_test")
-    measured: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
     target = [0.2 if k % 2 else -0.3 for k in range(8)]
     target[2] = 1.9  # beyond the +-90 deg limit, within command_limit_margin: clamped
     expected = [min(x, math.pi / 2) for x in target]
+    with DriverClient("driver_test") as client:
+        measured, diagnostics = client.measured, client.diagnostics
 
-    def reached() -> bool:
-        pub.publish(command(target))
-        return bool(measured) and all(
-            abs(a - b) < 1e-3 for a, b in zip(measured[-1].position, expected, strict=True)
-        )
+        def reached() -> bool:
+            client.pub.publish(command(target))
+            return bool(measured) and all(
+                abs(a - b) < 1e-3 for a, b in zip(measured[-1].position, expected, strict=True)
+            )
 
-    assert spin_until(node, reached, 20.0), "measured state never reached the command"
-    last = measured[-1]
-    assert list(last.name) == JOINTS
-    assert last.position[2] == pytest.approx(math.pi / 2, abs=1e-3)
-    # stamped from the MCU clock mapped to ROS time: close to now, increasing
-    now = node.get_clock().now().nanoseconds * 1e-9
-    stamp = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
-    assert abs(now - stamp) < 0.2
-    stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in measured[-20:]]
-    assert all(b > a for a, b in itertools.pairwise(stamps))
+        assert client.spin_until(reached, 20.0), "measured state never reached the command"
+        last = measured[-1]
+        assert list(last.name) == JOINTS
+        assert last.position[2] == pytest.approx(math.pi / 2, abs=1e-3)
+        # stamped from the MCU clock mapped to ROS time: close to now, increasing
+        now = client.node.get_clock().now().nanoseconds * 1e-9
+        stamp = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
+        assert abs(now - stamp) < 0.2
+        stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in measured[-20:]]
+        assert all(b > a for a, b in itertools.pairwise(stamps))
 
-    def clamped_counted() -> bool:  # a diagnostics message published after the clamps
-        values = (
-            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
-        )
-        return int(values.get("commands_clamped", 0)) > 0
+        def clamped_counted() -> bool:  # a diagnostics message published after the clamps
+            return int(client.values().get("commands_clamped", 0)) > 0
 
-    assert spin_until(node, clamped_counted, 10.0), "the clamped commands were never counted"
-    values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
-    assert values["connected"] == "True" and values["bad_crc"] == "0"
+        assert client.spin_until(clamped_counted, 10.0), "the clamped commands were never counted"
+        values = client.values()
+        assert values["connected"] == "True" and values["bad_crc"] == "0"
 
-    def ok() -> bool:
-        status = diagnostics[-1].status[0] if diagnostics else None
-        return status is not None and status.level == DiagnosticStatus.OK
+        def ok() -> bool:
+            status = diagnostics[-1].status[0] if diagnostics else None
+            return status is not None and status.level == DiagnosticStatus.OK
 
-    assert spin_until(node, ok, 5.0)
-    assert diagnostics[-1].status[0].message.startswith("receiving telemetry at")
-    node.destroy_node()
+        assert client.spin_until(ok, 5.0)
+        assert diagnostics[-1].status[0].message.startswith("receiving telemetry at")
 
 
 @pytest.mark.ros
@@ -340,33 +224,19 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
 @pytest.mark.ros
 @pytest.mark.simavr
 def test_bad_commands_are_rejected_and_the_driver_keeps_serving(driver) -> None:
-    node = rclpy.create_node("driver_bad_commands")
-    measured: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
-    good = [0.1] * 8
+    with DriverClient("driver_bad_commands") as client:
+        measured = client.measured
+        assert client.spin_until(client.following([0.1] * 8), 20.0)
+        for bad in (command([math.nan] * 8), command([0.5] * 7), command([0.5], ["joint_99"])):
+            client.pub.publish(bad)
+        measured.clear()
+        assert client.spin_until(lambda: len(measured) > 10, 5.0)
+        assert all(abs(m.position[0] - 0.1) < 1e-3 for m in measured)  # bad ones never acted on
 
-    def settled() -> bool:
-        pub.publish(command(good))
-        return bool(measured) and all(abs(a - 0.1) < 1e-3 for a in measured[-1].position)
+        def rejected() -> bool:
+            return int(client.values().get("commands_rejected", 0)) >= 3
 
-    assert spin_until(node, settled, 20.0)
-    for bad in (command([math.nan] * 8), command([0.5] * 7), command([0.5], ["joint_99"])):
-        pub.publish(bad)
-    measured.clear()
-    assert spin_until(node, lambda: len(measured) > 10, 5.0)
-    assert all(abs(m.position[0] - 0.1) < 1e-3 for m in measured)  # bad ones never acted on
-
-    def rejections() -> int:
-        values = (
-            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
-        )
-        return int(values.get("commands_rejected", 0))
-
-    assert spin_until(node, lambda: rejections() >= 3, 5.0)
-    node.destroy_node()
+        assert client.spin_until(rejected, 5.0)
 
 
 @pytest.mark.ros
@@ -375,59 +245,45 @@ def test_estop_is_confirmed_latched_and_released_only_by_enable(driver) -> None:
     """~/estop answers success (sent and latched) at once; the diagnostics say when the
     firmware's telemetry confirms it; from then on the driver sends no targets (the firmware
     refuses none as NOT_ARMED) until ~/enable."""
-    node = rclpy.create_node("driver_estop")
-    measured: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
-    estop = node.create_client(Trigger, "/driver_node/estop")
-    enable = node.create_client(SetBool, "/driver_node/enable")
-    assert estop.wait_for_service(timeout_sec=10.0) and enable.wait_for_service(timeout_sec=10.0)
+    with DriverClient("driver_estop") as client:
+        measured, diagnostics, values = client.measured, client.diagnostics, client.values
+        estop = client.node.create_client(Trigger, "/driver_node/estop")
+        enable = client.node.create_client(SetBool, "/driver_node/enable")
+        assert estop.wait_for_service(timeout_sec=10.0)
+        assert enable.wait_for_service(timeout_sec=10.0)
 
-    def values() -> dict[str, str]:
-        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
+        assert client.spin_until(client.following([0.15] * 8), 20.0)
+        future = estop.call_async(Trigger.Request())
+        assert client.spin_until(future.done, 5.0)
+        assert future.result().success and "latched" in future.result().message
 
-    def following(angle: float) -> Callable[[], bool]:
-        def check() -> bool:
-            pub.publish(command([angle] * 8))
-            return bool(measured) and all(abs(a - angle) < 1e-3 for a in measured[-1].position)
+        def latched() -> bool:
+            client.pub.publish(command([-0.15] * 8))
+            return (
+                values().get("estop") == "True"
+                and values().get("estop_latched") == "True"
+                and values().get("estop_confirmed") == "True"
+            )
 
-        return check
+        assert client.spin_until(latched, 5.0)
+        refused, reports = int(values()["error_reports"]), len(diagnostics)
+        # two more diagnostics (about 2 s) of commands the firmware would refuse if they came
+        assert client.spin_until(lambda: latched() and len(diagnostics) >= reports + 2, 5.0)
+        assert int(values()["error_reports"]) == refused
+        assert all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)  # held, not moved
 
-    assert spin_until(node, following(0.15), 20.0)
-    future = estop.call_async(Trigger.Request())
-    assert spin_until(node, future.done, 5.0)
-    assert future.result().success and "latched" in future.result().message
-
-    def latched() -> bool:
-        pub.publish(command([-0.15] * 8))
-        return (
-            values().get("estop") == "True"
-            and values().get("estop_latched") == "True"
-            and values().get("estop_confirmed") == "True"
+        future = enable.call_async(SetBool.Request(data=True))
+        assert client.spin_until(future.done, 5.0) and future.result().success
+        assert client.spin_until(client.following([-0.15] * 8), 5.0)
+        assert client.spin_until(lambda: values().get("estop_latched") == "False", 5.0)
+        assert values()["estop"] == "False"
+        # the log tells what /diagnostics told: the e-stop, then the link OK again
+        assert client.spin_until(
+            lambda: "link OK" in driver.read_text().split("e-stop latched by")[-1], 10.0
         )
-
-    assert spin_until(node, latched, 5.0)
-    refused, reports = int(values()["error_reports"]), len(diagnostics)
-    # two more diagnostics (about 2 s) of commands the firmware would refuse if they came
-    assert spin_until(node, lambda: latched() and len(diagnostics) >= reports + 2, 5.0)
-    assert int(values()["error_reports"]) == refused
-    assert all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)  # held, not moved
-
-    future = enable.call_async(SetBool.Request(data=True))
-    assert spin_until(node, future.done, 5.0) and future.result().success
-    assert spin_until(node, following(-0.15), 5.0)
-    assert spin_until(node, lambda: values().get("estop_latched") == "False", 5.0)
-    assert values()["estop"] == "False"
-    # the log tells what /diagnostics told: the e-stop, then the link OK again
-    assert spin_until(
-        node, lambda: "link OK" in driver.read_text().split("e-stop latched by")[-1], 10.0
-    )
-    # (by ~/estop; or still "by the operator's stop state" when an earlier test's stop state
-    # left the level at WARN until this e-stop)
-    assert "link WARN: e-stop latched by" in driver.read_text()
-    node.destroy_node()
+        # (by ~/estop; or still "by the operator's stop state" when an earlier test's stop
+        # state left the level at WARN until this e-stop)
+        assert "link WARN: e-stop latched by" in driver.read_text()
 
 
 @pytest.mark.ros
@@ -436,39 +292,27 @@ def test_stale_and_future_commands_are_refused_and_counted(driver) -> None:
     """Commands stamped in 1970, an hour ago, 1e6 s ahead or before 1970 are never acted on
     and never stop the node; each is counted in the diagnostics (unstamped ones, as the
     other tests send, count as now)."""
-    node = rclpy.create_node("driver_stale_commands")
-    measured: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    with DriverClient("driver_stale_commands") as client:
+        measured, pub = client.measured, client.pub
 
-    def settled() -> bool:
-        pub.publish(command([0.05] * 8))
-        return bool(measured) and all(abs(a - 0.05) < 1e-3 for a in measured[-1].position)
+        def stale_count() -> int:
+            return int(client.values().get("commands_stale", 0))
 
-    def stale_count() -> int:
-        values = (
-            {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
-        )
-        return int(values.get("commands_stale", 0))
-
-    assert spin_until(node, settled, 20.0)
-    assert spin_until(node, lambda: bool(diagnostics), 5.0)
-    before = stale_count()
-    now = node.get_clock().now().nanoseconds * 1e-9
-    for stamp in (1.0, now - 3600.0, now + 1e6):
-        msg = command([-0.4] * 8)
-        msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
-        pub.publish(msg)
-    negative = command([-0.4] * 8)
-    negative.header.stamp.sec = -5  # int32 allows it; rclpy's Time refuses it
-    pub.publish(negative)
-    assert spin_until(node, lambda: stale_count() >= before + 4, 10.0)
-    measured.clear()
-    assert spin_until(node, lambda: len(measured) > 10, 5.0)
-    assert all(abs(a - 0.05) < 1e-3 for m in measured for a in m.position)
-    node.destroy_node()
+        assert client.spin_until(client.following([0.05] * 8), 20.0)
+        assert client.spin_until(lambda: bool(client.diagnostics), 5.0)
+        before = stale_count()
+        now = client.node.get_clock().now().nanoseconds * 1e-9
+        for stamp in (1.0, now - 3600.0, now + 1e6):
+            msg = command([-0.4] * 8)
+            msg.header.stamp = Time(nanoseconds=int(stamp * 1e9)).to_msg()
+            pub.publish(msg)
+        negative = command([-0.4] * 8)
+        negative.header.stamp.sec = -5  # int32 allows it; rclpy's Time refuses it
+        pub.publish(negative)
+        assert client.spin_until(lambda: stale_count() >= before + 4, 10.0)
+        measured.clear()
+        assert client.spin_until(lambda: len(measured) > 10, 5.0)
+        assert all(abs(a - 0.05) < 1e-3 for m in measured for a in m.position)
 
 
 #: Builds driver_node against a device that answers PINGs only (never confirms an e-stop),
@@ -652,30 +496,16 @@ def test_commands_far_beyond_the_limits_are_refused_counted_and_never_executed(d
     """The campaign's 1e9 rad and DBL_MAX: before, clamped and executed (every joint driven to
     its limit); now refused whole and counted in commands_out_of_range. Reference: the
     measured angles (the firmware's reports) stay at the last good command."""
-    node = rclpy.create_node("driver_out_of_range")
-    measured: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
-    good = [0.15] * 8
-
-    def settled() -> bool:
-        pub.publish(command(good))
-        return bool(measured) and all(abs(a - 0.15) < 1e-3 for a in measured[-1].position)
-
-    def values() -> dict[str, str]:
-        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
-
-    assert spin_until(node, settled, 20.0)
-    assert spin_until(node, lambda: "commands_out_of_range" in values(), 10.0), values()
-    before = int(values()["commands_out_of_range"])
-    bad = [[1e9] * 8, [sys.float_info.max] * 8, [0.15] * 7 + [-1e9]]
-    for positions in bad:
-        pub.publish(command(positions))
-    measured.clear()
-    assert spin_until(node, lambda: len(measured) > 10, 5.0)
-    assert all(abs(a - 0.15) < 1e-3 for m in measured for a in m.position)  # never acted on
-    counted = lambda: int(values().get("commands_out_of_range", 0)) >= before + 3  # noqa: E731
-    assert spin_until(node, counted, 10.0), values()
-    node.destroy_node()
+    with DriverClient("driver_out_of_range") as client:
+        measured, values = client.measured, client.values
+        assert client.spin_until(client.following([0.15] * 8), 20.0)
+        assert client.spin_until(lambda: "commands_out_of_range" in values(), 10.0), values()
+        before = int(values()["commands_out_of_range"])
+        bad = [[1e9] * 8, [sys.float_info.max] * 8, [0.15] * 7 + [-1e9]]
+        for positions in bad:
+            client.pub.publish(command(positions))
+        measured.clear()
+        assert client.spin_until(lambda: len(measured) > 10, 5.0)
+        assert all(abs(a - 0.15) < 1e-3 for m in measured for a in m.position)  # never acted on
+        counted = lambda: int(values().get("commands_out_of_range", 0)) >= before + 3  # noqa: E731
+        assert client.spin_until(counted, 10.0), values()

@@ -8,13 +8,12 @@ serves its parameters while its worker thread retries the link."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.nodes import interrupt, node_process, parameters
 
 from snake_driver.keyfile import write_key_file
 from snake_ros import READY_TEXT
@@ -24,10 +23,8 @@ rclpy = pytest.importorskip("rclpy")
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY_HEX = "c0ffee00112233445566778899aabbcc"
 NO_DEVICE = "/dev/mfm_snake_no_such_device"
-MAIN = "from snake_driver.driver_node import main; main()"
 START_S = 60.0  # the driver's start on a loaded 2-core machine (rclpy import included)
 
 
@@ -35,30 +32,17 @@ def driver_process(
     tmp_path: Path, *params: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
     """driver_node with these ``-p`` parameters (output on a pipe)."""
-    ros = [arg for p in ("robot_config:=robot", *params) for arg in ("-p", p)]
-    return subprocess.Popen(
-        [sys.executable, "-c", MAIN, "--ros-args", *ros],
-        env={
-            **os.environ,
-            "ROS_LOG_DIR": str(tmp_path / "ros_log"),
-            "PYTHONPATH": str(ROOT),
-            **(env or {}),
-        },
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    return node_process(
+        "snake_driver.driver_node",
+        parameters("robot_config:=robot", *params),
+        log_dir=tmp_path / "ros_log",
+        env=env,
     )
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
     """Ctrl-C, then its output."""
-    proc.send_signal(2)
-    try:
-        out, _ = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
+    return interrupt(proc, 15.0)
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from support.fault_proxy import FakeDevice, TcpFaultProxy
+from support.firmware import build_posix, start_firmware
 from support.waits import wait_for
 
 from snake_bringup.emulator import Emulator
@@ -75,7 +76,6 @@ from snake_driver.transport import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRMWARE = ROOT / "firmware" / "build" / "host" / "snake_fw_posix"
 KEY_HEX = "000102030405060708090a0b0c0d0e0f"
 PING_PERIOD_S = 0.2  # the driver node's default ping rate is 5 Hz
 STAMP_TOLERANCE_S = 0.05  # the quickest report's arrival after its mapped stamp: pty + mapping
@@ -83,25 +83,7 @@ STAMP_TOLERANCE_S = 0.05  # the quickest report's arrival after its mapped stamp
 
 @pytest.fixture(scope="module")
 def firmware_binary() -> Path:
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler for the firmware's host build")
-    subprocess.run(
-        ["make", "-C", str(ROOT / "firmware"), "posix"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return FIRMWARE
-
-
-def start_firmware(binary: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [str(binary), "--seconds", "30", *args], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    assert line.startswith("PTY "), line
-    return proc, line.split(" ", 1)[1]
+    return build_posix()
 
 
 @pytest.fixture(scope="module")

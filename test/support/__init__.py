@@ -7,6 +7,10 @@
 - ``namespaces``: network namespaces (two hosts on one machine) and tools/wifi_link.py.
 - ``markers``: what a run that leaves a marker's tests out takes away.
 - ``fault_proxy``: a fake device and fault-injecting proxies for the link tests.
+- ``nodes``: a node of this checkout in a process of its own; the fixture ``domain`` (rclpy on
+  the module's domain), which a module imports and names in ``__all__``.
+- ``firmware``: the firmware's host build on a pty.
+- ``driver``: driver_node in a process of its own, and a test's node on its topics.
 - ``planar_snake``: the independent planar reference snake.
 
 test/ is on ``sys.path`` (pytest puts the top conftest's folder there), so a test imports

@@ -14,20 +14,14 @@ from __future__ import annotations
 import math
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from driver.test_driver_node import (
-    JOINTS,
-    domain,
-    spin_until,
-    start_driver,
-    start_firmware,
-    stop_driver,
-)
+from support.driver import DriverClient, command, start_driver, stop_driver
+from support.firmware import build_posix, start_firmware
+from support.nodes import domain
 from support.waits import wait_for
 
 from snake_driver import protocol as p
@@ -38,13 +32,12 @@ from system.test_firmware import TIMEOUT_S, Link, build_avr, emulator
 from system.test_flood import PASS_LIMIT_CYCLES
 
 rclpy = pytest.importorskip("rclpy")
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 
 pytestmark = pytest.mark.simavr
 
 ROOT = Path(__file__).resolve().parents[2]
-__all__ = ["domain"]  # the fixture test_driver_node defines: rclpy on this module's domain
+__all__ = ["domain"]  # the fixture of support.nodes: rclpy on this module's domain
 
 AVCC_MV = 5000
 VOLTS_MV = {0: 1000, 1: 2500, 2: 4200}
@@ -152,58 +145,47 @@ def test_driver_node_publishes_measured_angles_and_says_which(domain: int, tmp_p
     _, servos = load_servo_map(config)
     elf = build_avr()
     adc_args = [a for k, mv in VOLTS_MV.items() for a in ("--adc", f"{k}={mv}")]
-    node = rclpy.create_node("feedback_test")
-    states: list[JointState] = []
-    diagnostics: list[DiagnosticArray] = []
-    node.create_subscription(JointState, "/measured/joint_states", states.append, 50)
-    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-    pub = node.create_publisher(JointState, "/joint_commands", 10)
+    with DriverClient("feedback_test") as client:
+        states, diagnostics, values = client.measured, client.diagnostics, client.values
+        args = ["-p", "transport:=serial", "-p", f"robot_config:={config}"]
+        with emulator(elf, *adc_args) as emulated:
+            driver = start_driver([*args, "-p", f"port:={emulated.pty}"])
+            try:
+                ok = client.spin_until(lambda: values().get("measured_joints") == "2", 20.0)
+                assert ok, values()
+                assert client.spin_until(lambda: bool(states), 5.0)
+            finally:
+                stop_driver(driver)
+        assert values()["estimated_joints"] == ", ".join(f"joint_{k}" for k in range(3, 9))
+        assert values()["feedback_missing"] == "none"
+        last = states[-1]
+        for k, joint in enumerate(("joint_1", "joint_2")):
+            cal = servos.by_joint()[joint].feedback
+            assert cal is not None
+            cdeg = calibrated_cdeg(cal.config_message(k), 1024 * VOLTS_MV[k] / AVCC_MV)
+            slope = 18000 / (cal.adc_hi - cal.adc_lo)
+            assert abs(math.degrees(last.position[k]) * 100 - cdeg) <= slope + 0.5, joint
 
-    def values() -> dict[str, str]:
-        return {kv.key: kv.value for kv in diagnostics[-1].status[0].values} if diagnostics else {}
-
-    args = ["-p", "transport:=serial", "-p", f"robot_config:={config}"]
-    with emulator(elf, *adc_args) as emulated:
-        driver = start_driver([*args, "-p", f"port:={emulated.pty}"])
+        proc, pty = start_firmware(build_posix())
+        diagnostics.clear()
+        driver = start_driver([*args, "-p", f"port:={pty}"])
         try:
-            ok = spin_until(node, lambda: values().get("measured_joints") == "2", 20.0)
-            assert ok, values()
-            assert spin_until(node, lambda: bool(states), 5.0)
+
+            def warned() -> bool:
+                client.pub.publish(command([0.0] * 8))  # feeds the watchdog
+                status = diagnostics[-1].status[0] if diagnostics else None
+                return status is not None and status.message.startswith("no feedback")
+
+            assert client.spin_until(warned, 20.0), values()
+            status = diagnostics[-1].status[0]
+            assert status.level == DiagnosticStatus.WARN
+            assert status.message.startswith("no feedback from joint_1, joint_2: publishing")
+            assert values()["feedback_missing"] == "joint_1, joint_2"
+            assert values()["measured_joints"] == "0"
         finally:
             stop_driver(driver)
-    assert values()["estimated_joints"] == ", ".join(f"joint_{k}" for k in range(3, 9))
-    assert values()["feedback_missing"] == "none"
-    last = states[-1]
-    for k, joint in enumerate(("joint_1", "joint_2")):
-        cal = servos.by_joint()[joint].feedback
-        assert cal is not None
-        cdeg = calibrated_cdeg(cal.config_message(k), 1024 * VOLTS_MV[k] / AVCC_MV)
-        slope = 18000 / (cal.adc_hi - cal.adc_lo)
-        assert abs(math.degrees(last.position[k]) * 100 - cdeg) <= slope + 0.5, joint
-
-    built = subprocess.run(["make", "-C", str(ROOT / "firmware"), "posix"], capture_output=True)
-    assert built.returncode == 0, built.stderr
-    proc, pty = start_firmware(ROOT / "firmware" / "build" / "host" / "snake_fw_posix")
-    diagnostics.clear()
-    driver = start_driver([*args, "-p", f"port:={pty}"])
-    try:
-
-        def warned() -> bool:
-            pub.publish(JointState(name=JOINTS, position=[0.0] * 8))  # feeds the watchdog
-            status = diagnostics[-1].status[0] if diagnostics else None
-            return status is not None and status.message.startswith("no feedback")
-
-        assert spin_until(node, warned, 20.0), values()
-        status = diagnostics[-1].status[0]
-        assert status.level == DiagnosticStatus.WARN
-        assert status.message.startswith("no feedback from joint_1, joint_2: publishing")
-        assert values()["feedback_missing"] == "joint_1, joint_2"
-        assert values()["measured_joints"] == "0"
-    finally:
-        stop_driver(driver)
-        proc.kill()
-        proc.wait(timeout=5)
-    node.destroy_node()
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 def loop_run(channels: int) -> tuple[list[p.Telemetry], str]:

@@ -10,13 +10,12 @@ rounding) and bad poses counted by reason on /diagnostics.
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,33 +28,16 @@ from rclpy.time import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from support.nodes import domain, node_process, parameters, spin_until  # noqa: E402
 from support.waits import wait_for  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from snake_viz.compare_report import PLOTS_DONE  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 JOINTS = [f"joint_{k}" for k in range(1, 9)]
 OFFSETS = np.array([0.01, -0.02, 0.03, 0.0, 0.05, -0.01, 0.002, 0.1])  # measured - sim [rad]
 SLOPE = np.linspace(-0.05, 0.05, 8)  # [rad/s]
-
-
-def ros_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ROS_LOG_DIR=str(ROOT / "build" / "ros_log"),
-        PYTHONPATH=str(ROOT),
-        AMENT_PREFIX_PATH=sys.prefix,
-    )
-    return env
-
-
-@pytest.fixture(scope="module")
-def domain(ros_domain: int) -> Iterator[int]:
-    """rclpy on this module's private domain (conftest's ``ros_domain``)."""
-    rclpy.init()
-    yield ros_domain
-    rclpy.try_shutdown()
+__all__ = ["domain"]  # the fixture of support.nodes: rclpy on this module's domain
 
 
 @pytest.fixture(scope="module")
@@ -68,21 +50,11 @@ def node_proc(domain: int, report_dir: Path) -> Iterator[subprocess.Popen[str]]:
     yield from compare_node(report_dir, "marker_rate:=10.0")
 
 
-def compare_node(report_dir: Path, *parameters: str) -> Iterator[subprocess.Popen[str]]:
+def compare_node(report_dir: Path, *assignments: str) -> Iterator[subprocess.Popen[str]]:
     """compare_node in a process of its own (window 1 s), killed after the test if still up."""
-    arguments = [f"report_dir:={report_dir}", "window:=1.0", *parameters]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from snake_viz.compare_node import main; main()",
-            "--ros-args",
-            *(x for a in arguments for x in ("-p", a)),
-        ],
-        env=ros_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = node_process(
+        "snake_viz.compare_node",
+        parameters(f"report_dir:={report_dir}", "window:=1.0", *assignments),
     )
     yield proc
     if proc.poll() is None:
@@ -90,18 +62,21 @@ def compare_node(report_dir: Path, *parameters: str) -> Iterator[subprocess.Pope
         proc.communicate(timeout=10)
 
 
-def spin_until(node, condition: Callable[[], bool], timeout: float, step=None) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.01)
-        if step is not None:
-            step()
-        if condition():
-            return True
-    return False
+class Feeding:
+    """What both feeders share: spinning their node 10 ms at a time, publishing on the way."""
+
+    node: Any
+
+    def step(self) -> None:
+        """Publish what is due now."""
+        raise NotImplementedError
+
+    def spin_until(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Spin and feed until ``condition`` holds (True) or ``timeout`` [s] passed (False)."""
+        return spin_until(self.node, condition, timeout, self.step, period=0.01)
 
 
-class Feeder:
+class Feeder(Feeding):
     """Publishes the prediction at 100 Hz and the measurement (sim + OFFSETS) at 50 Hz,
     both stamped with the publisher's clock; a ramp so interpolation is exact."""
 
@@ -151,7 +126,7 @@ def test_error_markers_report_and_shutdown(
         # the window (1 s) holds only samples fed after the node started
         return len(errors) > 25 and len(markers) > 3
 
-    assert spin_until(node, settled, 25.0, feeder.step), (
+    assert feeder.spin_until(settled, 25.0), (
         f"{len(errors)} /compare/error, {len(markers)} /compare/markers"
     )
     last = errors[-1]
@@ -164,7 +139,7 @@ def test_error_markers_report_and_shutdown(
     # while the error now is back to the offset (tells the three fields apart)
     feeder.spike = 0.5
     count = len(errors)
-    assert spin_until(node, lambda: len(errors) > count + 8, 5.0, feeder.step)
+    assert feeder.spin_until(lambda: len(errors) > count + 8, 5.0)
     last = errors[-1]
     assert last.effort[7] > last.velocity[7] + 0.05 and last.velocity[7] > OFFSETS[7] + 0.005
     assert last.effort[7] < OFFSETS[7] + 0.5 + 1e-6
@@ -186,7 +161,7 @@ def test_error_markers_report_and_shutdown(
     client = node.create_client(Trigger, "/compare_node/report")
     assert client.wait_for_service(timeout_sec=10.0)
     future = client.call_async(Trigger.Request())
-    assert spin_until(node, future.done, 20.0, feeder.step)
+    assert feeder.spin_until(future.done, 20.0)
     response = future.result()
     assert response is not None and response.success, response
     folders = list(report_dir.glob("compare-*"))
@@ -218,7 +193,7 @@ def test_error_markers_report_and_shutdown(
 PATH_SPEED, PATH_OFFSET = 0.1, 0.01  # predicted along x [m/s]; measured beside it [m]
 
 
-class PoseFeeder:
+class PoseFeeder(Feeding):
     """The predicted tail on /sim/odom at 100 Hz and the measured one on /measured/pose at 30 Hz
     (PATH_OFFSET to the side), both on a straight line along x, stamped with the clock; on
     :meth:`step`, the poses of ``bad`` first (each with the stamp of the last good pose sent,
@@ -284,7 +259,7 @@ def test_path_error_on_the_floor_and_bad_poses_counted_by_reason(
     node.create_subscription(Float64, "/compare/path_error", path_errors.append, 10)
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     try:
-        assert spin_until(node, lambda: len(path_errors) > 10, 25.0, feeder.step), (
+        assert feeder.spin_until(lambda: len(path_errors) > 10, 25.0), (
             f"{len(path_errors)} /compare/path_error"
         )
         np.testing.assert_allclose([m.data for m in path_errors[-5:]], PATH_OFFSET, atol=1e-6)
@@ -303,11 +278,11 @@ def test_path_error_on_the_floor_and_bad_poses_counted_by_reason(
             "/measured/pose (not newer) rejected": 1,  # the genuine poses after them accepted
         }
         done = lambda: all(counts.get(k) == n for k, n in expected.items())  # noqa: E731
-        assert spin_until(node, done, 25.0, feeder.step), counts
+        assert feeder.spin_until(done, 25.0), counts
         assert counts["/sim/odom accepted"] > 0 and counts["/measured/pose accepted"] > 0
         assert not any("/sim/odom (" in key for key in counts), counts
         count = len(path_errors)
-        assert spin_until(node, lambda: len(path_errors) > count + 5, 10.0, feeder.step)
+        assert feeder.spin_until(lambda: len(path_errors) > count + 5, 10.0)
         np.testing.assert_allclose([m.data for m in path_errors[-5:]], PATH_OFFSET, atol=1e-6)
     finally:
         node.destroy_node()
@@ -322,21 +297,8 @@ def test_path_error_on_the_floor_and_bad_poses_counted_by_reason(
     [("report_name:=a/b", "report_name must be a plain folder name"), ("window:=0.0", "window")],
 )
 def test_bad_parameters_stop_with_one_line(domain: int, argument: str, expected: str) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from snake_viz.compare_node import main; main()",
-            "--ros-args",
-            "-p",
-            argument,
-        ],
-        env=ros_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    out = proc.stdout + proc.stderr
+    proc = node_process("snake_viz.compare_node", parameters(argument))
+    out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 1, out
     assert "cannot start" in out and expected in out and "Traceback" not in out, out
 
