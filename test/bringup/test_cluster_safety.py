@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support.dask_cluster import ENV, ROOT, Cluster
 from support.namespaces import wifi_link
-from support.waits import wait_for
+from support.waits import background, wait_for
 
 from snake_bringup.cli import main
 from snake_bringup.cluster_tls import (
@@ -37,7 +38,7 @@ from snake_bringup.cluster_tls import (
 )
 from snake_bringup.errors import UsageError
 
-from .test_sweep_cluster import ENV, POINTS, ROOT, Cluster, records, snake_command
+from .test_sweep_cluster import POINTS, records, snake_command
 
 pytestmark = pytest.mark.slow
 
@@ -195,22 +196,12 @@ def test_a_scheduler_killed_in_mid_sweep_is_one_line(tmp_path: Path) -> None:
     scheduler and how to resume, no traceback; the points done stay in points.jsonl."""
     cluster = Cluster()
     try:
-        sweep = subprocess.Popen(
-            snake_command("--scheduler", cluster.address, "--quiet", "-o", str(tmp_path)),
-            cwd=ROOT,
-            env=ENV,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+        command = snake_command("--scheduler", cluster.address, "--quiet", "-o", str(tmp_path))
+        with background(command, cwd=ROOT, env=ENV) as sweep:
             points = tmp_path / "points.jsonl"
             wait_for(lambda: points.exists() and points.read_text(), 120, "a point written")
             cluster.procs[0].kill()
             _, stderr = sweep.communicate(timeout=180)
-        finally:
-            sweep.kill()
-            sweep.wait(timeout=30)
     finally:
         cluster.client.close(timeout=5)
         cluster.client = None
@@ -254,20 +245,13 @@ def test_a_scheduler_without_workers_is_one_line_after_the_worker_timeout(
 def test_the_last_worker_lost_in_mid_sweep_is_one_line(tmp_path: Path) -> None:
     cluster = Cluster(workers=1)
     try:
-        sweep = subprocess.Popen(
-            snake_command(
-                *("--scheduler", cluster.address, "--worker-timeout", "3"),
-                "--quiet",
-                "-o",
-                str(tmp_path),
-            ),
-            cwd=ROOT,
-            env=ENV,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        command = snake_command(
+            *("--scheduler", cluster.address, "--worker-timeout", "3"),
+            "--quiet",
+            "-o",
+            str(tmp_path),
         )
-        try:
+        with background(command, cwd=ROOT, env=ENV) as sweep:
             points = tmp_path / "points.jsonl"
 
             def ready() -> bool:
@@ -275,9 +259,6 @@ def test_the_last_worker_lost_in_mid_sweep_is_one_line(tmp_path: Path) -> None:
 
             cluster.kill_a_busy_worker(ready, "a point done")
             _, stderr = sweep.communicate(timeout=180)
-        finally:
-            sweep.kill()
-            sweep.wait(timeout=30)
     finally:
         cluster.close()
     done = len(records(tmp_path))

@@ -12,17 +12,17 @@ import logging
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.dask_cluster import ENV, ROOT, Cluster, free_port
 from support.namespaces import wifi_link
-from support.waits import default_sigint, wait_for
+from support.waits import background, wait_for
 
 from snake_bringup.cluster import (
     Counts,
@@ -36,8 +36,6 @@ from snake_bringup.cluster import (
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()}
 #: 2 x 3 points of 4 s simulated (about 0.6 s each): slow enough to kill a worker holding one.
 GRID = [
     "--x",
@@ -49,8 +47,6 @@ GRID = [
     "--no-plots",
 ]
 POINTS = 6
-#: A worker on 127.0.0.1 without its dashboard.
-QUIET = ("--no-dashboard", "--host", "127.0.0.1")
 
 
 def snake_command(*args: str) -> list[str]:
@@ -75,12 +71,6 @@ def by_key(folder: Path) -> dict[str, dict[str, Any]]:
     return {r["key"]: r for r in lines}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference: the sweep on the default local cluster, two workers."""
@@ -90,79 +80,6 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "sweep: 6/6 runs done, 0 running, 0 failed" in proc.stderr
     assert len(records(out)) == POINTS
     return out
-
-
-class Cluster:
-    """A ``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker stays
-    dead), on 127.0.0.1."""
-
-    def __init__(self, workers: int = 2) -> None:
-        from distributed import Client
-
-        port = str(free_port())
-        self.address = f"tcp://127.0.0.1:{port}"
-        dask = [sys.executable, "-m", "dask"]
-        self.procs = [
-            subprocess.Popen(
-                [*dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"],
-                cwd=tempfile.gettempdir(),
-                env=ENV,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        ]
-        self.client: Any = None
-        try:
-            self.client = wait_for(self._connect, 60, "the scheduler")
-            for _ in range(workers):
-                self.procs.append(
-                    subprocess.Popen(
-                        [*dask, "worker", self.address, "--nthreads", "1", "--no-nanny", *QUIET],
-                        cwd=tempfile.gettempdir(),
-                        env=ENV,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
-            wait_for(lambda: len(self.workers()) == workers, 60, f"{workers} workers")
-        except BaseException:
-            self.close()
-            raise
-        del Client
-
-    def _connect(self) -> Any:
-        from distributed import Client
-
-        try:
-            return Client(self.address, timeout=2)
-        except (OSError, TimeoutError):
-            return None
-
-    def workers(self) -> dict[str, Any]:
-        return dict(self.client.scheduler_info(n_workers=-1)["workers"])
-
-    def kill_a_busy_worker(self, ready: Callable[[], bool], what: str) -> list[str]:
-        """SIGKILL a worker that holds work, once ``ready()``; returns the keys it held."""
-
-        def busy_worker() -> tuple[str, list[str]] | None:
-            if not ready():
-                return None
-            busy = {w: list(t) for w, t in self.client.processing().items() if t}
-            return next(iter(busy.items()), None)
-
-        worker, held = wait_for(busy_worker, 120, f"{what} and a worker holding work")
-        pid = self.client.run(os.getpid, workers=[worker])[worker]
-        killed = next(p for p in self.procs if p.pid == pid)
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=30)
-        return held
-
-    def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-        for proc in reversed(self.procs):
-            proc.kill()
-            proc.wait(timeout=30)
 
 
 @pytest.fixture
@@ -206,15 +123,8 @@ def test_a_worker_killed_in_mid_sweep_loses_nothing(
 ) -> None:
     """SIGKILL of a worker that holds a point, after at least one point is done: its points run
     again on the other worker, and the results are complete and equal the local run's."""
-    sweep = subprocess.Popen(
-        snake_command("--scheduler", cluster.address, "-o", str(tmp_path)),
-        cwd=ROOT,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    command = snake_command("--scheduler", cluster.address, "-o", str(tmp_path))
+    with background(command, cwd=ROOT, env=ENV) as sweep:
         points = tmp_path / "points.jsonl"
 
         def ready() -> bool:
@@ -224,9 +134,6 @@ def test_a_worker_killed_in_mid_sweep_loses_nothing(
         held = cluster.kill_a_busy_worker(ready, "a point done")
         done_before = len(records(tmp_path))
         _, stderr = sweep.communicate(timeout=300)
-    finally:
-        sweep.kill()
-        sweep.wait(timeout=30)
     assert sweep.returncode == 0, stderr
     assert done_before < POINTS and held  # the worker died holding work not yet done
     wait_for(lambda: len(cluster.workers()) == 1, 60, "the scheduler to drop the killed worker")
@@ -305,24 +212,12 @@ def test_ctrl_c_then_resume_runs_every_point_once(local: Path, tmp_path: Path) -
     sends it (the local cluster's workers too): exit 130 and how to resume, no traceback; the
     same command again runs only the missing points (each run appends the points it ran: six
     lines, six keys)."""
-    sweep = subprocess.Popen(
-        snake_command("--jobs", "2", "-o", str(tmp_path)),
-        cwd=ROOT,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=default_sigint,
-    )
-    try:
+    command = snake_command("--jobs", "2", "-o", str(tmp_path))
+    with background(command, cwd=ROOT, env=ENV, ctrl_c=True) as sweep:
         points = tmp_path / "points.jsonl"
         wait_for(lambda: points.exists() and points.read_text(), 120, "a point in points.jsonl")
         os.killpg(sweep.pid, signal.SIGINT)
         _, stderr = sweep.communicate(timeout=120)
-    finally:
-        sweep.kill()
-        sweep.wait(timeout=30)
     assert sweep.returncode == 130, stderr
     first = [r["key"] for r in records(tmp_path)]
     assert 1 <= len(first) < POINTS

@@ -1,6 +1,7 @@
 """What the tests share besides fixtures (those are in test/conftest.py), one concern a module:
 
-- ``waits``: waiting for a condition with a deadline; a child a test interrupts as Ctrl-C does.
+- ``waits``: waiting for a condition with a deadline; a child a test interrupts as Ctrl-C does;
+  a command in the background of a test, killed and reaped at the end.
 - ``models``: random snakes and states that do not hide index mix-ups, the model cases, the
   relative error.
 - ``ros_domains``: a ROS domain id held machine-wide while a test module or test uses it.
@@ -11,6 +12,7 @@
   the module's domain), which a module imports and names in ``__all__``.
 - ``firmware``: the firmware's host build on a pty.
 - ``driver``: driver_node in a process of its own, and a test's node on its topics.
+- ``dask_cluster``: a Dask scheduler and workers on 127.0.0.1, the sweep's and study's tests'.
 - ``planar_snake``: the independent planar reference snake.
 
 test/ is on ``sys.path`` (pytest puts the top conftest's folder there), so a test imports

@@ -1,10 +1,14 @@
-"""Waiting for a condition, never for a time; a child process a test interrupts as Ctrl-C does."""
+"""Waiting for a condition, never for a time; a child process a test interrupts as Ctrl-C does,
+and one that runs in the background of a test."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,3 +31,27 @@ def default_sigint() -> None:
     ignored, and a Python child that starts with it ignored never raises KeyboardInterrupt
     (two fresh-clone runs failed the sweep's Ctrl-C test so)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def background(
+    command: list[str], *, cwd: Path, env: Mapping[str, str], ctrl_c: bool = False
+) -> Iterator[subprocess.Popen[str]]:
+    """``command`` running, its stdout and stderr on pipes; killed (if still up) and reaped
+    when the block ends. ``ctrl_c``: in a session of its own with SIGINT at its default, for
+    a test that sends Ctrl-C to its process group."""
+    session: dict[str, Any] = {"start_new_session": True, "preexec_fn": default_sigint}
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **(session if ctrl_c else {}),
+    )
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
