@@ -6,21 +6,19 @@ are made here, as test_plant.py's are."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.plant_pulses import assert_served_as_stepped, pulses, records
 
 from snake_bringup.cli import main
-from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, serve
+from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
 from snake_dynamics.errors import ModelError
 from snake_dynamics.floating.literal import centre_of_mass
@@ -31,25 +29,10 @@ from snake_dynamics.sim.mujoco_plant import NO_EFFECTS, MujocoPlant, supply_curr
 from snake_dynamics.sim.plant import Plant, load_plant, plant_from_dict
 from snake_ros.paths import robot_config
 
-from .test_plant import _records
-
 pytest.importorskip("mujoco")
 
 ROBOT = robot_config("robot")
 TABLE = robot_config("robot_table")
-CHANNELS = 16
-
-
-def _pulses(plant: Plant, sent: float, t: float, angles: dict[int, float]) -> Any:
-    """Widths [us] and ages [s] at time t of pulses for the given joints, ended at ``sent``."""
-    widths, ages = [0.0] * CHANNELS, [math.inf] * CHANNELS
-    for j, angle in angles.items():
-        pulse = plant.pulses[j]
-        centre = 0.5 * (pulse.pulse_min_us + pulse.pulse_max_us)
-        us_per_rad = (pulse.pulse_max_us - pulse.pulse_min_us) / pulse.travel
-        widths[pulse.channel] = centre + (pulse.direction * angle + pulse.zero_offset) * us_per_rad
-        ages[pulse.channel] = t - sent
-    return widths, ages
 
 
 def _drive(plant: Plant, seconds: float, targets: Any) -> None:
@@ -59,7 +42,7 @@ def _drive(plant: Plant, seconds: float, targets: Any) -> None:
     for k in range(1, round(seconds * 1000) + 1):
         t = t0 + k * 0.001
         sent = t - (k % 20) * 0.001
-        plant.step(t, *_pulses(plant, sent, t, targets(sent)))
+        plant.step(t, *pulses(plant, targets(sent), t - sent))
 
 
 def _mujoco_plant(doc: dict[str, Any], robot: Path = ROBOT) -> MujocoPlant:
@@ -268,32 +251,7 @@ def test_the_bridge_answers_every_record_as_the_mujoco_plant_steps() -> None:
     docstring): harmless at rest, but a battery would draw the idle current a millisecond
     later and sag by 1e-11 rad's worth."""
     served, stepped = (_mujoco_plant({"effects": {"battery": None}}) for _ in range(2))
-    records = _records(served, 300)
-    ours, theirs = socket.socketpair()
-    replies: list[bytes] = []
-
-    def runner() -> None:
-        for record in records:
-            ours.sendall(record)
-            replies.append(ours.recv(REPLY.size, socket.MSG_WAITALL))
-        ours.close()
-
-    thread = threading.Thread(target=runner)
-    thread.start()
-    log = io.StringIO()
-    stats = serve(served, theirs, log)
-    thread.join()
-    theirs.close()
-    assert stats.ticks == len(records) == len(replies)
-    for record, reply, row in zip(records, replies, log.getvalue().splitlines(), strict=True):
-        fields = REQUEST.unpack(record)
-        freq = fields[2]
-        widths = [w / freq * 1e6 for w in fields[3:19]]
-        ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
-        t = fields[0] * fields[1] * 1e-6
-        assert REPLY.unpack(reply) == tuple(int(v) for v in stepped.step(t, widths, ages))
-        joints = [*stepped.q, *(stepped.targets.latest(j) for j in range(len(stepped.q)))]
-        assert row == f"{t:.3f}," + ",".join(f"{x:.6f}" for x in joints)
+    assert_served_as_stepped(served, stepped, records(served, 300))
     assert np.abs(stepped.q).max() > 0.1  # the joints swept
 
 

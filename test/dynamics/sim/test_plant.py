@@ -5,7 +5,6 @@ plant files, and a step through the real firmware ELF in simavr against the serv
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import os
 import re
@@ -23,10 +22,11 @@ import numpy as np
 import pytest
 import yaml
 from scipy.spatial.transform import Rotation
+from support.plant_pulses import CHANNELS, assert_served_as_stepped, pulses, records
 
 from snake_bringup import plant_bridge
 from snake_bringup.emulator import Emulator, EmulatorError, firmware_dir
-from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, build_plant, pulse_map, serve
+from snake_bringup.plant_bridge import REPLY, build_plant, pulse_map, serve
 from snake_bringup.process import ROBOT_NICE, ROBOT_RT_PRIORITY, priority, robot_process
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
@@ -56,7 +56,6 @@ from snake_ros.paths import robot_config
 
 ROBOT = robot_config("robot")
 PLANT = robot_config("plant")
-CHANNELS = 16
 
 
 def test_pulse_to_target_inverts_the_calibration() -> None:
@@ -69,7 +68,7 @@ def test_pulse_to_target_inverts_the_calibration() -> None:
         },
     }
     for channel in servo_map(spec, model).channels:
-        pulses = pulse_map(channel)
+        mapping = pulse_map(channel)
         us_per_rad = (channel.pulse_max_us - channel.pulse_min_us) / channel.travel
         for angle in np.linspace(channel.lower, channel.upper, 37):
             width = channel.pulse_us(float(angle))
@@ -77,7 +76,7 @@ def test_pulse_to_target_inverts_the_calibration() -> None:
             if abs(shaft) >= channel.travel / 2:  # the firmware clamps at the pulse range
                 continue
             # the firmware rounds to whole microseconds: within half of one
-            assert pulses.target(width) == pytest.approx(angle, abs=0.5 / us_per_rad + 1e-9)
+            assert mapping.target(width) == pytest.approx(angle, abs=0.5 / us_per_rad + 1e-9)
 
 
 def _plant(**changes: object) -> Plant:
@@ -85,37 +84,6 @@ def _plant(**changes: object) -> Plant:
     params = dataclasses.replace(plant.params, **changes)
     model, _ = load_servo_map(ROBOT)
     return Plant(model, plant.pulses, params)
-
-
-def _pulses(plant: Plant, t: float, angles: dict[int, float]) -> tuple[list[float], list[float]]:
-    """Widths [us] and ages [s] of pulses for the given joints, ended at t."""
-    widths, ages = [0.0] * CHANNELS, [math.inf] * CHANNELS
-    for j, angle in angles.items():
-        pulse = plant.pulses[j]
-        centre = 0.5 * (pulse.pulse_min_us + pulse.pulse_max_us)
-        us_per_rad = (pulse.pulse_max_us - pulse.pulse_min_us) / pulse.travel
-        widths[pulse.channel] = centre + (pulse.direction * angle + pulse.zero_offset) * us_per_rad
-        ages[pulse.channel] = 0.0
-    return widths, ages
-
-
-def _records(plant: Plant, ticks: int, freq: int = 16_000_000) -> list[bytes]:
-    """The runner's records (plant_link.h) of a sweep on every joint: each channel's pulse
-    every 20 ms, ended j + 0.7 ms into the frame for joint j, from the first millisecond on
-    (never on a step boundary, where float rounding decides which step sees it first)."""
-    widths, ages = [0] * CHANNELS, [NO_PULSE] * CHANNELS
-    out = []
-    for tick in range(1, ticks + 1):
-        t = tick * 1e-3
-        for j, pulse in enumerate(plant.pulses):
-            if (tick - j) % 20 == 0 or widths[pulse.channel] == 0:
-                width, _ = _pulses(plant, t, {j: 0.6 * math.sin(2.0 * math.pi * t + j)})
-                widths[pulse.channel] = round(width[pulse.channel] * freq * 1e-6)
-                ages[pulse.channel] = 3 * freq // 10_000  # ended 0.3 ms before the tick
-            else:
-                ages[pulse.channel] += freq // 1000
-        out.append(REQUEST.pack(tick, 1000, freq, *widths, *ages))
-    return out
 
 
 def test_pulse_targets_give_each_stage_time_the_newest_target_its_servo_sees() -> None:
@@ -159,34 +127,7 @@ def test_the_bridge_answers_every_record_as_the_plant_steps(dead_time: float) ->
     )
     model, _ = load_servo_map(ROBOT)
     served, stepped = Plant(model, plant.pulses, params), Plant(model, plant.pulses, params)
-    records = _records(served, 600)
-    ours, theirs = socket.socketpair()
-    replies: list[bytes] = []
-
-    def runner() -> None:
-        for record in records:
-            ours.sendall(record)
-            replies.append(ours.recv(REPLY.size, socket.MSG_WAITALL))
-        ours.close()
-
-    thread = threading.Thread(target=runner)
-    thread.start()
-    log = io.StringIO()  # per record: t, the joints, their targets (6 decimals)
-    stats = serve(served, theirs, log)
-    thread.join()
-    theirs.close()
-    assert stats.ticks == len(records) == len(replies)
-    rows = log.getvalue().splitlines()
-    for record, reply, row in zip(records, replies, rows, strict=True):
-        fields = REQUEST.unpack(record)
-        freq = fields[2]
-        widths = [w / freq * 1e6 for w in fields[3:19]]
-        ages = [math.inf if a == NO_PULSE else a / freq for a in fields[19:35]]
-        t = fields[0] * fields[1] * 1e-6
-        expected = stepped.step(t, widths, ages)
-        assert REPLY.unpack(reply) == tuple(int(v) for v in expected)
-        joints = [*stepped.q, *(stepped.targets.latest(j) for j in range(len(stepped.q)))]
-        assert row == f"{t:.3f}," + ",".join(f"{x:.6f}" for x in joints)
+    assert_served_as_stepped(served, stepped, records(served, 600))
     assert np.abs(stepped.q).max() > 0.3  # the joints swept
 
 
@@ -198,14 +139,14 @@ def test_the_bridge_tells_the_lag_the_running_graph_added_apart_from_its_start(
     record: 39.2 ms lost while the nodes start, 10 ms more once the graph runs, then caught
     up."""
     plant = _plant()
-    records = _records(plant, 200)
+    sent = records(plant, 200)
     wall = [0.0]
     monkeypatch.setattr(plant_bridge.time, "monotonic", lambda: wall[0])
     ready = threading.Event()
     ours, theirs = socket.socketpair()
 
     def runner() -> None:
-        for tick, record in enumerate(records):
+        for tick, record in enumerate(sent):
             step = 1.8e-3 if tick < 50 else 1.5e-3 if 100 < tick <= 120 else 1e-3
             wall[0] += step if tick < 150 else 0.2e-3  # the runner catching up at the end
             if tick == 100:
@@ -301,11 +242,11 @@ def test_no_pulses_no_torque_but_the_gearbox() -> None:
     t = 0.0
     for _ in range(200):  # joint 3 driven towards 0.5 rad for 0.2 s
         t += 0.001
-        plant.step(t, *_pulses(plant, t, {3: 0.5}))
+        plant.step(t, *pulses(plant, {3: 0.5}))
     assert plant.powered.tolist() == [j == 3 for j in range(8)]
     assert plant.q[3] > 0.1
     moving = plant.sim.qd.copy()
-    widths, ages = _pulses(plant, t, {3: 0.5})
+    widths, ages = pulses(plant, {3: 0.5})
     ages[plant.pulses[3].channel] = LIMP_AFTER + 1e-3  # the pulses stopped
     plant.step(t + 0.001, widths, ages)
     assert not plant.powered.any()
@@ -331,9 +272,9 @@ def test_after_its_warm_up_the_plant_builds_no_simulator_when_every_servo_powers
 
     monkeypatch.setattr(crawler_module, "crawling_substeps", counted)
     every = dict.fromkeys(range(8), 0.1)
-    plant.step(0.001, *_pulses(plant, 0.001, every))
+    plant.step(0.001, *pulses(plant, every))
     assert plant.powered.all() and not built
-    plant.step(0.002, *_pulses(plant, 0.002, {3: 0.1}))
+    plant.step(0.002, *pulses(plant, {3: 0.1}))
     assert plant.powered.sum() == 1 and len(built) == 1
 
 
@@ -344,8 +285,8 @@ def test_a_pulse_the_servo_cannot_decode_is_ignored() -> None:
     t = 0.0
     for _ in range(40):
         t += 0.001
-        plant.step(t, *_pulses(plant, t, {2: 0.3}))
-    widths, ages = _pulses(plant, t + 0.02, {2: 0.3})
+        plant.step(t, *pulses(plant, {2: 0.3}))
+    widths, ages = pulses(plant, {2: 0.3})
     channel = plant.pulses[2].channel
     widths[channel] = 12_000.0  # no servo pulse, not a missed compare either
     plant.step(t + 0.02, widths, ages)
@@ -371,8 +312,8 @@ def test_simavr_s_missed_compare_is_taken_as_silicon_sends_it() -> None:
     t = 0.0
     for _ in range(40):
         t += 0.001
-        plant.step(t, *_pulses(plant, t, {2: 0.3}))
-    widths, ages = _pulses(plant, t + 0.02, {2: -0.2})
+        plant.step(t, *pulses(plant, {2: 0.3}))
+    widths, ages = pulses(plant, {2: -0.2})
     channel = plant.pulses[2].channel
     widths[channel] += PWM_PERIOD_US
     plant.step(t + 0.02, widths, ages)
@@ -403,7 +344,7 @@ def test_one_joint_step_is_the_servo_models_closed_loop() -> None:
     t = np.arange(0.0, 0.4, dt)
     q = [0.0]
     for k in range(1, t.size):  # a pulse ends at 1 ms, 21 ms, 41 ms, ...
-        widths, ages = _pulses(plant, t[k], {0: r})
+        widths, ages = pulses(plant, {0: r})
         ages[0] = ((t[k] - 0.001) % 0.020) if t[k] >= 0.001 else math.inf
         plant.step(t[k], widths, ages)
         q.append(plant.q[0])
@@ -600,7 +541,7 @@ def _crawl(plant: Plant, seconds: float, joints: range = range(8)) -> list[PoseR
         t = t0 + k * 0.001
         sent = t - (k % 20) * 0.001  # the last pulse ended then
         q = gait(sent).q
-        widths, ages = _pulses(plant, sent, {j: float(q[j]) for j in joints})
+        widths, ages = pulses(plant, {j: float(q[j]) for j in joints})
         plant.step(t, widths, [a + t - sent for a in ages])
         readings += plant.pose_readings()
     return readings
@@ -680,7 +621,7 @@ def test_the_pose_sensor_samples_on_its_grid_however_far_the_plant_moves_at_a_ti
             widths, ages = [0.0] * CHANNELS, [math.inf] * CHANNELS
             for j in range(plant.model.n_joints):  # joint j's pulses end j + 0.7 ms into a frame
                 ended = t - (t - (j + 0.7) * 1e-3) % 0.02
-                w, a = _pulses(plant, ended, {j: float(gait(ended).q[j])})
+                w, a = pulses(plant, {j: float(gait(ended).q[j])})
                 channel = plant.pulses[j].channel
                 widths[channel], ages[channel] = w[channel], t - ended
             plant.step(t, widths, ages)
