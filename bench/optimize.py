@@ -34,7 +34,7 @@ from report import emit  # bench/report.py (this folder is on sys.path)
 from snake_bringup.cluster import Job, connect, run_jobs
 from snake_bringup.optimization import TRIALS_FILE, objective_value
 from snake_bringup.sweep import ground_point
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 #: The searched parameter's range [rad] and the rest of the setup.
 LOW, HIGH = 0.3, 1.0
@@ -52,7 +52,7 @@ SETUP: dict[str, Any] = {
 
 def grid(points: int, workers: int) -> list[dict[str, float]]:
     """The objective on ``points`` amplitudes from LOW to HIGH, on a local cluster."""
-    robot = str(robot_config(SETUP["robot"]))
+    robot = load_robot(SETUP["robot"])
     values = [float(v) for v in np.linspace(LOW, HIGH, points)]
     jobs = [
         Job(

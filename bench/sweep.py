@@ -34,7 +34,8 @@ from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_bringup.cluster import Job, connect, run_jobs
 from snake_bringup.sweep import ground_point
-from snake_ros.paths import robot_config
+from snake_dynamics.robot import Robot
+from snake_ros.paths import load_robot
 
 
 def points(n: int) -> list[dict[str, float]]:
@@ -48,13 +49,13 @@ def points(n: int) -> list[dict[str, float]]:
     return grid[:n]
 
 
-def warm(robot: str) -> bool:
+def warm(robot: Robot) -> bool:
     """A short point: imports and the numba kernels loaded (on a worker, or here)."""
     ground_point(robot, "serpenoid", {"amplitude": 0.5, "frequency": 0.5}, 0.1, 0.001, False)
     return True
 
 
-def timed_point(robot: str, params: dict[str, float], seconds: float) -> float:
+def timed_point(robot: Robot, params: dict[str, float], seconds: float) -> float:
     """One point on a worker; its own time [s] (perf_counter, in the worker)."""
     start = time.perf_counter()
     ground_point(robot, "serpenoid", params, seconds, 0.001, False)
@@ -68,7 +69,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    robot = str(robot_config("robot"))
+    robot = load_robot("robot")
     grid = points(args.points)
     warm(robot)
     start = time.perf_counter()

@@ -25,11 +25,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar
 
+from .cluster_tls import NO_TLS, TlsFiles, cluster_security
 from .errors import BringupError, UsageError
 
 T = TypeVar("T")
@@ -42,6 +43,8 @@ POINTS_FILE = "points.jsonl"
 STUDY_FILE = "study.json"
 #: How long a study waits for a worker on a scheduler that has none [s] (``--worker-timeout``).
 WORKER_TIMEOUT_S = 60.0
+#: How long a study tries its scheduler [s] (``--connect-timeout``).
+CONNECT_TIMEOUT_S = 10.0
 
 
 class ClusterError(BringupError):
@@ -86,16 +89,47 @@ class Counts:
     resumed: int = 0
 
 
-def check_cluster_options(connect_timeout: float, worker_timeout: float) -> None:
-    """Both timeouts > 0 s.
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where a study runs: the options ``snake sweep`` and ``snake optimize`` share
+    (``--jobs``, ``--scheduler``, ``--connect-timeout``, ``--worker-timeout``, ``--tls-*``).
 
-    Raises:
-        UsageError: naming the option.
+    Attributes:
+        jobs: worker processes of the local cluster (0: one per core).
+        scheduler: address of a running Dask scheduler (None: a local cluster).
+        connect_timeout: how long to try ``scheduler`` [s].
+        worker_timeout: how long the scheduler may have no worker [s].
+        tls: the client's TLS files for a ``tls://`` scheduler.
     """
-    if not connect_timeout > 0:
-        raise UsageError(f"--connect-timeout must be > 0 s, got {connect_timeout}")
-    if not worker_timeout > 0:
-        raise UsageError(f"--worker-timeout must be > 0 s, got {worker_timeout}")
+
+    jobs: int = 0
+    scheduler: str | None = None
+    connect_timeout: float = CONNECT_TIMEOUT_S
+    worker_timeout: float = WORKER_TIMEOUT_S
+    tls: TlsFiles = NO_TLS
+
+    def security(self) -> Any:
+        """Check the options, before any run starts; return the ``distributed.security.Security``
+        of a ``tls://`` scheduler (else None) for :meth:`client`.
+
+        Raises:
+            UsageError: naming the option (a negative ``--jobs``, a timeout not > 0 s, TLS
+                files that are not a private pair).
+        """
+        if self.jobs < 0:
+            raise UsageError(f"--jobs must be >= 0 (0: one per core), got {self.jobs}")
+        if not self.connect_timeout > 0:
+            raise UsageError(f"--connect-timeout must be > 0 s, got {self.connect_timeout}")
+        if not self.worker_timeout > 0:
+            raise UsageError(f"--worker-timeout must be > 0 s, got {self.worker_timeout}")
+        return cluster_security(self.scheduler, self.tls)
+
+    def client(self, security: Any, most: int | None = None) -> AbstractContextManager[Any]:
+        """:func:`connect` with these options: a local cluster of ``jobs`` workers (at most
+        ``most``), or the scheduler's client."""
+        workers = self.jobs or os.cpu_count() or 1
+        workers = workers if most is None else min(workers, most)
+        return connect(self.scheduler, workers, self.connect_timeout, security, self.worker_timeout)
 
 
 @contextmanager

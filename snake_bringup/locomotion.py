@@ -63,19 +63,16 @@ def simulate_on_the_ground(
 
 
 def ground_servos(
-    robot: Robot | Path, model: SnakeModel, stiffness: float, damping: float, ideal: bool
+    robot: Robot, stiffness: float, damping: float, ideal: bool = False
 ) -> ServoModel | None:
-    """The servos of a run on the ground: None with ``ideal`` (prescribed joints), PD
-    servos with the gains given (k_p [N m/rad], k_d [N m s/rad]), else the robot config's
-    ``servo:`` section (nominal MG996R servos without one): the robot's, as the command
-    read it, or (a path, from the studies not yet handed a :class:`Robot`) read here."""
+    """The servos of a run on the ground or on wheels: None with ``ideal`` (prescribed
+    joints), PD servos with the gains given (k_p [N m/rad], k_d [N m s/rad]), else the robot
+    config's ``servo:`` section (:attr:`Robot.servo`; nominal MG996R servos without one)."""
     if ideal:
         return None
     if stiffness or damping:
-        return ServoModel.pd(stiffness, damping, model.n_joints)
-    if isinstance(robot, Robot):
-        return robot.servo
-    return ServoModel.from_yaml(robot, model.joint_names)
+        return ServoModel.pd(stiffness, damping, robot.model.n_joints)
+    return robot.servo
 
 
 def run_on_the_ground(
@@ -153,11 +150,8 @@ def run_on_wheels(
         snake_dynamics.errors.SimulationError: a step the model refuses.
     """
     model = robot.model
-    n = model.n_joints
-    if servo_stiffness or servo_damping:
-        servo = ServoModel.pd(servo_stiffness, servo_damping, n)
-    else:
-        servo = robot.servo
+    servo = ground_servos(robot, servo_stiffness, servo_damping)
+    assert servo is not None  # never ideal on wheels
     every = max(1, round(1.0 / (SAMPLE_RATE_HZ * dt)))
     bar = ProgressBar(f"simulating {duration:g} s on wheels") if not quiet else None
     wall = time.perf_counter()

@@ -24,7 +24,6 @@ import csv
 import datetime as dt_module
 import json
 import math
-import os
 import signal
 import sqlite3
 import sys
@@ -40,24 +39,21 @@ import yaml
 
 from snake_dynamics.floating.literal import Locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
-from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim.compensation import SATURATED_SHARE
-from snake_ros.paths import robot_config
 
 from .cluster import (
     WORKER_TIMEOUT_S,
     ClusterError,
+    ClusterOptions,
     Counts,
     Finished,
     Job,
     ProgressLine,
     another_study,
-    check_cluster_options,
-    connect,
     run_jobs,
     threads,
 )
-from .cluster_tls import NO_TLS, TlsFiles, cluster_security
 from .errors import BringupError, UsageError
 from .locomotion import IDEAL, ground_servos
 from .sweep import DEFAULT_X, DEFAULT_Y, GroundPoint, check_run_length, ground_point
@@ -437,9 +433,9 @@ def _tell(
 @dataclass(frozen=True)
 class Evaluation:
     """How every trial runs: :func:`ground_point` with these arguments and the trial's
-    parameters over ``fixed``."""
+    parameters over ``fixed``, on the robot the command read."""
 
-    robot: str
+    robot: Robot
     gait: str
     fixed: Mapping[str, float]
     duration: float
@@ -498,7 +494,7 @@ def run_study(
 
 def optimize(
     *,
-    robot: str,
+    robot: Robot,
     gait: str,
     ranges: Sequence[Range],
     fixed: Mapping[str, float],
@@ -509,21 +505,17 @@ def optimize(
     duration: float,
     dt: float,
     ideal_servos: bool,
-    jobs: int,
-    scheduler: str | None,
-    connect_timeout: float,
+    cluster: ClusterOptions,
     output: Path | None,
     storage: str | None,
     plots: bool,
     quiet: bool,
-    tls: TlsFiles = NO_TLS,
-    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> int:
     """Run the study until ``trials`` trials are finished (those already in its storage
     count), write its results to ``output`` and print the best gait.
 
     Args:
-        robot: robot YAML file or config name (on its ground).
+        robot: the robot the command read (on its ground).
         gait: gait name.
         ranges: the searched parameters; ``fixed`` the others set (the rest default).
         objective: ``speed`` (maximised) or ``cot`` (minimised).
@@ -531,34 +523,26 @@ def optimize(
         trials: the study's total trials.
         duration: simulated time per trial [s], a whole number (>= 10) of ``dt`` steps.
         dt: step [s].
-        jobs: worker processes of the local cluster (0: one per core).
-        scheduler: address of a running Dask scheduler (None: a local cluster).
-        connect_timeout: how long to try ``scheduler`` [s].
+        cluster: where the trials run.
         output: the results folder (None: ``runs/optimize-<robot>-<gait>-<time>``), holding
             ``study.db`` unless ``storage`` names another (an SQLAlchemy URL).
         plots: write the PNG plots beside the CSV and YAML.
-        tls: the client's TLS files for a ``tls://`` scheduler.
-        worker_timeout: how long the scheduler may have no worker [s].
 
     Raises:
         UsageError: options that do not make a study (one line naming the option).
         StudyError: a storage that is locked, holds another study, or (``study.db``) is not
             a study's.
-        ClusterError: an unreachable scheduler, one with no worker for ``worker_timeout``,
+        ClusterError: an unreachable scheduler, one with no worker for its timeout,
             a scheduler lost mid-study (the trials told are kept for a resume).
     """
-    config_path = str(robot_config(robot))
-    model = on_the_ground(SnakeModel.from_yaml(config_path))
+    model = on_the_ground(robot.model)
     check_ranges(gait, ranges, fixed)
     for corner in ({r.name: r.low for r in ranges}, {r.name: r.high for r in ranges}):
         make_gait(gait, model, **fixed, **corner)  # the gait fits the robot, --set in range
     check_run_length(model, duration, dt, ideal_servos)
     if not 1 <= trials <= MAX_TRIALS:
         raise UsageError(f"--trials must be 1 to {MAX_TRIALS}, got {trials}")
-    if jobs < 0:
-        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    check_cluster_options(connect_timeout, worker_timeout)
-    security = cluster_security(scheduler, tls)
+    security = cluster.security()
     out = output or Path("runs") / (
         f"optimize-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
@@ -567,9 +551,9 @@ def optimize(
         url, option = f"sqlite:///{out.resolve() / 'study.db'}", "--output"
     else:
         url, option = storage, "--storage"
-    servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
+    servo = ground_servos(robot, 0.0, 0.0, ideal_servos)
     setup = {
-        "robot": config_path,
+        "robot": str(robot.path),
         "gait": gait,
         "ranges": {r.name: [r.low, r.high] for r in ranges},
         "fixed": dict(fixed),
@@ -583,16 +567,12 @@ def optimize(
     }
     study = open_study(url, option, setup)
     evaluation = Evaluation(
-        config_path, gait, dict(fixed), duration, dt, ideal_servos, tuple(model.joint_names)
+        robot, gait, dict(fixed), duration, dt, ideal_servos, tuple(model.joint_names)
     )
     progress = ProgressLine("optimize", detail=best_line(study, objective))
     todo = trials - len(finished(study))
-    cluster = (
-        connect(scheduler, jobs or os.cpu_count() or 1, connect_timeout, security, worker_timeout)
-        if todo > 0
-        else nullcontext()
-    )
-    with cluster as c:
+    client = cluster.client(security) if todo > 0 else nullcontext()
+    with client as c:
         batch = max(1, threads(c)) if c is not None else 1
         try:
             counts = run_study(
@@ -604,7 +584,7 @@ def optimize(
                 trials,
                 batch,
                 None if quiet else progress,
-                worker_timeout,
+                cluster.worker_timeout,
             )
         except ClusterError as exc:  # a lost scheduler, no worker: the told trials are kept
             raise ClusterError(

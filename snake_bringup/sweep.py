@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt_module
 import math
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -24,23 +23,20 @@ from snake_dynamics.errors import SimulationError
 from snake_dynamics.floating.literal import Locomotion, check_step, locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim.compensation import saturated_share
-from snake_ros.paths import robot_config
 from snake_viz.offline import SweepPoint, write_sweep
 
 from .cluster import (
-    WORKER_TIMEOUT_S,
     ClusterError,
+    ClusterOptions,
     Counts,
     Job,
     PointLog,
     ProgressLine,
-    check_cluster_options,
-    connect,
     run_jobs,
     threads,
 )
-from .cluster_tls import NO_TLS, TlsFiles, cluster_security
 from .errors import UsageError
 from .locomotion import IDEAL, ground_servos, simulate_on_the_ground
 
@@ -95,18 +91,19 @@ class GroundPoint(NamedTuple):
 
 
 def ground_point(
-    robot: str, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
+    robot: Robot, gait: str, params: dict[str, float], duration: float, dt: float, ideal: bool
 ) -> GroundPoint:
     """One point of a study (a worker's job): the gait with ``params`` on the robot lying on
-    its ground for ``duration`` [s] at step ``dt`` [s], under the robot file's servos or
-    (``ideal``) with the joints exactly on the gait.
+    its ground for ``duration`` [s] at step ``dt`` [s], under the robot's servos or
+    (``ideal``) with the joints exactly on the gait. The robot is the one the command read,
+    pickled to the worker: a worker reads no robot file.
 
     Raises:
         snake_dynamics.errors.SimulationError: a step the ground refuses.
     """
-    model = SnakeModel.from_yaml(robot)
+    model = robot.model
     trajectory = make_gait(gait, model, **params)
-    servo = ground_servos(Path(robot), model, 0.0, 0.0, ideal)
+    servo = ground_servos(robot, 0.0, 0.0, ideal)
     run = simulate_on_the_ground(model, trajectory, duration, dt, servo, every=10)
     share = None if servo is None else tuple(saturated_share(run, servo).tolist())
     return GroundPoint(locomotion(on_the_ground(model), run), share)
@@ -134,7 +131,7 @@ def check_run_length(model: SnakeModel, duration: float, dt: float, ideal: bool)
 
 def sweep(
     *,
-    robot: str,
+    robot: Robot,
     gait: str,
     x: Axis,
     y: Axis,
@@ -142,40 +139,31 @@ def sweep(
     duration: float,
     dt: float,
     ideal_servos: bool,
-    jobs: int,
-    scheduler: str | None,
-    connect_timeout: float,
+    cluster: ClusterOptions,
     output: Path | None,
     plots: bool,
     quiet: bool,
-    tls: TlsFiles = NO_TLS,
-    worker_timeout: float = WORKER_TIMEOUT_S,
 ) -> int:
     """Run the grid ``x`` by ``y`` (the other gait parameters ``fixed``) and write its
     maps; progress on stderr (unless ``quiet``), the best points on stdout.
 
     Args:
-        robot: robot YAML file or config name (on its ground).
+        robot: the robot the command read (on its ground).
         gait: gait name.
         duration: simulated time per point [s], a whole number (>= 10) of ``dt`` steps.
         dt: step [s].
-        jobs: worker processes of the local cluster (0: one per core).
-        scheduler: address of a running Dask scheduler (None: a local cluster).
-        connect_timeout: how long to try ``scheduler`` [s].
+        cluster: where the points run.
         output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``); a folder
             of the same sweep resumes it (only its missing points run).
         plots: write the PNG heatmaps beside the CSV and JSON.
-        tls: the client's TLS files for a ``tls://`` scheduler.
-        worker_timeout: how long the scheduler may have no worker [s].
 
     Raises:
         UsageError: options that do not make a grid (one line naming the option).
-        ClusterError: an unreachable scheduler, one with no worker for ``worker_timeout``,
+        ClusterError: an unreachable scheduler, one with no worker for its timeout,
             a scheduler lost mid-sweep, an output folder of another sweep, points that failed
             (those done are kept for a resume).
     """
-    config_path = str(robot_config(robot))
-    model = on_the_ground(SnakeModel.from_yaml(config_path))
+    model = on_the_ground(robot.model)
     if x.name == y.name:
         raise UsageError(f"--x and --y both sweep {x.name}: give two different parameters")
     swept = {x.name, y.name} & set(fixed)
@@ -191,13 +179,10 @@ def sweep(
     out = output or Path("runs") / (
         f"sweep-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
-    if jobs < 0:
-        raise UsageError(f"--jobs must be >= 0 (0: one per core), got {jobs}")
-    check_cluster_options(connect_timeout, worker_timeout)
-    security = cluster_security(scheduler, tls)
-    servo = ground_servos(Path(config_path), model, 0.0, 0.0, ideal_servos)
+    security = cluster.security()
+    servo = ground_servos(robot, 0.0, 0.0, ideal_servos)
     study = {
-        "robot": config_path,
+        "robot": str(robot.path),
         "gait": gait,
         "x": [x.name, x.low, x.high, x.count],
         "y": [y.name, y.low, y.high, y.count],
@@ -208,7 +193,7 @@ def sweep(
     }
     log = PointLog(Path(out), study)
     jobs_todo = [
-        Job(str(i), ground_point, (config_path, gait, p, duration, dt, ideal_servos))
+        Job(str(i), ground_point, (robot, gait, p, duration, dt, ideal_servos))
         for i, p in enumerate(points)
         if str(i) not in log.records
     ]
@@ -216,17 +201,16 @@ def sweep(
     progress = ProgressLine("sweep")
     start = time.monotonic()
     failures: list[str] = []
-    workers = min(jobs or os.cpu_count() or 1, len(points))
-    cluster = (
-        connect(scheduler, workers, connect_timeout, security, worker_timeout)
-        if jobs_todo
-        else nullcontext()
-    )
-    with cluster as c:
+    client = cluster.client(security, len(points)) if jobs_todo else nullcontext()
+    with client as c:
         workers = threads(c) if c is not None else 0
         try:
             for outcome in run_jobs(
-                c, jobs_todo, None if quiet else progress, counts, worker_timeout=worker_timeout
+                c,
+                jobs_todo,
+                None if quiet else progress,
+                counts,
+                worker_timeout=cluster.worker_timeout,
             ):
                 if outcome.result is None:
                     params = points[int(outcome.key)]
@@ -273,7 +257,7 @@ def sweep(
         **study,
         "x": x.name,
         "y": y.name,
-        "scheduler": scheduler or "local",
+        "scheduler": cluster.scheduler or "local",
         "jobs": workers,
         "resumed_points": counts.resumed,
         "wall_time_s": time.monotonic() - start,

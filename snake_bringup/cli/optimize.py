@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from snake_ros.paths import load_robot
+
 from ..optimization import DEFAULT_RANGES, DIRECTIONS, SAMPLERS, optimize, parse_range
 from .options import (
+    cluster_options,
     gait_option,
     name_values,
     no_plots_option,
@@ -15,7 +18,6 @@ from .options import (
     quiet_option,
     robot_option,
     study_options,
-    tls_files,
 )
 
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ def register(sub: Subparsers) -> None:
     quiet_option(p, "no progress lines")
     p.set_defaults(
         run=lambda a: optimize(
-            robot=a.robot,
+            robot=load_robot(a.robot),
             gait=a.gait,
             ranges=[parse_range(text) for text in (a.param or DEFAULT_RANGES)],
             fixed=name_values(a.set, "--set"),
@@ -82,14 +84,10 @@ def register(sub: Subparsers) -> None:
             duration=a.duration,
             dt=a.dt,
             ideal_servos=a.ideal_servos,
-            jobs=a.jobs,
-            scheduler=a.scheduler,
-            connect_timeout=a.connect_timeout,
+            cluster=cluster_options(a),
             output=a.output,
             storage=a.storage,
             plots=not a.no_plots,
             quiet=a.quiet,
-            tls=tls_files(a),
-            worker_timeout=a.worker_timeout,
         )
     )

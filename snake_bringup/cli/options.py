@@ -17,7 +17,7 @@ from snake_driver.protocol import AuthKeyError
 from snake_driver.transport import TRANSPORTS
 from snake_dynamics.gaits import GAITS
 
-from ..cluster import WORKER_TIMEOUT_S
+from ..cluster import CONNECT_TIMEOUT_S, WORKER_TIMEOUT_S, ClusterOptions
 from ..cluster_tls import OPTIONS as TLS_OPTIONS
 from ..cluster_tls import TlsFiles
 from ..errors import UsageError
@@ -150,7 +150,7 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
     """What ``snake sweep`` and ``snake optimize`` share: ``--set``, ``--duration``, ``--dt``
     and ``--ideal-servos`` (each ``per`` run on the ground), ``--jobs``, ``--scheduler``,
     ``--connect-timeout``, ``--worker-timeout`` and the ``--tls-*`` files (the Dask cluster
-    it runs on; :func:`tls_files` reads them back)."""
+    it runs on; :func:`cluster_options` reads them back)."""
     set_option(p, "a fixed gait parameter, repeatable")
     duration_option(p, f"simulated time per {per} [s] (default: 4)", 4.0)
     dt_option(p)
@@ -174,8 +174,8 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
     p.add_argument(
         "--connect-timeout",
         type=positive,
-        default=10.0,
-        help="how long to try --scheduler [s] (default: 10)",
+        default=CONNECT_TIMEOUT_S,
+        help=f"how long to try --scheduler [s] (default: {CONNECT_TIMEOUT_S:g})",
     )
     p.add_argument(
         "--worker-timeout",
@@ -198,9 +198,15 @@ def study_options(p: argparse.ArgumentParser, per: str) -> None:
         )
 
 
-def tls_files(args: argparse.Namespace) -> TlsFiles:
-    """The ``--tls-*`` files of :func:`study_options`."""
-    return TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key)
+def cluster_options(args: argparse.Namespace) -> ClusterOptions:
+    """Where the study of :func:`study_options` runs: its cluster options, read back."""
+    return ClusterOptions(
+        args.jobs,
+        args.scheduler,
+        args.connect_timeout,
+        args.worker_timeout,
+        TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key),
+    )
 
 
 def gaits_option(p: argparse.ArgumentParser) -> None:

@@ -197,7 +197,7 @@ def run(
                 "on the ground the compiled floating MFM runs (drop --method); --ideal-servos "
                 "puts the joints exactly on the gait (drop --servo-stiffness and --servo-damping)"
             )
-        servo = ground_servos(the_robot, model, servo_stiffness, servo_damping, ideal_servos)
+        servo = ground_servos(the_robot, servo_stiffness, servo_damping, ideal_servos)
         run_on_the_ground(
             model,
             trajectory,

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from snake_ros.paths import load_robot
+
 from ..sweep import DEFAULT_X, DEFAULT_Y, parse_axis, sweep
 from .options import (
+    cluster_options,
     gait_option,
     name_values,
     no_plots_option,
@@ -14,7 +17,6 @@ from .options import (
     quiet_option,
     robot_option,
     study_options,
-    tls_files,
 )
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def register(sub: Subparsers) -> None:
     quiet_option(p, "no progress lines")
     p.set_defaults(
         run=lambda a: sweep(
-            robot=a.robot,
+            robot=load_robot(a.robot),
             gait=a.gait,
             x=parse_axis(a.x, "--x"),
             y=parse_axis(a.y, "--y"),
@@ -56,13 +58,9 @@ def register(sub: Subparsers) -> None:
             duration=a.duration,
             dt=a.dt,
             ideal_servos=a.ideal_servos,
-            jobs=a.jobs,
-            scheduler=a.scheduler,
-            connect_timeout=a.connect_timeout,
+            cluster=cluster_options(a),
             output=a.output,
             plots=not a.no_plots,
             quiet=a.quiet,
-            tls=tls_files(a),
-            worker_timeout=a.worker_timeout,
         )
     )

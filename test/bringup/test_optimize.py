@@ -32,7 +32,7 @@ from snake_bringup.optimization import (
     saturation_penalty,
 )
 from snake_bringup.sweep import ground_point
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .test_sweep_cluster import ENV, ROOT, Cluster, free_port
 
@@ -96,7 +96,7 @@ def test_the_search_finds_the_grid_optimum_with_a_tenth_of_its_runs(tmp_path: Pa
     of its phase lag (the grid also has a local maximum 4.5 % lower, near 0.64 rad)."""
     setup, grid = REFERENCE["setup"], REFERENCE["grid"]
     best = max(grid, key=lambda r: r["objective"])
-    robot = str(robot_config(setup["robot"]))
+    robot = load_robot(setup["robot"])
     again = ground_point(
         robot,
         setup["gait"],
@@ -145,7 +145,7 @@ def test_trials_on_a_scheduler_equal_the_same_points_run_here(
         *("--param", "amplitude=0.7:1.2", "--set", "frequency=1", "--duration", "1"),
         *("--trials", "4", "--scheduler", cluster.address, "-o", str(tmp_path)),
     )
-    robot = str(robot_config("robot"))
+    robot = load_robot("robot")
     rows = trials(tmp_path)
     assert len(rows) == 4
     for row in rows:
@@ -424,7 +424,7 @@ def test_the_penalty_is_free_up_to_check_crawls_share_then_e_per_share() -> None
     assert saturation_penalty(0.0) == saturation_penalty(SATURATED_SHARE) == 1.0
     assert saturation_penalty(2 * SATURATED_SHARE) == pytest.approx(1 / 2.718281828459045)
     point: Any = ground_point(
-        str(robot_config("robot")), "serpenoid", {"amplitude": 0.5}, 0.05, 0.001, True
+        load_robot("robot"), "serpenoid", {"amplitude": 0.5}, 0.05, 0.001, True
     )
     assert point.saturated is None
     assert objective_value("cot", point) == point.travel.cost_of_transport
