@@ -5,28 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.cli import snake
 
 from snake_bringup.cli import main
 from snake_ros.paths import robot_config
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def snake(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()},
-    )
 
 
 def test_simulate_writes_data_plots_and_a_summary(tmp_path) -> None:

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.dask_cluster import ENV, ROOT, Cluster
+from support.cli import ENV, ROOT
+from support.dask_cluster import Cluster
 from support.namespaces import wifi_link
 from support.waits import background, wait_for
 

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.dask_cluster import ENV, ROOT, Cluster, free_port
+from support import cli
+from support.cli import ENV, ROOT
+from support.dask_cluster import Cluster, free_port
 from support.namespaces import wifi_link
 from support.waits import background, wait_for
 
@@ -50,13 +52,13 @@ POINTS = 6
 
 
 def snake_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "snake_bringup.cli", "sweep", *GRID, *args]
+    """``snake sweep`` of the grid, with ``args``."""
+    return [*cli.SNAKE, "sweep", *GRID, *args]
 
 
 def snake(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        snake_command(*args), cwd=ROOT, capture_output=True, text=True, timeout=300, env=ENV
-    )
+    """``snake sweep`` of the grid, with ``args``, run to its end."""
+    return cli.snake("sweep", *GRID, *args)
 
 
 def records(folder: Path) -> list[dict[str, Any]]:

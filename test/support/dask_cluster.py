@@ -1,4 +1,5 @@
-"""A Dask scheduler and workers on 127.0.0.1 for the sweep's and the study's tests."""
+"""A Dask scheduler and workers on 127.0.0.1 for the sweep's and the study's tests, in the
+environment of :data:`support.cli.ENV`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from support.cli import ENV
 from support.waits import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
-#: The environment of a ``snake`` command and of the Dask processes: this checkout only.
-ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()}
 #: A worker on 127.0.0.1 without its dashboard.
 QUIET = ("--no-dashboard", "--host", "127.0.0.1")
 

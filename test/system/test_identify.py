@@ -10,13 +10,13 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from support.cli import snake
 
 from snake_bringup.identification.experiment import IdentifyError, Take
 from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
@@ -149,13 +149,8 @@ def test_bags_hold_targets_and_measurements_by_stamp(tmp_path: Path) -> None:
 
 
 def _snake(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", "identify", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    """``snake identify args...`` in this process's environment."""
+    return snake("identify", *args, timeout=600, env=None)
 
 
 def test_a_robot_without_feedback_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from support.cli import snake
 from support.waits import wait_for
 
 from snake_bringup.identification.commands import default_robot
@@ -171,13 +171,8 @@ def test_a_random_floor_lies_within_its_ranges_and_keeps_the_servo() -> None:
 
 
 def _snake(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", "identify", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    """``snake identify args...`` in this process's environment."""
+    return snake("identify", *args, timeout=600, env=None)
 
 
 def test_the_floor_stage_refuses_in_one_line(tmp_path: Path) -> None:
