@@ -94,3 +94,49 @@ def spin_until(
         if condition():
             return True
     return False
+
+
+class Observer:
+    """A node in an rclpy context of its own, with its own executor, watching the graph of a
+    process that runs beside it (``snake hardware``, ``snake sim``); all of it shut down at
+    the end of a ``with``."""
+
+    def __init__(self, name: str) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def __enter__(self) -> Observer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+    def received(self, msg_type: Any, topic: str) -> list[Any]:
+        """The messages of ``topic`` as they arrive (a list the subscription appends to)."""
+        out: list[Any] = []
+        self.node.create_subscription(msg_type, topic, out.append, 100)
+        return out
+
+    def spin_while_up(
+        self,
+        proc: subprocess.Popen[str],
+        done: Callable[[], bool],
+        deadline: float,
+        what: Callable[[], str],
+    ) -> None:
+        """Spin until ``done()``; fails with ``what()`` after ``deadline`` (time.monotonic),
+        or with the process's output once it exited."""
+        while not done():
+            assert time.monotonic() < deadline, what()
+            assert proc.poll() is None, proc.communicate()[0]
+            self.executor.spin_once(timeout_sec=0.05)

@@ -23,6 +23,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
+from support.nodes import Observer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -101,29 +102,22 @@ def test_measured_joints_follow_the_gait_with_the_predicted_servo_lag(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("e2e_observer", context=context)
-    commands: list[JointState] = []
-    measured: list[JointState] = []
-    node.create_subscription(JointState, "/joint_commands", commands.append, 100)
-    node.create_subscription(JointState, "/measured/joint_states", measured.append, 100)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
     try:
-        deadline = time.monotonic() + 120.0
-        for wanted in (50, 400):  # started and connected; then 4 s of 100 Hz telemetry
-            if wanted == 400:
-                measured.clear()
-                commands.clear()
-            while len(measured) < wanted:
-                assert time.monotonic() < deadline, f"{len(measured)} measurements over {transport}"
-                assert proc.poll() is None, proc.communicate()[0]
-                executor.spin_once(timeout_sec=0.05)
+        with Observer("e2e_observer") as observer:
+            commands = observer.received(JointState, "/joint_commands")
+            measured = observer.received(JointState, "/measured/joint_states")
+            deadline = time.monotonic() + 120.0
+            for wanted in (50, 400):  # started and connected; then 4 s of 100 Hz telemetry
+                if wanted == 400:
+                    measured.clear()
+                    commands.clear()
+                observer.spin_while_up(
+                    proc,
+                    lambda n=wanted: len(measured) >= n,
+                    deadline,
+                    lambda: f"{len(measured)} measurements over {transport}",
+                )
     finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     lag, rms, corr = best_lag(commands, measured)

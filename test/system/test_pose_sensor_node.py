@@ -27,6 +27,7 @@ from snake_ros.paths import robot_config
 
 rclpy = pytest.importorskip("rclpy")
 from geometry_msgs.msg import PoseStamped  # noqa: E402
+from support.nodes import Observer  # noqa: E402
 
 pytestmark = [
     pytest.mark.ros,
@@ -60,24 +61,17 @@ def test_the_crawling_robot_s_pose_arrives_at_the_sensor_s_rate(
     proc = subprocess.Popen(
         [str(snake), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("pose_observer", context=context)
-    poses: list[PoseStamped] = []
-    node.create_subscription(PoseStamped, "/measured/pose", poses.append, 100)
-    executor = rclpy.executors.SingleThreadedExecutor(context=context)
-    executor.add_node(node)
     wanted = round(6.0 * sensor.rate)  # 6 s of the robot's clock, the gait ramping in first
     try:
-        deadline = time.monotonic() + 120.0
-        while len(poses) < wanted:
-            assert time.monotonic() < deadline, f"{len(poses)} poses on /measured/pose"
-            assert proc.poll() is None, proc.communicate()[0]
-            executor.spin_once(timeout_sec=0.05)
+        with Observer("pose_observer") as observer:
+            poses = observer.received(PoseStamped, "/measured/pose")
+            observer.spin_while_up(
+                proc,
+                lambda: len(poses) >= wanted,
+                time.monotonic() + 120.0,
+                lambda: f"{len(poses)} poses on /measured/pose",
+            )
     finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     assert {m.header.frame_id for m in poses} == {"world"}
