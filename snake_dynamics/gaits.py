@@ -228,18 +228,24 @@ def _travelling(count: int, lag: float) -> FloatArray:
     return lag * np.arange(count, dtype=np.float64)
 
 
+def _yaw_wave(
+    axes: FloatArray, name: str, freq: float, yaw: tuple[FloatArray, FloatArray, FloatArray]
+) -> Gait:
+    """A wave on the yaw joints alone (offset, amplitude, phase per joint); pitch held at 0."""
+    z = np.zeros(joint_roles(axes)[0].size)
+    return _wave(axes, name, freq, (z, z, z), yaw)
+
+
 def _serpenoid(axes: FloatArray, p: dict[str, float]) -> Gait:
-    pitch, yaw = joint_roles(axes)
-    z = np.zeros(pitch.size)
-    return _wave(
+    n = joint_roles(axes)[1].size
+    return _yaw_wave(
         axes,
         "serpenoid",
         p["frequency"],
-        (z, z, z),
         (
-            np.full(yaw.size, p["offset"]),
-            np.full(yaw.size, p["amplitude"]),
-            _travelling(yaw.size, p["phase_lag"]),
+            np.full(n, p["offset"]),
+            np.full(n, p["amplitude"]),
+            _travelling(n, p["phase_lag"]),
         ),
     )
 
@@ -282,16 +288,14 @@ def _rolling(axes: FloatArray, p: dict[str, float]) -> Gait:
 def _accordion(axes: FloatArray, p: dict[str, float]) -> Gait:
     # Concertina: yaw joints fold alternately left/right, q = +-A (1 - cos(wt - i lag)) / 2,
     # i.e. offset +-A/2 and amplitude A/2 with a -pi/2 phase; the fold travels along the body.
-    pitch, yaw = joint_roles(axes)
-    sign = np.where(np.arange(yaw.size) % 2 == 0, 1.0, -1.0)
+    n = joint_roles(axes)[1].size
+    sign = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     half = 0.5 * p["amplitude"]
-    z = np.zeros(pitch.size)
-    return _wave(
+    return _yaw_wave(
         axes,
         "accordion",
         p["frequency"],
-        (z, z, z),
-        (sign * half, sign * half, -_travelling(yaw.size, p["phase_lag"]) - math.pi / 2),
+        (sign * half, sign * half, -_travelling(n, p["phase_lag"]) - math.pi / 2),
     )
 
 
