@@ -14,7 +14,8 @@
 - ``driver``: driver_node in a process of its own, and a test's node on its topics.
 - ``dask_cluster``: a Dask scheduler and workers on 127.0.0.1, the sweep's and study's tests'.
 - ``cli``: the snake command of this checkout in a process of its own.
-- ``plant_pulses``: servo pulses and the runner's records for the plant, and the bridge's check.
+- ``plant``: servo pulses and the runner's records for the plant, the bridge's check, a plant
+  file's refusal.
 - ``planar_snake``: the independent planar reference snake.
 
 test/ is on ``sys.path`` (pytest puts the top conftest's folder there), so a test imports

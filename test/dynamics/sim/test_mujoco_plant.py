@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.plant_pulses import assert_served_as_stepped, pulses, records
+from support.plant import assert_plant_file_refused, assert_served_as_stepped, pulses, records
 
 from snake_bringup.cli import main
 from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
-from snake_dynamics.errors import ModelError
 from snake_dynamics.floating.literal import centre_of_mass
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.robot import Robot
@@ -283,13 +282,7 @@ def test_the_bridge_answers_every_record_as_the_mujoco_plant_steps() -> None:
     ],
 )
 def test_bad_mujoco_plant_files_give_one_line(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "plant.yaml"
-    path.write_text(text)
-    model, _ = load_servo_map(ROBOT)
-    with pytest.raises(ModelError) as err:
-        load_plant(path, model.joint_names)
-    assert message in str(err.value) and str(path) in str(err.value)
-    assert "\n" not in str(err.value)
+    assert_plant_file_refused(tmp_path, text, message)
 
 
 @pytest.mark.simavr

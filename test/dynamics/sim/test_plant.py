@@ -22,7 +22,13 @@ import numpy as np
 import pytest
 import yaml
 from scipy.spatial.transform import Rotation
-from support.plant_pulses import CHANNELS, assert_served_as_stepped, pulses, records
+from support.plant import (
+    CHANNELS,
+    assert_plant_file_refused,
+    assert_served_as_stepped,
+    pulses,
+    records,
+)
 
 from snake_bringup import plant_bridge
 from snake_bringup.emulator import Emulator, EmulatorError, firmware_dir
@@ -31,7 +37,6 @@ from snake_bringup.process import ROBOT_NICE, ROBOT_RT_PRIORITY, priority, robot
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
-from snake_dynamics.errors import ModelError
 from snake_dynamics.floating.literal import centre_of_mass, world_poses
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
@@ -390,13 +395,7 @@ def test_potentiometer_voltages_follow_the_shaft() -> None:
     ],
 )
 def test_bad_plant_files_give_one_line(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "plant.yaml"
-    path.write_text(text)
-    model, _ = load_servo_map(ROBOT)
-    with pytest.raises(ModelError) as err:
-        load_plant(path, model.joint_names)
-    assert message in str(err.value) and str(path) in str(err.value)
-    assert "\n" not in str(err.value)
+    assert_plant_file_refused(tmp_path, text, message)
 
 
 needs_avr = pytest.mark.skipif(

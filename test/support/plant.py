@@ -1,6 +1,6 @@
-"""Servo pulses for the emulated robot's plant, as the firmware would send them: widths and
-ages for Plant.step, the runner's records (firmware/tools/plant_link.h) for the bridge, and
-the check that the bridge answers them as the plant steps."""
+"""The emulated robot's plant in tests: servo pulses as the firmware would send them (widths
+and ages for Plant.step, the runner's records of firmware/tools/plant_link.h for the bridge),
+the check that the bridge answers them as the plant steps, and a plant file's refusal."""
 
 from __future__ import annotations
 
@@ -8,9 +8,16 @@ import io
 import math
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, serve
+from snake_driver.calibration import load_servo_map
+from snake_dynamics.errors import ModelError
+from snake_dynamics.sim.plant import load_plant
+from snake_ros.paths import robot_config
 
 CHANNELS = 16
 
@@ -78,3 +85,15 @@ def assert_served_as_stepped(served: Any, stepped: Any, sent: list[bytes]) -> No
         assert REPLY.unpack(reply) == tuple(int(v) for v in stepped.step(t, widths, ages))
         joints = [*stepped.q, *(stepped.targets.latest(j) for j in range(len(stepped.q)))]
         assert row == f"{t:.3f}," + ",".join(f"{x:.6f}" for x in joints)
+
+
+def assert_plant_file_refused(folder: Path, text: str, message: str) -> None:
+    """A plant file of ``text`` (in ``folder``) for the robot is refused in one line that
+    holds ``message`` and the file's path."""
+    path = folder / "plant.yaml"
+    path.write_text(text)
+    model, _ = load_servo_map(robot_config("robot"))
+    with pytest.raises(ModelError) as err:
+        load_plant(path, model.joint_names)
+    assert message in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
