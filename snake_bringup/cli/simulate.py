@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from snake_dynamics import make_gait
+from snake_dynamics.flexible.snake import ElasticRun, elastic_arm, simulate_elastic
 from snake_dynamics.gaits import gait_parameters
 from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
 from snake_ros.paths import load_robot
@@ -155,6 +156,7 @@ def run(
 
     the_robot = load_robot(robot)  # once; handed down
     model = the_robot.model
+    arm = elastic_arm(the_robot)  # None: every link rigid
     trajectory = make_gait(gait, model, **params)
     steps = round(duration / dt)
     if steps < 1 or abs(steps * dt - duration) > 1e-9 * max(1.0, duration):
@@ -210,20 +212,30 @@ def run(
             quiet=quiet,
         )
         return 0
+    if arm is not None and method != "fast":
+        raise UsageError(f"{the_robot.path}: elastic links run their own model: drop --method")
     bar = ProgressBar(f"simulating {duration:g} s", stream=sys.stderr) if not quiet else None
     wall = time.perf_counter()
     diverged_at = None
+    elastic: ElasticRun | None = None
     try:
-        result = simulate_gait(
-            model,
-            trajectory,
-            duration,
-            dt,
-            stiffness=servo_stiffness,
-            damping=servo_damping,
-            method=method,
-            progress=bar,
-        )
+        if arm is None:
+            result = simulate_gait(
+                model,
+                trajectory,
+                duration,
+                dt,
+                stiffness=servo_stiffness,
+                damping=servo_damping,
+                method=method,
+                progress=bar,
+            )
+        else:
+            elastic = simulate_elastic(
+                model, arm, trajectory, duration, dt, stiffness=servo_stiffness,
+                damping=servo_damping,
+            )  # fmt: skip
+            result = elastic.joints
     except DivergenceError as exc:
         result, diverged_at = exc.result, exc.t
         if bar is not None and bar.tty:
@@ -246,8 +258,12 @@ def run(
         "method": method,
         "tolerance_rad": tolerance,
     }
+    if elastic is not None:
+        config["elastic_substeps"] = elastic.substeps
     files = write_run(Path(out), result, commanded, summary, config, plots=plots)
-    for line in summary.lines():
+    if elastic is not None:
+        files.append(elastic.save_npz(Path(out) / "deflections.npz"))
+    for line in summary.lines() + ([] if elastic is None else elastic.lines()):
         print(line)
     print(f"wrote {len(files)} files to {out}/ ({', '.join(p.name for p in files)})")
     if not summary.within_tolerance:

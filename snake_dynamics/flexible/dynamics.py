@@ -85,7 +85,7 @@ def _rate(
 
 
 @compiled
-def _simulate_pd(
+def _simulate_inputs(
     arm: KernelTuple,
     stiffness: FloatArray,
     damping: FloatArray,
@@ -93,8 +93,7 @@ def _simulate_pd(
     linearized: bool,
     kp: FloatArray,
     kd: FloatArray,
-    switch_t: FloatArray,
-    targets: FloatArray,
+    inputs: FloatArray,
     q0: FloatArray,
     u0: FloatArray,
     dt: float,
@@ -104,41 +103,43 @@ def _simulate_pd(
     u_out: FloatArray,
     tau_out: FloatArray,
 ) -> None:
-    """Classical RK4 under tau = kp (q_target(t) - q) - kd u; every ``every`` steps stored."""
+    """Classical RK4 under tau = tau_ff + kp (q_ref - q) + kd (u_ref - u), the inputs
+    [tau_ff; q_ref; u_ref] (3 nj,) sampled at every stage time j dt/2, (2 n_steps + 1, 3 nj);
+    every ``every`` steps stored."""
     q = q0.copy()
     u = u0.copy()
     tau = np.zeros(nj)
 
-    def torque(t: float, qs: FloatArray, us: FloatArray) -> FloatArray:
-        j = 0
-        for k in range(switch_t.shape[0]):
-            if switch_t[k] <= t + 1e-12:
-                j = k
+    def torque(j: int, qs: FloatArray, us: FloatArray) -> FloatArray:
         for k in range(nj):
-            tau[k] = kp[k] * (targets[j, k] - qs[k]) - kd[k] * us[k]
+            tau[k] = (
+                inputs[j, k]
+                + kp[k] * (inputs[j, nj + k] - qs[k])
+                + kd[k] * (inputs[j, 2 * nj + k] - us[k])
+            )
         return tau
 
-    def f(t: float, qs: FloatArray, us: FloatArray) -> FloatArray:
-        return _rate(arm, stiffness, damping, nj, linearized, qs, us, torque(t, qs, us))
+    def f(j: int, qs: FloatArray, us: FloatArray) -> FloatArray:
+        return _rate(arm, stiffness, damping, nj, linearized, qs, us, torque(j, qs, us))
 
     row = 0
     for step in range(n_steps + 1):
-        t = step * dt
+        j = 2 * step
         if step % every == 0:
             q_out[row] = q
             u_out[row] = u
-            tau_out[row] = torque(t, q, u)
+            tau_out[row] = torque(j, q, u)
             row += 1
         if step == n_steps:
             break
-        a1 = f(t, q, u)
+        a1 = f(j, q, u)
         k1q, k1u = u, a1
         q2, u2 = q + 0.5 * dt * k1q, u + 0.5 * dt * k1u
-        a2 = f(t + 0.5 * dt, q2, u2)
+        a2 = f(j + 1, q2, u2)
         q3, u3 = q + 0.5 * dt * u2, u + 0.5 * dt * a2
-        a3 = f(t + 0.5 * dt, q3, u3)
+        a3 = f(j + 1, q3, u3)
         q4, u4 = q + dt * u3, u + dt * a3
-        a4 = f(t + dt, q4, u4)
+        a4 = f(j + 2, q4, u4)
         q = q + dt / 6.0 * (k1q + 2.0 * u2 + 2.0 * u3 + u4)
         u = u + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
 
@@ -265,25 +266,63 @@ class FlexibleModel:
         Raises:
             SimulationError: bad step or a run that left the finite numbers.
         """
-        if not (dt > 0 and t_end > 0 and every >= 1):
+        n_steps = self._steps(dt, t_end, every)
+        stage_t = np.arange(2 * n_steps + 1) * (0.5 * dt)
+        switch = np.asarray(manoeuvre.switch_times, dtype=float)
+        which = np.maximum(np.searchsorted(switch, stage_t + 1e-12, side="right") - 1, 0)
+        inputs = np.zeros((stage_t.size, 3 * self.n_joints))
+        inputs[:, self.n_joints : 2 * self.n_joints] = np.asarray(manoeuvre.targets)[which]
+        return self.simulate_inputs(
+            manoeuvre.kp, manoeuvre.kd, inputs, q0, u0, dt, linearized, every
+        )
+
+    def simulate_inputs(
+        self,
+        kp: FloatArray,
+        kd: FloatArray,
+        inputs: FloatArray,
+        q0: FloatArray,
+        u0: FloatArray,
+        dt: float,
+        linearized: bool = False,
+        every: int = 1,
+    ) -> FlexibleResult:
+        """Integrate (F111) by RK4 at step dt [s], compiled, under the joint torques
+        tau = tau_ff + kp (q_ref - q) + kd (u_ref - u) (a feed-forward and a PD on the joints).
+
+        Args:
+            kp: proportional gains [N m/rad], (nj,).
+            kd: derivative gains [N m s/rad], (nj,).
+            inputs: [tau_ff [N m]; q_ref [rad]; u_ref [rad/s]] at every stage time j dt/2,
+                (2 steps + 1, 3 nj); the run lasts steps dt.
+            q0: initial coordinates, (n,).
+            u0: initial speeds, (n,).
+            dt: the step [s].
+            linearized: the linearised model instead of the nonlinear one.
+            every: store every this many steps.
+
+        Raises:
+            SimulationError: bad step or inputs, or a run that left the finite numbers.
+        """
+        nj = self.n_joints
+        table = np.ascontiguousarray(inputs, dtype=float)
+        if table.ndim != 2 or table.shape[1] != 3 * nj or table.shape[0] % 2 != 1:
             raise SimulationError(
-                f"need dt > 0, t_end > 0 and every >= 1, got {dt}, {t_end}, {every}"
+                f"inputs must be (2 steps + 1, {3 * nj}) stage samples, got {table.shape}"
             )
+        n_steps = (table.shape[0] - 1) // 2
+        self._steps(dt, n_steps * dt, every)
         q0 = self._check("q0", q0, self.n)
         u0 = self._check("u0", u0, self.n)
-        n_steps = round(t_end / dt)
         rows = n_steps // every + 1
         q_out = np.empty((rows, self.n))
         u_out = np.empty((rows, self.n))
-        tau_out = np.empty((rows, self.n_joints))
+        tau_out = np.empty((rows, nj))
         a = self.arrays
-        _simulate_pd(
-            a.as_tuple(), a.stiffness, a.damping, self.n_joints, linearized,
-            np.ascontiguousarray(manoeuvre.kp, dtype=float),
-            np.ascontiguousarray(manoeuvre.kd, dtype=float),
-            np.ascontiguousarray(manoeuvre.switch_times, dtype=float),
-            np.ascontiguousarray(manoeuvre.targets, dtype=float),
-            q0, u0, float(dt), n_steps, int(every), q_out, u_out, tau_out,
+        _simulate_inputs(
+            a.as_tuple(), a.stiffness, a.damping, nj, linearized,
+            np.ascontiguousarray(kp, dtype=float), np.ascontiguousarray(kd, dtype=float),
+            table, q0, u0, float(dt), n_steps, int(every), q_out, u_out, tau_out,
         )  # fmt: skip
         if not (np.all(np.isfinite(q_out)) and np.all(np.isfinite(u_out))):
             raise SimulationError(
@@ -291,6 +330,27 @@ class FlexibleModel:
             )
         t = np.arange(rows, dtype=float) * (dt * every)
         return FlexibleResult(t, q_out, u_out, tau_out, float(dt), linearized)
+
+    @staticmethod
+    def _steps(dt: float, t_end: float, every: int) -> int:
+        if not (dt > 0 and t_end > 0 and every >= 1):
+            raise SimulationError(
+                f"need dt > 0, t_end > 0 and every >= 1, got {dt}, {t_end}, {every}"
+            )
+        return round(t_end / dt)
+
+    def static_deflection(self, q_joints: FloatArray, iterations: int = 8) -> FloatArray:
+        """The coordinates at rest under gravity with the joints held at ``q_joints`` [rad]:
+        K_ee q_e = -h_e(q) (F111 with u = 0, u_dot = 0), by fixed-point iteration from
+        q_e = 0 (h_e depends on q_e only through the deformed geometry). Returns q, (n,)."""
+        nj = self.n_joints
+        q = np.zeros(self.n)
+        q[:nj] = self._check("q_joints", q_joints, nj)
+        k = self.arrays.stiffness[nj:, nj:]
+        for _ in range(iterations):
+            h = self.terms(q, np.zeros(self.n))[1]
+            q[nj:] = np.linalg.solve(k, -h[nj:])
+        return q
 
 
 def warm_up() -> None:

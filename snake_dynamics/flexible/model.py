@@ -52,6 +52,10 @@ class Material:
 
 #: Aluminium 6061-T6.
 ALUMINIUM = Material(young=69e9, shear=26e9, density=2700.0)
+#: Printed PLA, solid (100 % infill): E = 3.5 GPa, G = E / (2 (1 + 0.36)), 1240 kg/m^3.
+PLA = Material(young=3.5e9, shear=1.29e9, density=1240.0)
+#: The materials a config may name.
+MATERIALS = {"aluminium": ALUMINIUM, "PLA": PLA}
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,16 @@ class Section:
         ro, ri = outer_diameter / 2.0, outer_diameter / 2.0 - wall
         i = math.pi / 4.0 * (ro**4 - ri**4)
         return Section(math.pi * (ro**2 - ri**2), i, i, 2.0 * i, 2.0 * i)
+
+    @staticmethod
+    def rectangle(along_y: float, along_z: float) -> Section:
+        """A solid rectangle of sides ``along_y`` and ``along_z`` [m] in the link's y and z
+        directions; J_t by Roark's formula for a rectangle (F115)."""
+        a, b = max(along_y, along_z), min(along_y, along_z)
+        torsion = a * b**3 * (1.0 / 3.0 - 0.21 * b / a * (1.0 - (b / a) ** 4 / 12.0))
+        area = along_y * along_z
+        iy, iz = along_y * along_z**3 / 12.0, along_z * along_y**3 / 12.0
+        return Section(area, iy, iz, torsion, iy + iz)
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,10 @@ class ElasticLink:
         joint_rotation: the fixed rotation before its joint.
         armature: the joint's reflected rotor inertia [kg m^2] (a geared motor's rotor times
             the square of its ratio), added to M's diagonal as MuJoCo and Pinocchio do.
+        payload_mass: a body carried on the beam [kg] (a snake link's servo and screws), one
+            more slice at x = ``payload_at`` moving with the section there (F116).
+        payload_at: where along the link it sits [m], 0..L.
+        payload_inertia: its inertia about its centre in the link frame [kg m^2] (rows).
     """
 
     length: float
@@ -120,6 +138,9 @@ class ElasticLink:
     damping: float = 0.0
     joint_rotation: tuple[tuple[float, float, float], ...] = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
     armature: float = 0.0
+    payload_mass: float = 0.0
+    payload_at: float = 0.0
+    payload_inertia: tuple[tuple[float, float, float], ...] = ((0, 0, 0), (0, 0, 0), (0, 0, 0))
 
     @property
     def n_modes(self) -> int:
@@ -189,7 +210,8 @@ class KernelArrays:
         )
 
 
-def _check_positive(value: object, where: str, unit: str) -> float:
+def check_positive(value: object, where: str, unit: str) -> float:
+    """``value`` as a float if it is a finite number > 0; else ModelError naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelError(f"{where} must be a number > 0 {unit}, got {value!r}")
     if not (math.isfinite(value) and value > 0):
@@ -197,7 +219,8 @@ def _check_positive(value: object, where: str, unit: str) -> float:
     return float(value)
 
 
-def _check_nonnegative(value: object, where: str, unit: str) -> float:
+def check_nonnegative(value: object, where: str, unit: str) -> float:
+    """``value`` as a float if it is a finite number >= 0; else ModelError naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelError(f"{where} must be a number >= 0 {unit}, got {value!r}")
     if not (math.isfinite(value) and value >= 0):
@@ -205,7 +228,8 @@ def _check_nonnegative(value: object, where: str, unit: str) -> float:
     return float(value)
 
 
-def _check_modes(value: object, where: str) -> int:
+def check_modes(value: object, where: str) -> int:
+    """``value`` if it is a whole number >= 1; else ModelError naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ModelError(f"{where} must be a whole number of modes >= 1, got {value!r}")
     return value
@@ -362,6 +386,16 @@ class FlexibleArm:
                 s_inertia.append(np.diag(np.array(link.tip_inertia, dtype=float)))
                 s_phid.append(dist_phid[i].copy())
                 s_phit.append(dist_phit[i].copy())
+            if link.payload_mass > 0:
+                at_d, at_t = _elastic_shapes(link, np.array([link.payload_at]))
+                s_link.append(i)
+                s_pos.append(np.array([link.payload_at, 0.0, 0.0]))
+                s_mass.append(link.payload_mass)
+                s_inertia.append(np.array(link.payload_inertia, dtype=float))
+                pd, pt = zeros.copy(), zeros.copy()
+                pd[:m], pt[:m] = at_d[0], at_t[0]
+                s_phid.append(pd)
+                s_phit.append(pt)
             k = elastic_stiffness(link)
             stiff[i0 : i0 + m, i0 : i0 + m] = k
             modal = np.zeros(m)
@@ -402,28 +436,35 @@ def validate(arm: FlexibleArm, source: str) -> None:
         raise ModelError(f"{source}: links must list at least one link")
     for i, link in enumerate(arm.links):
         key = f"{source}: links[{i}]"
-        _check_nonnegative(link.armature, f"{key}.armature", "kg m^2")
+        check_nonnegative(link.armature, f"{key}.armature", "kg m^2")
         if isinstance(link, RigidLink):
-            _check_positive(link.mass, f"{key}.mass", "kg")
+            check_positive(link.mass, f"{key}.mass", "kg")
             continue
-        _check_positive(link.length, f"{key}.length", "m")
-        _check_positive(link.material.young, f"{key}.young", "Pa")
-        _check_positive(link.material.shear, f"{key}.shear", "Pa")
-        _check_positive(link.material.density, f"{key}.density", "kg/m^3")
+        check_positive(link.length, f"{key}.length", "m")
+        check_positive(link.material.young, f"{key}.young", "Pa")
+        check_positive(link.material.shear, f"{key}.shear", "Pa")
+        check_positive(link.material.density, f"{key}.density", "kg/m^3")
         for name in ("area", "iy", "iz", "torsion", "polar"):
-            _check_positive(getattr(link.section, name), f"{key}.section.{name}", "(SI)")
+            check_positive(getattr(link.section, name), f"{key}.section.{name}", "(SI)")
         for name in ("torsion_modes", "xy_modes", "xz_modes"):
-            _check_modes(getattr(link, name), f"{key}.{name}")
+            check_modes(getattr(link, name), f"{key}.{name}")
         if link.boundary not in BOUNDARY_CONDITIONS:
             raise ModelError(
                 f"{key}.boundary must be one of {', '.join(BOUNDARY_CONDITIONS)}, "
                 f"got {link.boundary!r}"
             )
-        _check_nonnegative(link.tip_mass, f"{key}.tip_mass", "kg")
-        _check_nonnegative(link.damping, f"{key}.damping", "(a ratio)")
+        check_nonnegative(link.tip_mass, f"{key}.tip_mass", "kg")
+        check_nonnegative(link.damping, f"{key}.damping", "(a ratio)")
         for v in link.tip_inertia:
-            _check_nonnegative(v, f"{key}.tip_inertia", "kg m^2")
-    _check_modes(arm.stations, f"{source}: stations")
+            check_nonnegative(v, f"{key}.tip_inertia", "kg m^2")
+        check_nonnegative(link.payload_mass, f"{key}.payload_mass", "kg")
+        if not 0.0 <= link.payload_at <= link.length:
+            raise ModelError(
+                f"{key}.payload_at must lie on the link, 0..{link.length} m, got {link.payload_at}"
+            )
+        if np.linalg.eigvalsh(np.array(link.payload_inertia, dtype=float)).min() < 0.0:
+            raise ModelError(f"{key}.payload_inertia must be positive semi-definite [kg m^2]")
+    check_modes(arm.stations, f"{source}: stations")
 
 
 def _rotation(spec: object, where: str) -> tuple[tuple[float, float, float], ...]:
@@ -514,8 +555,8 @@ def arm_from_dict(data: Mapping[str, Any], source: str) -> FlexibleArm:
             shear=spec.get("shear", ALUMINIUM.shear),
             density=spec.get("density", ALUMINIUM.density),
         )
-        od = _check_positive(spec.get("outer_diameter"), f"{key}.outer_diameter", "m")
-        wall = _check_positive(spec.get("wall", od / 2), f"{key}.wall", "m")
+        od = check_positive(spec.get("outer_diameter"), f"{key}.outer_diameter", "m")
+        wall = check_positive(spec.get("wall", od / 2), f"{key}.wall", "m")
         if wall > od / 2:
             raise ModelError(f"{key}.wall must be <= outer_diameter / 2 = {od / 2} m, got {wall}")
         links.append(
@@ -582,5 +623,14 @@ def rigid_arm_inertias(arm: FlexibleArm) -> Sequence[tuple[float, FloatArray, Fl
 
         tip = np.diag(np.array(link.tip_inertia, dtype=float))
         inertia = inertia + _shift(m, com - c) + tip + _shift(mt, np.array([length, 0.0, 0.0]) - c)
+        mp = link.payload_mass
+        if mp > 0:
+            at = np.array([link.payload_at, 0.0, 0.0])
+            both = (total * c + mp * at) / (total + mp)
+            inertia = (
+                inertia + _shift(total, c - both) + np.array(link.payload_inertia)
+                + _shift(mp, at - both)
+            )  # fmt: skip
+            total, c = total + mp, both
         out.append((total, c, inertia))
     return out

@@ -207,7 +207,13 @@ class DivergenceError(SimulationError):
         self.result = result
 
 
-def _step_count(t_end: float, dt: float) -> int:
+def step_count(t_end: float, dt: float) -> int:
+    """The number of steps dt [s] in a run of t_end [s].
+
+    Raises:
+        SimulationError: a step that is not finite and > 0, or a t_end that is not a whole
+            number of steps.
+    """
     if not (math.isfinite(dt) and dt > 0.0):
         raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
     if not (math.isfinite(t_end) and t_end >= dt):
@@ -271,7 +277,7 @@ def simulate(
             the run up to the last finite sample).
         StateError: bad initial state, or ``tau_fn``/the reference gave a bad vector.
     """
-    steps = _step_count(t_end, dt)
+    steps = step_count(t_end, dt)
     n = model.n_joints
     q = np.array(joint_vector(model, q0, "q0"))
     qd = np.array(joint_vector(model, qd0, "qd0"))
