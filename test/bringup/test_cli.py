@@ -18,6 +18,15 @@ from snake_ros.paths import robot_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: Servo feedback that keeps a long replay on its gait (the hint of an open-loop failure).
+SERVO = ("--servo-stiffness", "2", "--servo-damping", "0.05")
+
+
+def simulate_quietly(out: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``snake simulate args... --no-plots -q -o out``."""
+    return snake("simulate", *args, "--no-plots", "-q", "-o", str(out), cwd=cwd)
+
+
 def test_simulate_writes_data_plots_and_a_summary(tmp_path) -> None:
     out = tmp_path / "run"
     proc = snake(
@@ -56,25 +65,10 @@ def test_simulate_writes_data_plots_and_a_summary(tmp_path) -> None:
 
 def test_simulate_with_servo_and_gait_parameters(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = snake(
-        "simulate",
-        "--robot",
-        "snake20",
-        "--gait",
-        "sidewinding",
-        "--duration",
-        "0.2",
-        "--set",
-        "amplitude=0.3",
-        "--servo-stiffness",
-        "2",
-        "--servo-damping",
-        "0.05",
-        "--no-plots",
-        "-q",
-        "-o",
-        str(out),
-    )
+    proc = simulate_quietly(
+        out, "--robot", "snake20", "--gait", "sidewinding", "--duration", "0.2",
+        "--set", "amplitude=0.3", *SERVO,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     config = json.loads((out / "summary.json").read_text())["config"]
     assert (
@@ -102,9 +96,7 @@ def test_open_loop_replay_that_leaves_the_gait_writes_its_files_and_exits_3(tmp_
     # snake20's serpenoid replayed open loop: the error grows ~6 1/s from rounding and passes
     # 0.1 rad near t = 3.3 s (bench/open_loop.py); at 4 s it is radians.
     out = tmp_path / "run"
-    proc = snake(
-        "simulate", "--robot", "snake20", "--duration", "4", "--no-plots", "-q", "-o", str(out)
-    )
+    proc = simulate_quietly(out, "--robot", "snake20", "--duration", "4")
     assert proc.returncode == 3, proc.stderr
     assert "tracking error commanded vs simulated" in proc.stdout and "wrote 4 files" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())["summary"]
@@ -122,21 +114,7 @@ def test_open_loop_replay_that_leaves_the_gait_writes_its_files_and_exits_3(tmp_
 
 def test_servo_feedback_keeps_snake20_on_the_gait(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = snake(
-        "simulate",
-        "--robot",
-        "snake20",
-        "--duration",
-        "4",
-        "--servo-stiffness",
-        "2",
-        "--servo-damping",
-        "0.05",
-        "--no-plots",
-        "-q",
-        "-o",
-        str(out),
-    )
+    proc = simulate_quietly(out, "--robot", "snake20", "--duration", "4", *SERVO)
     assert proc.returncode == 0, proc.stderr
     assert "error" not in proc.stderr
     error, t, _ = written_error(out)
@@ -146,7 +124,7 @@ def test_servo_feedback_keeps_snake20_on_the_gait(tmp_path) -> None:
 
 def test_the_default_robot_tracks_the_serpenoid_open_loop_for_10_s(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = snake("simulate", "--duration", "10", "--no-plots", "-q", "-o", str(out), cwd=tmp_path)
+    proc = simulate_quietly(out, "--duration", "10", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "(tolerance 0.05 rad)" in proc.stdout
     error, t, _ = written_error(out)
@@ -161,18 +139,7 @@ def test_the_default_robot_tracks_the_serpenoid_open_loop_for_10_s(tmp_path) -> 
 def test_the_tolerance_decides_the_exit_status(tmp_path, tolerance, status) -> None:
     # the 8-joint cobra replayed open loop drifts to 4.8e-3 rad in 10 s (bench/open_loop.py)
     out = tmp_path / "run"
-    proc = snake(
-        "simulate",
-        "--gait",
-        "cobra",
-        "--tolerance",
-        tolerance,
-        "--no-plots",
-        "-q",
-        "-o",
-        str(out),
-        cwd=tmp_path,
-    )
+    proc = simulate_quietly(out, "--gait", "cobra", "--tolerance", tolerance, cwd=tmp_path)
     assert proc.returncode == status, proc.stderr
     error, _, _ = written_error(out)
     assert 1e-3 < error.max() < 0.05
@@ -182,19 +149,7 @@ def test_the_tolerance_decides_the_exit_status(tmp_path, tolerance, status) -> N
 def test_a_diverging_run_writes_its_finite_part_and_exits_3(tmp_path) -> None:
     # snake20's sidewinding replayed open loop grows ~50 1/s and overflows before t = 2 s
     out = tmp_path / "run"
-    proc = snake(
-        "simulate",
-        "--robot",
-        "snake20",
-        "--gait",
-        "sidewinding",
-        "--duration",
-        "2",
-        "--no-plots",
-        "-q",
-        "-o",
-        str(out),
-    )
+    proc = simulate_quietly(out, "--robot", "snake20", "--gait", "sidewinding", "--duration", "2")
     assert proc.returncode == 3, proc.stderr
     summary = json.loads((out / "summary.json").read_text())["summary"]
     error, t, _ = written_error(out)
@@ -330,20 +285,10 @@ def test_sweep_maps_the_grid_and_marks_the_best_points(tmp_path) -> None:
         f"fastest: amplitude={fastest['amplitude']:g} frequency={fastest['frequency']:g}"
         in proc.stdout
     )
-    one = snake(
-        "simulate",
-        "--ground",
-        "--set",
-        "amplitude=0.9",
-        "--set",
-        "frequency=1",
-        "--duration",
-        "0.1",
-        "--no-plots",
-        "-q",
-        "-o",
-        str(tmp_path / "one"),
-    )
+    one = simulate_quietly(
+        tmp_path / "one", "--ground", "--set", "amplitude=0.9", "--set", "frequency=1",
+        "--duration", "0.1",
+    )  # fmt: skip
     assert one.returncode == 0, one.stderr
     travel = json.loads((tmp_path / "one" / "summary.json").read_text())["travel"]
     assert rows[3]["distance_m"] == pytest.approx(travel["distance"], rel=1e-6)
