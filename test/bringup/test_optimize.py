@@ -16,13 +16,15 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.waits import default_sigint, wait_for
+from support import cli
+from support.cli import ENV, ROOT
+from support.dask_cluster import Cluster, free_port
+from support.waits import background, wait_for
 
 from snake_bringup.cli import main
 from snake_bringup.optimization import (
@@ -33,8 +35,6 @@ from snake_bringup.optimization import (
 )
 from snake_bringup.sweep import ground_point
 from snake_ros.paths import load_robot
-
-from .test_sweep_cluster import ENV, ROOT, Cluster, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -56,14 +56,8 @@ SHORT = [
 
 
 def snake(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", "optimize", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=ENV,
-    )
+    """``snake optimize args...`` run to its end."""
+    return cli.snake("optimize", *args)
 
 
 def here(*args: str) -> tuple[str, str]:
@@ -190,19 +184,9 @@ def test_a_resume_runs_exactly_the_missing_trials(cluster: Cluster, study: Path)
 def test_ctrl_c_keeps_the_study_and_a_resume_finishes_it(cluster: Cluster, study: Path) -> None:
     """SIGINT to the process group once a third trial is stored: exit 130, no traceback; the
     trials stopped in flight run again first, and no finished one runs twice."""
-    command = [sys.executable, "-m", "snake_bringup.cli", "optimize", *SHORT, "--trials", "40"]
-    command += ["--scheduler", cluster.address]
-    run = subprocess.Popen(
-        [*command, "-o", str(study)],
-        cwd=ROOT,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=default_sigint,
-    )
-    try:
+    command = [*cli.SNAKE, "optimize", *SHORT, "--trials", "40"]
+    command += ["--scheduler", cluster.address, "-o", str(study)]
+    with background(command, cwd=ROOT, env=ENV, ctrl_c=True) as run:
         wait_for(
             lambda: sum(s == "COMPLETE" for _, s, _ in study_trials(study)) >= 3,
             120,
@@ -210,9 +194,6 @@ def test_ctrl_c_keeps_the_study_and_a_resume_finishes_it(cluster: Cluster, study
         )
         os.killpg(run.pid, signal.SIGINT)
         _, stderr = run.communicate(timeout=120)
-    finally:
-        run.kill()
-        run.wait(timeout=30)
     assert run.returncode == 130, stderr
     assert "optimize: interrupted" in stderr and "Traceback" not in stderr
     stopped = study_trials(study)
@@ -233,13 +214,10 @@ def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
     ends with every trial complete, each point once, the CSV the storage's."""
     total = 8
     cluster = Cluster()
-    command = [sys.executable, "-m", "snake_bringup.cli", "optimize", *SHORT]
+    command = [*cli.SNAKE, "optimize", *SHORT]
     command += ["--trials", str(total), "--scheduler", cluster.address, "-o", str(tmp_path)]
     try:
-        run = subprocess.Popen(
-            command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        try:
+        with background(command, cwd=ROOT, env=ENV) as run:
 
             def ready() -> bool:
                 # a trial stored, and at least two to run: one may finish before the kill
@@ -252,9 +230,6 @@ def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
 
             held = cluster.kill_a_busy_worker(ready, "a trial stored")
             _, stderr = run.communicate(timeout=300)
-        finally:
-            run.kill()
-            run.wait(timeout=30)
         assert run.returncode == 0, stderr
         assert held  # the worker died holding a trial
         wait_for(lambda: len(cluster.workers()) == 1, 60, "the scheduler to drop the worker")
