@@ -224,8 +224,7 @@ def test_a_scheduler_without_workers_is_one_line_after_the_worker_timeout(
     """A sweep (resuming a folder) and a study on a scheduler no worker ever joins: one line
     each once --worker-timeout has passed, not a wait for ever; then the only worker killed
     in mid-sweep: one line with the points done."""
-    cluster = Cluster(workers=0)
-    try:
+    with Cluster(workers=0) as cluster:
         (tmp_path / "sweep").mkdir()
         proc = run_sweep("--scheduler", cluster.address, "--worker-timeout", "2", "--quiet",
                          "-o", str(tmp_path / "sweep"))  # fmt: skip
@@ -239,13 +238,10 @@ def test_a_scheduler_without_workers_is_one_line_after_the_worker_timeout(
                           "--scheduler", cluster.address, "--worker-timeout", "2",
                           "-o", str(tmp_path / "study"))  # fmt: skip
         assert message.startswith(f"--scheduler {cluster.address}: no Dask worker for 2 s")
-    finally:
-        cluster.close()
 
 
 def test_the_last_worker_lost_in_mid_sweep_is_one_line(tmp_path: Path) -> None:
-    cluster = Cluster(workers=1)
-    try:
+    with Cluster(workers=1) as cluster:
         command = snake_command(
             *("--scheduler", cluster.address, "--worker-timeout", "3"),
             "--quiet",
@@ -260,8 +256,6 @@ def test_the_last_worker_lost_in_mid_sweep_is_one_line(tmp_path: Path) -> None:
 
             cluster.kill_a_busy_worker(ready, "a point done")
             _, stderr = sweep.communicate(timeout=180)
-    finally:
-        cluster.close()
     done = len(records(tmp_path))
     assert sweep.returncode == 1 and stderr.count("\n") == 1, stderr
     assert stderr.startswith(f"snake: error: --scheduler {cluster.address}: no Dask worker for 3 s")

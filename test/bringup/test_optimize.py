@@ -123,11 +123,8 @@ def test_the_search_finds_the_grid_optimum_with_a_tenth_of_its_runs(tmp_path: Pa
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     """A ``dask scheduler`` and two ``dask worker`` processes for the module."""
-    c = Cluster()
-    try:
+    with Cluster() as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_trials_on_a_scheduler_equal_the_same_points_run_here(
@@ -213,10 +210,9 @@ def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
     module's keeps both workers): its trial runs again on the other worker, and the study
     ends with every trial complete, each point once, the CSV the storage's."""
     total = 8
-    cluster = Cluster()
-    command = [*cli.SNAKE, "optimize", *SHORT]
-    command += ["--trials", str(total), "--scheduler", cluster.address, "-o", str(tmp_path)]
-    try:
+    with Cluster() as cluster:
+        command = [*cli.SNAKE, "optimize", *SHORT]
+        command += ["--trials", str(total), "--scheduler", cluster.address, "-o", str(tmp_path)]
         with background(command, cwd=ROOT, env=ENV) as run:
 
             def ready() -> bool:
@@ -233,8 +229,6 @@ def test_a_worker_killed_in_mid_study_loses_no_trial(tmp_path: Path) -> None:
         assert run.returncode == 0, stderr
         assert held  # the worker died holding a trial
         wait_for(lambda: len(cluster.workers()) == 1, 60, "the scheduler to drop the worker")
-    finally:
-        cluster.close()
     assert f"optimize: {total}/{total} runs done, 0 running, 0 failed" in stderr
     stored = study_trials(tmp_path)
     assert [n for n, _, _ in stored] == list(range(total))

@@ -86,11 +86,8 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    try:
+    with Cluster() as c:
         yield c
-    finally:
-        c.close()
 
 
 def assert_same_points(folder: Path, reference: Path) -> None:

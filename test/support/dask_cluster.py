@@ -28,7 +28,7 @@ def free_port() -> int:
 
 class Cluster:
     """A ``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker stays
-    dead), on 127.0.0.1."""
+    dead), on 127.0.0.1; closed at the end of a ``with``."""
 
     def __init__(self, workers: int = 2) -> None:
         from distributed import Client
@@ -90,6 +90,12 @@ class Cluster:
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=30)
         return held
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         if self.client is not None:
