@@ -25,6 +25,7 @@ import pytest
 from support.cli import ENV, ROOT
 from support.dask_cluster import Cluster
 from support.namespaces import wifi_link
+from support.sweep import POINTS, records, snake_command
 from support.waits import background, wait_for
 
 from snake_bringup.cli import main
@@ -38,8 +39,6 @@ from snake_bringup.cluster_tls import (
     make_cluster_certs,
 )
 from snake_bringup.errors import UsageError
-
-from .test_sweep_cluster import POINTS, records, snake_command
 
 pytestmark = pytest.mark.slow
 

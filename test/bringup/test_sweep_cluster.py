@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import cli
 from support.cli import ENV, ROOT
 from support.dask_cluster import Cluster, free_port
 from support.namespaces import wifi_link
+from support.sweep import POINTS, records, snake, snake_command
 from support.waits import background, wait_for
 
 from snake_bringup.cluster import (
@@ -37,33 +37,6 @@ from snake_bringup.cluster import (
 )
 
 pytestmark = pytest.mark.slow
-
-#: 2 x 3 points of 4 s simulated (about 0.6 s each): slow enough to kill a worker holding one.
-GRID = [
-    "--x",
-    "amplitude=0.3:0.9:2",
-    "--y",
-    "frequency=0.5:1.0:3",
-    "--duration",
-    "4",
-    "--no-plots",
-]
-POINTS = 6
-
-
-def snake_command(*args: str) -> list[str]:
-    """``snake sweep`` of the grid, with ``args``."""
-    return [*cli.SNAKE, "sweep", *GRID, *args]
-
-
-def snake(*args: str) -> subprocess.CompletedProcess[str]:
-    """``snake sweep`` of the grid, with ``args``, run to its end."""
-    return cli.snake("sweep", *GRID, *args)
-
-
-def records(folder: Path) -> list[dict[str, Any]]:
-    """Every line of ``points.jsonl``, in order (one per point a run finished)."""
-    return [json.loads(line) for line in (folder / "points.jsonl").read_text().splitlines()]
 
 
 def by_key(folder: Path) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,7 @@
 - ``driver``: driver_node in a process of its own, and a test's node on its topics.
 - ``dask_cluster``: a Dask scheduler and workers on 127.0.0.1, the sweep's and study's tests'.
 - ``cli``: the snake command of this checkout in a process of its own.
+- ``sweep``: the small sweep the cluster tests run, its command and the points it wrote.
 - ``plant``: servo pulses and the runner's records for the plant, the bridge's check, a plant
   file's refusal.
 - ``planar_snake``: the independent planar reference snake.
