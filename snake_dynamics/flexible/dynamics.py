@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.flexible.kernel import DUAL_STEP, mass_and_bias
 from snake_dynamics.flexible.model import FlexibleArm, KernelArrays, KernelTuple
-from snake_dynamics.mfm.spatial import compiled
+from snake_dynamics.jit import compiled
 
 FloatArray = NDArray[np.float64]
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from snake_dynamics.flexible.model import KernelTuple
-from snake_dynamics.mfm.spatial import compiled
+from snake_dynamics.jit import compiled
 
 #: The dual unit as a complex step: eps = i h (docs/flexible.md).
 DUAL_STEP = 1e-30

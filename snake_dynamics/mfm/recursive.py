@@ -22,13 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import StateError
+from snake_dynamics.jit import compiled
 from snake_dynamics.mfm.kinematics import joint_vector
 from snake_dynamics.mfm.kinetics import body_wrenches
 from snake_dynamics.mfm.spatial import (
     articulated_backward_pass,
     articulated_forward_pass,
     body_frames,
-    compiled,
     dot6,
     external_forces,
     force_cross_inertia,

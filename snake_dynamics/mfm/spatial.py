@@ -13,21 +13,12 @@ compiles for a few seconds, later processes load the cache).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from snake_dynamics.jit import compiled
+
 FloatArray = NDArray[np.float64]
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def compiled(fn: _F) -> _F:
-    """numba.njit with an on-disk cache, typed for mypy."""
-    return cast(_F, numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")(fn))
 
 
 @compiled

@@ -48,10 +48,10 @@ from snake_dynamics.floating.recursive import (
     quaternion_rate,
 )
 from snake_dynamics.ground import Ground, contact_points, stable_step
+from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
-from snake_dynamics.mfm.spatial import compiled
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.simulator import (
@@ -132,7 +132,7 @@ def crawl_rate(
 
     Args:
         params: the model's arrays (:class:`FastFloatingModel`).
-        ground: :func:`snake_dynamics.floating.recursive.ground_parameters`.
+        ground: :func:`snake_dynamics.ground.kernel.ground_parameters`.
         servo: the packed servo parameters (:attr:`ServoModel.packed`), (5, n).
         y: [x_0 m; quat_0 (x, y, z, w); v_0 m/s; w_0 rad/s (tail frame); q rad; q_dot rad/s].
         u: the servo inputs [tau_ff; q_ref; q_dot_ref], (3n,).

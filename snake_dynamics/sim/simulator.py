@@ -28,9 +28,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.gaits import JointTrajectory, PeriodicGait
+from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model, simulate
-from snake_dynamics.mfm.spatial import compiled
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 

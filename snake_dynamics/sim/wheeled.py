@@ -24,10 +24,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating.literal import FloatingRun, FloatingState
+from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
-from snake_dynamics.mfm.spatial import compiled
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar.wheeled import (
     WheeledSnake,

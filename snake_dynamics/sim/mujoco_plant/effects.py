@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 from numpy.typing import NDArray
 
+from snake_dynamics.jit import compiled
 from snake_dynamics.mfm.recursive import servo_torque_into
-from snake_dynamics.mfm.spatial import compiled
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.mujoco_plant.params import Battery, Bracket
 
