@@ -18,6 +18,7 @@ from snake_driver.calibration import load_servo_map
 from snake_dynamics.errors import ModelError
 from snake_dynamics.sim.plant import load_plant
 from snake_ros.paths import robot_config
+from support import cli
 
 CHANNELS = 16
 
@@ -97,3 +98,11 @@ def assert_plant_file_refused(folder: Path, text: str, message: str) -> None:
         load_plant(path, model.joint_names)
     assert message in str(err.value) and str(path) in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def assert_snake_refuses_plant(path: Path, message: str, *command: str) -> None:
+    """``snake command... --plant path`` exits 1 with the one line ``snake: error: path:
+    message``, before anything starts."""
+    proc = cli.snake(*command, "--plant", str(path), timeout=120, env=None)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [f"snake: error: {path}: {message}"]

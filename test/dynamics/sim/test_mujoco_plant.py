@@ -8,19 +8,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from support.plant import assert_plant_file_refused, assert_served_as_stepped, pulses, records
+from support.plant import (
+    assert_plant_file_refused,
+    assert_served_as_stepped,
+    assert_snake_refuses_plant,
+    pulses,
+    records,
+)
 
 from snake_bringup.cli import main
 from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
-from snake_dynamics.floating.literal import centre_of_mass
+from snake_dynamics.floating import centre_of_mass
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.robot import Robot
 from snake_dynamics.sim.engines import make_plant
@@ -302,16 +306,8 @@ def test_snake_emulate_names_a_bad_mujoco_key_before_it_starts(
     path.write_text(
         f"base: {robot_config('plant_mujoco')}\neffects: {{battery: {{resistance: 0}}}}\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", *command, "--plant", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines() == [
-        f"snake: error: {path}: effects.battery.resistance must be a number > 0 ohm, got 0"
-    ]
+    message = "effects.battery.resistance must be a number > 0 ohm, got 0"
+    assert_snake_refuses_plant(path, message, *command)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from support.plant import (
     CHANNELS,
     assert_plant_file_refused,
     assert_served_as_stepped,
+    assert_snake_refuses_plant,
     pulses,
     records,
 )
@@ -37,7 +38,7 @@ from snake_bringup.process import ROBOT_NICE, ROBOT_RT_PRIORITY, priority, robot
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
-from snake_dynamics.floating.literal import centre_of_mass, world_poses
+from snake_dynamics.floating import centre_of_mass, world_poses
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
@@ -409,16 +410,8 @@ needs_avr = pytest.mark.skipif(
 def test_snake_emulate_names_a_bad_plant_file(tmp_path: Path) -> None:
     path = tmp_path / "plant.yaml"
     path.write_text("potentiometer: {noise_mv: -1}\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "snake_bringup.cli", "emulate", "--plant", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines() == [
-        f"snake: error: {path}: potentiometer.noise_mv must be a number >= 0 mV, got -1"
-    ]
+    message = "potentiometer.noise_mv must be a number >= 0 mV, got -1"
+    assert_snake_refuses_plant(path, message, "emulate")
 
 
 #: robot.yaml's feedback example: the default plant's pots (0.5 V to 4.5 V over 180 deg)
