@@ -50,6 +50,13 @@ passive wheel per body: the joints and the tail come together from Kane's model 
 wheeled snake under the servos' torques
 (:class:`~snake_dynamics.sim.wheeled.WheeledSimulator`, eqs. 415-417), and ``odom``
 carries the tail's pose as above.
+
+A robot config with ``elastic:`` links (docs/flexible.md, "Elastic snake links") also gets
+their deflections on ``link_deflections`` (sensor_msgs/JointState, beside joint_states,
+stamped as it): ``name`` the elastic coordinates (``link_5/torsion_1``, ``link_5/xy_1``, ...),
+``position`` their values [rad or m], quasi-static under the simulated joints' motion
+(:class:`~snake_dynamics.flexible.snake.LinkDeflections`). Elastic links on a floating
+robot stop the node at start with one line (not supported yet).
 """
 
 from __future__ import annotations
@@ -71,8 +78,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.floating.literal import FloatingState, on_the_ground
-from snake_dynamics.floating.recursive import FastBaseTracker
+from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm
+from snake_dynamics.floating import FastBaseTracker, FloatingState, on_the_ground
 from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.simulator import (
     CommandReference,
@@ -209,6 +216,12 @@ class DynamicsNode(Node):
         self._monitor = InputMonitor(self)
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
+        arm = elastic_arm(robot)  # None: every link rigid
+        self._bends = None if arm is None else LinkDeflections(arm, self._model.link_names[1:])
+        self._bends_pub = (
+            None if arm is None else self.create_publisher(JointState, "link_deflections", 10)
+        )
+        self._rates = (-math.inf, np.zeros(n))  # (t [s], q_dot) of the last deflections
         topic = "joint_commands" if prescribed else "joint_efforts"
         self._sub = self.create_subscription(
             JointState, topic, self._on_command, COMMAND_QUEUE_DEPTH
@@ -392,11 +405,30 @@ class DynamicsNode(Node):
         msg.velocity = self._sim.qd.tolist()
         msg.effort = self._sim.tau.tolist()
         self._pub.publish(msg)
+        self._publish_deflections(msg.header.stamp)
         if self._base is not None:
             self._publish_base(msg.header.stamp, self._base.state)
         elif isinstance(self._sim, (WheeledSimulator, CrawlingSimulator)):
             self._publish_base(msg.header.stamp, self._sim.base_state)
         self._log_status()
+
+    def _publish_deflections(self, stamp: object) -> None:
+        """``link_deflections`` at the simulated state, the joints' accelerations from the
+        rates of the last published state (none after a restart)."""
+        if self._bends is None or self._bends_pub is None:
+            return
+        t, qd = self._sim.time, self._sim.qd
+        t0, qd0 = self._rates
+        qdd = (qd - qd0) / (t - t0) if t > t0 else np.zeros_like(qd)
+        self._rates = (t, qd.copy())
+        modal = self._bends.quasi_static(self._sim.q, qd, qdd)
+        if not np.all(np.isfinite(modal)):
+            return
+        msg = JointState()
+        msg.header.stamp = stamp
+        msg.name = list(self._bends.names)
+        msg.position = modal.tolist()
+        self._bends_pub.publish(msg)
 
     def _publish_base(self, stamp: object, state: FloatingState) -> None:
         """``odom`` and the world -> base_link transform of the tail's state."""

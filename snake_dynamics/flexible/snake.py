@@ -38,6 +38,7 @@ from snake_dynamics.flexible.model import (
     check_modes,
     check_nonnegative,
     check_positive,
+    link_modes,
 )
 from snake_dynamics.flexible.modes import BOUNDARY_CONDITIONS
 from snake_dynamics.mfm.integrators import SimulationResult, prescribed_torques, step_count
@@ -431,3 +432,64 @@ def simulate_elastic(
         tip_names=tuple(names[i] for i, _ in arm.elastic_slices()),
         substeps=sub,
     )
+
+
+class LinkDeflections:
+    """The elastic links' deflections of a snake whose joints come from elsewhere (the rigid
+    simulation of the live graph), quasi-static: the elastic coordinates that balance the
+    loads of the joints' motion at every instant (F118), and their shapes for a view (F119).
+
+    Valid well below the links' first frequency, where the elastic coordinates follow their
+    loads (robot_elastic's first mode is 5.3 Hz, its gaits 0.5 Hz); the full dynamics is
+    :func:`simulate_elastic`'s.
+
+    Args:
+        arm: the snake with elastic links (:func:`elastic_arm`).
+        names: the links' names, tail to head (``link_1 .. link_n``).
+    """
+
+    def __init__(self, arm: FlexibleArm, names: Sequence[str]) -> None:
+        self.arm = arm
+        self.model = FlexibleModel(arm)
+        self.names = modal_names(arm, names)
+        self.links = tuple(names[i] for i, _ in arm.elastic_slices())
+        nj = arm.n_joints
+        self._stiffness = self.model.arrays.stiffness[nj:, nj:]
+        self._q = np.zeros(arm.n)
+
+    def quasi_static(self, q: FloatArray, qd: FloatArray, qdd: FloatArray) -> FloatArray:
+        """The elastic coordinates under the joints' motion (F118), (n_e,) [m or rad].
+
+        Args:
+            q: joint angles [rad], (nj,).
+            qd: joint rates [rad/s], (nj,).
+            qdd: joint accelerations [rad/s^2], (nj,).
+        """
+        nj = self.arm.n_joints
+        self._q[:nj] = q
+        speeds = np.zeros(self.arm.n)
+        speeds[:nj] = qd
+        for _ in range(2):  # the loads depend on the deflection only through the geometry
+            m, h = self.model.terms(self._q, speeds)
+            load = h[nj:] + m[nj:, :nj] @ qdd
+            self._q[nj:] = np.linalg.solve(self._stiffness, -load)
+        return self._q[nj:].copy()
+
+    def shapes(self, modal: FloatArray, points: int = 9) -> FloatArray:
+        """Each elastic link's displacement at ``points`` stations x = 0 .. L (F119), in its
+        own frame: (links, points, 4) rows (x [m], twist [rad], y [m], z [m])."""
+        modal = np.asarray(modal, dtype=float)
+        out = np.zeros((len(self.links), points, 4))
+        nj = self.arm.n_joints
+        for j, (i, cols) in enumerate(self.arm.elastic_slices()):
+            link = self.arm.links[i]
+            assert isinstance(link, ElasticLink)
+            x = np.linspace(0.0, link.length, points)
+            tor, bxy, bxz = link_modes(link)
+            e = modal[cols.start - nj : cols.stop - nj]
+            nt, ny = link.torsion_modes, link.xy_modes
+            out[j, :, 0] = x
+            out[j, :, 1] = tor.shapes(x) @ e[:nt]
+            out[j, :, 2] = bxy.shapes(x) @ e[nt : nt + ny]
+            out[j, :, 3] = bxz.shapes(x) @ e[nt + ny :]
+        return out

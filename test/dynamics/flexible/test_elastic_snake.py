@@ -23,6 +23,7 @@ from snake_dynamics.errors import ModelError
 from snake_dynamics.flexible import FlexibleModel
 from snake_dynamics.flexible.model import PLA, ElasticLink, rigid_arm_inertias
 from snake_dynamics.flexible.snake import (
+    LinkDeflections,
     arm_from_snake,
     elastic_arm,
     link_axes,
@@ -137,6 +138,15 @@ def test_a_cantilever_snake_sags_as_euler_bernoulli_says(modes: int, within: flo
     assert twist == 0.0 and across == 0.0
     # one mode is off by 0.9 %, three by 1.6e-4, as Rayleigh-Ritz converges
     assert abs(-up / expected - 1.0) > within / 100
+    # the shape a view draws (F119), and the quasi-static deflection at rest (F118)
+    bends = LinkDeflections(arm, ["link_1"])
+    modal = bends.quasi_static(np.zeros(1), np.zeros(1), np.zeros(1))
+    assert np.allclose(modal, q[1:], rtol=1e-6, atol=0.0)
+    shape = bends.shapes(modal)[0]
+    x = shape[:, 0]
+    curve = -expected * x**2 * (6 * length**2 - 4 * length * x + x**2) / (3 * length**4)
+    assert np.abs(shape[:, 2] - curve).max() < 2 * within * expected
+    assert shape[-1, 2] == pytest.approx(up, rel=1e-12)
 
 
 def stiffer(scale: float) -> dict[str, Any]:
