@@ -57,15 +57,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this che
 
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_dynamics.floating import literal as floating
-from snake_dynamics.floating.literal import (
+from snake_dynamics.floating import (
     FloatingRun,
     locomotion,
     lying_state,
     momentum_free_base_velocity,
     on_the_ground,
+    simulate_prescribed_fast,
 )
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.floating import literal as floating
 from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel

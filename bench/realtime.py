@@ -28,8 +28,7 @@ import numpy as np
 from report import emit  # bench/report.py (this folder is on sys.path)
 
 from snake_dynamics import SnakeModel, make_gait
-from snake_dynamics.floating.literal import on_the_ground
-from snake_dynamics.floating.recursive import FastBaseTracker
+from snake_dynamics.floating import FastBaseTracker, on_the_ground
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.crawler import CrawlingSimulator
 from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator

@@ -17,8 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from snake_dynamics.floating.literal import FloatingRun, locomotion, lying_state, on_the_ground
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.floating import (
+    FloatingRun,
+    locomotion,
+    lying_state,
+    on_the_ground,
+    simulate_prescribed_fast,
+)
 from snake_dynamics.gaits import Gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot

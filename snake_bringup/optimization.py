@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from snake_dynamics.floating.literal import Locomotion, on_the_ground
+from snake_dynamics.floating import Locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
 from snake_dynamics.robot import Robot
 from snake_dynamics.sim.compensation import SATURATED_SHARE

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from snake_dynamics.errors import SimulationError
-from snake_dynamics.floating.literal import Locomotion, check_step, locomotion, on_the_ground
+from snake_dynamics.floating import Locomotion, check_step, locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
@@ -119,7 +119,7 @@ def check_run_length(model: SnakeModel, duration: float, dt: float, ideal: bool)
     """
     if ideal:
         try:
-            check_step(model, dt)
+            check_step(dt, model)
         except SimulationError as exc:
             raise UsageError(f"--dt: {exc}") from None
     steps = round(duration / dt)

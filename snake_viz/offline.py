@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # the integrators (numba) are not needed to plot a result
-    from snake_dynamics.floating.literal import FloatingRun, Locomotion
+    from snake_dynamics.floating import FloatingRun, Locomotion
     from snake_dynamics.mfm.integrators import SimulationResult
 
 

@@ -40,14 +40,16 @@ from numpy.typing import ArrayLike, NDArray
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.floating.literal import (
     BaseTracker,
+    hermite_basis,
+    momentum_free_base_velocity,
+)
+from snake_dynamics.floating.state import (
     FloatingRun,
     FloatingState,
     MotionFn,
     check_step,
     checked_nu,
     checked_rotation,
-    hermite_basis,
-    momentum_free_base_velocity,
     rest_state,
 )
 from snake_dynamics.ground import Ground
@@ -861,7 +863,7 @@ def simulate_prescribed_fast(
     Returns:
         The samples at t = 0, every dt, ..., t_end.
     """
-    check_step(model, dt)
+    check_step(dt, model)
     n = model.n_joints
     fm = FastFloatingModel(model)
     state = rest_state(model) if start is None else start

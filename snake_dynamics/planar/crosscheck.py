@@ -36,8 +36,13 @@ from snake_dynamics.errors import (
     SingularConfigurationError,
     StateError,
 )
-from snake_dynamics.floating.literal import FloatingState, MotionFn, rest_state, world_poses
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.floating import (
+    FloatingState,
+    MotionFn,
+    rest_state,
+    simulate_prescribed_fast,
+    world_poses,
+)
 from snake_dynamics.ground import Ground, stable_step
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar import se2

@@ -30,8 +30,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SnakeDynamicsError
-from snake_dynamics.floating.literal import FloatingRun, lying_state, on_the_ground
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.floating import (
+    FloatingRun,
+    lying_state,
+    on_the_ground,
+    simulate_prescribed_fast,
+)
 from snake_dynamics.gaits import JointTrajectory, PeriodicGait
 from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel

@@ -28,24 +28,22 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating.literal import (
-    FloatingRun,
-    FloatingState,
-    check_step,
-    floating_mass_matrix,
-    lying_state,
-    momentum_free_base_velocity,
-    world_poses,
-)
-from snake_dynamics.floating.recursive import (
+from snake_dynamics.floating import (
     FastFloatingModel,
     FloatingParams,
+    FloatingRun,
+    FloatingState,
     FloatingWorkspace,
+    check_step,
+    floating_mass_matrix,
     floating_workspace,
     forward_dynamics_on_ground,
+    lying_state,
     mass_centre_and_heading,
+    momentum_free_base_velocity,
     quaternion_matrix,
     quaternion_rate,
+    world_poses,
 )
 from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.jit import compiled
@@ -62,9 +60,6 @@ from snake_dynamics.sim.simulator import (
     finite_rows,
     reset_state,
     searched_substeps,
-)
-from snake_dynamics.sim.simulator import (
-    check_step as check_positive_step,
 )
 
 FloatArray = NDArray[np.float64]
@@ -284,7 +279,7 @@ class CrawlingSimulator(Simulator):
                 f"{model.name} does not crawl: the servo-driven ground model needs base: "
                 "floating and a ground: section (not wheels) in its robot file"
             )
-        check_positive_step(dt)
+        check_step(dt)
         self.model = model
         self.fast_model = recursive.FastModel(model)
         self.floating = FastFloatingModel(model)
@@ -292,7 +287,7 @@ class CrawlingSimulator(Simulator):
         self.servo = servo_model(stiffness, damping, servo, model.n_joints)
         self.substeps = crawling_substeps(model, self.servo, dt)
         self._h = dt / self.substeps
-        check_step(model, self._h)
+        check_step(self._h, model)
         self._packed = self.servo.packed
         n = model.n_joints
         lying = lying_state(model)

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import IdentificationError, ModelError, SimulationError
-from snake_dynamics.floating.literal import FloatingState, lying_state, on_the_ground
+from snake_dynamics.floating import FloatingState, lying_state, on_the_ground
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel

@@ -12,7 +12,7 @@ gearbox's ``limp_damping``. Each joint's potentiometer turns with the servo shaf
 offset_mv + mv_per_rad * shaft angle plus Gaussian noise, in whole millivolts.
 
 With a ``ground:`` the body is free on a floor under gravity (the robot config's model made
-floating, :func:`snake_dynamics.floating.literal.on_the_ground`, with the plant file's
+floating, :func:`snake_dynamics.floating.on_the_ground`, with the plant file's
 floor): the servos move it across the floor (:class:`CrawlingSimulator`), and a
 ``pose_sensor:`` (:mod:`snake_dynamics.sim.pose_sensor`) tracks a marker on one body, as a
 motion-capture system would. Without one the tail is fixed and there is no gravity.
@@ -49,8 +49,7 @@ from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import ModelError
-from snake_dynamics.floating.literal import FloatingState, on_the_ground
-from snake_dynamics.floating.recursive import body_pose
+from snake_dynamics.floating import FloatingState, body_pose, on_the_ground
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.servo import ServoModel, ServoParams

@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.floating import check_step
+from snake_dynamics.floating import warm_up as floating_warm_up
 from snake_dynamics.gaits import JointTrajectory, PeriodicGait
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
@@ -370,12 +372,6 @@ class RunReport:
     qd: FloatArray
 
 
-def check_step(dt: float) -> None:
-    """Raise SimulationError unless dt [s] is a finite step > 0."""
-    if not (math.isfinite(dt) and dt > 0.0):
-        raise SimulationError(f"dt must be a finite time step > 0 s, got {dt!r}")
-
-
 def reset_state(t: float, q: ArrayLike, qd: ArrayLike, n: int) -> tuple[FloatArray, FloatArray]:
     """q and q_dot of a restart as float arrays of n joints.
 
@@ -622,10 +618,6 @@ def stable_substeps(model: SnakeModel, servo: ServoModel, dt: float) -> int:
 def warm_up() -> None:
     """Compile the core's numba kernels now, the floating base's too
     (:mod:`snake_dynamics.floating.recursive`); later processes load them from numba's cache."""
-    from snake_dynamics.floating.recursive import (
-        warm_up as floating_warm_up,  # imports this module's kernels
-    )
-
     floating_warm_up()
     model = SnakeModel.uniform(2, 0.1, 0.1, 0.02)
     Simulator(model, 0.001, stiffness=1.0).warm_up()

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating.literal import FloatingRun, FloatingState
+from snake_dynamics.floating import FloatingRun, FloatingState, check_step
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.integrators import servo_model
@@ -43,7 +43,6 @@ from snake_dynamics.sim.simulator import (
     Motion,
     MotionInput,
     Simulator,
-    check_step,
     finite_rows,
     reset_state,
 )

@@ -16,7 +16,7 @@ from snake_bringup.demo import DemoRun
 from snake_bringup.gaits_file import GaitsFileError, read_gait_overrides, read_gaits_file
 from snake_bringup.graph import NodeSpec, config_file
 from snake_bringup.optimization import BEST_FILE, write_results
-from snake_dynamics.floating.literal import Locomotion
+from snake_dynamics.floating import Locomotion
 from snake_dynamics.gaits import GAITS, gait_parameters
 
 #: A gait in the servos' reach, as ``snake optimize`` finds one (sidewinding at 0.4 Hz).

@@ -45,7 +45,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from snake_dynamics import SnakeModel, make_gait  # noqa: E402
-from snake_dynamics.floating.literal import FloatingState, on_the_ground  # noqa: E402
+from snake_dynamics.floating import FloatingState, on_the_ground  # noqa: E402
 from snake_dynamics.gaits import JointTrajectory  # noqa: E402
 from snake_dynamics.mfm.integrators import Servo, simulate  # noqa: E402
 from snake_dynamics.servo import ServoModel  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics import SnakeModel
-from snake_dynamics.floating.literal import FloatingState
+from snake_dynamics.floating import FloatingState
 from snake_dynamics.model import cylinder_inertia
 
 GRAVITY = np.array([0.7, -1.3, -9.81])

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from snake_dynamics.errors import ModelError
-from snake_dynamics.floating.literal import FloatingState
+from snake_dynamics.floating import FloatingState
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import NO_LIMIT, ServoModel
 from snake_dynamics.sim.mujoco_plant.effects import (

@@ -18,6 +18,7 @@ from support.planar_snake import PlanarSnake, lateral_undulation, simulate
 import snake_dynamics as sd
 from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating import literal as fl
+from snake_dynamics.floating import state as fs
 from snake_dynamics.ground import Ground, stable_step
 from snake_dynamics.model import SnakeModel
 
@@ -57,12 +58,12 @@ def test_the_floating_terms_reduce_to_the_fixed_tail(rng: np.random.Generator) -
 
 def _free_run(
     model: SnakeModel,
-    state: fl.FloatingState,
+    state: fs.FloatingState,
     tau: Callable[[float], np.ndarray],
     t_end: float,
     dt: float,
-) -> fl.FloatingState:
-    def accel(t: float, s: fl.FloatingState) -> np.ndarray:
+) -> fs.FloatingState:
+    def accel(t: float, s: fs.FloatingState) -> np.ndarray:
         return fl.floating_forward_dynamics(model, s.rotation, s.q, s.nu, tau(t))
 
     for i in range(round(t_end / dt)):
@@ -97,7 +98,7 @@ def test_the_quaternion_rk4_is_fourth_order(rng: np.random.Generator) -> None:
     start = random_floating_state(rng, model, scale=1.0)
     none = lambda t: np.zeros(3)  # noqa: E731
 
-    def flat(s: fl.FloatingState) -> np.ndarray:
+    def flat(s: fs.FloatingState) -> np.ndarray:
         return np.concatenate([s.position, s.quaternion, s.q, s.nu])
 
     exact = flat(_free_run(model, start, none, 0.8, 0.0025))
@@ -138,7 +139,7 @@ def test_on_the_ground_the_3d_snake_moves_as_the_planar_reference() -> None:
         undulation(9, alpha, omega, delta),
         9.0,
         4e-3,
-        fl.rest_state(model, (0, 0, 0.02)),
+        fs.rest_state(model, (0, 0, 0.02)),
         every=5,
     )
     speed = np.linalg.norm(run.mean_velocity(6.0, 9.0)[:2])
@@ -158,7 +159,7 @@ def _coulomb_speed(mu_along: float, mu_across: float, delta: float) -> float:
     )
     motion = undulation(6, math.radians(30), 2 * math.pi, delta)
     run = fl.simulate_prescribed(
-        model, motion, 3.0, 2e-3, fl.rest_state(model, (0, 0, 0.02)), every=5
+        model, motion, 3.0, 2e-3, fs.rest_state(model, (0, 0, 0.02)), every=5
     )
     return run.forward_speed(1.0, 3.0)
 
@@ -170,7 +171,7 @@ def test_the_laws_of_snake_locomotion() -> None:
     isotropic = Ground(mu_along=0.0, mu_across=0.0, viscous_along=5.0, viscous_across=5.0)
     model = planar_twin(isotropic, n_links=6)
     motion = undulation(5, math.radians(30), math.radians(120), math.radians(40))
-    run = fl.simulate_prescribed(model, motion, 3.0, 4e-3, fl.rest_state(model, (0, 0, 0.02)))
+    run = fl.simulate_prescribed(model, motion, 3.0, 4e-3, fs.rest_state(model, (0, 0, 0.02)))
     assert np.linalg.norm(run.com[-1, :2] - run.com[0, :2]) < 1e-6  # RK4's error: 4e-9 m
     forward = _coulomb_speed(0.05, 0.5, 0.7)
     backward = _coulomb_speed(0.05, 0.5, -0.7)
@@ -187,8 +188,8 @@ def test_resting_on_the_ground_the_contacts_carry_the_weight() -> None:
         4, 0.3, 0.1, 0.02, axes="xz", gravity=G, base="floating", ground=ground
     )
     still = lambda t: (np.zeros(4), np.zeros(4), np.zeros(4))  # noqa: E731
-    run = fl.simulate_prescribed(model, still, 1.0, 2e-3, fl.rest_state(model, (0, 0, 0.021)))
-    end = fl.FloatingState(run.position[-1], run.quaternion[-1], run.q[-1], run.nu[-1])
+    run = fl.simulate_prescribed(model, still, 1.0, 2e-3, fs.rest_state(model, (0, 0, 0.021)))
+    end = fs.FloatingState(run.position[-1], run.quaternion[-1], run.q[-1], run.nu[-1])
     wrenches = fl.ground_force_list(model, ground, end)
     assert wrenches[:, 2].sum() == pytest.approx(model.masses.sum() * 9.81, rel=1e-6)
     sink = 0.3 * 9.81 / (3 * ground.stiffness)
@@ -241,10 +242,10 @@ def test_the_travel_of_a_run_by_hand() -> None:
     nu = np.zeros((t.size, 8))
     nu[:, 6:] = [1.0, 1.0]
     tau = np.tile([3.0, -5.0], (t.size, 1))
-    run = fl.FloatingRun(
+    run = fs.FloatingRun(
         t, com, np.tile([0, 0, 0, 1.0], (t.size, 1)), np.zeros((t.size, 2)), nu, com, heading, tau
     )
-    travel = fl.locomotion(model, run)
+    travel = fs.locomotion(model, run)
     assert travel.distance == pytest.approx(0.2) and travel.mean_speed == pytest.approx(0.1)
     assert travel.heading_drift == pytest.approx(math.radians(2.0))
     assert travel.positive_work == pytest.approx(6.0)
@@ -274,8 +275,8 @@ def test_step_samples_drive_the_base_as_the_motion_does(rng: np.random.Generator
         3, 0.3, 0.1, 0.02, axes="z", gravity=G, base="floating", ground=ground
     )
     dt = 2e-3
-    exact = fl.simulate_prescribed(model, cubic, 0.2, dt, fl.rest_state(model, (0, 0, 0.02)))
-    state = fl.FloatingState(exact.position[0], exact.quaternion[0], exact.q[0], exact.nu[0])
+    exact = fl.simulate_prescribed(model, cubic, 0.2, dt, fs.rest_state(model, (0, 0, 0.02)))
+    state = fs.FloatingState(exact.position[0], exact.quaternion[0], exact.q[0], exact.nu[0])
     for i in range(100):
         t = i * dt
         q0, qd0, _ = cubic(t)

@@ -15,6 +15,7 @@ from snake_dynamics import ground as gr
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.floating import literal as fl
 from snake_dynamics.floating import recursive as ff
+from snake_dynamics.floating import state as fs
 from snake_dynamics.ground.kernel import fast_ground_wrenches
 from snake_dynamics.model import SnakeModel
 
@@ -52,7 +53,7 @@ def test_body_pose_equals_the_literal_world_poses(
     model = random_model(rng, n, gravity, random_axes)
     params = ff.FastFloatingModel(model).params
     s = random_floating_state(rng, model, scale=0.5)
-    rotations, centres = fl.world_poses(model, s)
+    rotations, centres = fs.world_poses(model, s)
     for body in range(n + 1):
         rotation, centre = ff.body_pose(params, s.position, s.quaternion, s.q, body)
         assert rel_err(rotation, rotations[body]) < TOL
@@ -106,8 +107,8 @@ def ground_snake() -> SnakeModel:
     )
 
 
-def assert_runs_agree(fast: fl.FloatingRun, literal: fl.FloatingRun) -> None:
-    for name in fl.FloatingRun._fields:
+def assert_runs_agree(fast: fs.FloatingRun, literal: fs.FloatingRun) -> None:
+    for name in fs.FloatingRun._fields:
         a, b = getattr(fast, name), getattr(literal, name)
         assert a.shape == b.shape, name
         assert rel_err(a, b) < RUN_TOL, name
@@ -118,13 +119,13 @@ def test_a_run_on_the_ground_equals_the_literal_run(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ff, "CHUNK", 128)
     model = ground_snake()
     motion = undulation(6, math.radians(30), 2 * math.pi, math.radians(40))
-    start = fl.lying_state(model)
+    start = fs.lying_state(model)
     done: list[list[float]] = [[], []]
     fast = ff.simulate_prescribed_fast(model, motion, 0.5, 1e-3, start, progress=done[0].append)
     literal = fl.simulate_prescribed(model, motion, 0.5, 1e-3, start, progress=done[1].append)
     assert_runs_agree(fast, literal)
     assert done[0] == done[1]
-    assert fl.locomotion(model, fast).distance > 0.01  # it moved: the ground acted
+    assert fs.locomotion(model, fast).distance > 0.01  # it moved: the ground acted
 
 
 def test_a_run_from_a_turned_pose_keeping_every_fourth_step(
@@ -135,7 +136,7 @@ def test_a_run_from_a_turned_pose_keeping_every_fourth_step(
     model = ground_snake()
     motion = undulation(6, math.radians(40), 3.0, math.radians(60))
     quat = Rotation.from_rotvec([0.1, -0.2, 2.0]).as_quat()
-    start = fl.FloatingState(np.array([0.3, -0.1, 0.025]), quat, np.zeros(6), np.zeros(12))
+    start = fs.FloatingState(np.array([0.3, -0.1, 0.025]), quat, np.zeros(6), np.zeros(12))
     for t_end in (0.05, 0.052):
         fast = ff.simulate_prescribed_fast(model, motion, t_end, 1e-3, start, every=4)
         literal = fl.simulate_prescribed(model, motion, t_end, 1e-3, start, every=4)

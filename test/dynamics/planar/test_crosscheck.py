@@ -20,7 +20,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from snake_dynamics.errors import ModelError, SingularConfigurationError
-from snake_dynamics.floating.literal import FloatingState, world_poses
+from snake_dynamics.floating import FloatingState, world_poses
 from snake_dynamics.planar import crosscheck as wc
 from snake_dynamics.planar import kinematic as ks
 from snake_dynamics.planar import se2

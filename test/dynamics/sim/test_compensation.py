@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from snake_dynamics import SnakeModel, make_gait
-from snake_dynamics.floating.literal import lying_state, on_the_ground
-from snake_dynamics.floating.recursive import simulate_prescribed_fast
+from snake_dynamics.floating import lying_state, on_the_ground, simulate_prescribed_fast
 from snake_dynamics.gaits import Gait, PeriodicGait, Transition
 from snake_dynamics.mfm import recursive
 from snake_dynamics.servo import ServoModel

@@ -15,19 +15,22 @@ from numpy.typing import NDArray
 from scipy.integrate import simpson
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating.literal import (
+from snake_dynamics.floating import (
+    FastFloatingModel,
     FloatingState,
+    lying_state,
+    on_the_ground,
+    rest_state,
+    simulate_prescribed_fast,
+    world_poses,
+)
+from snake_dynamics.floating.literal import (
     body_velocities,
     floating_energy,
     floating_force_list,
     floating_forward_dynamics,
     ground_force_list,
-    lying_state,
-    on_the_ground,
-    rest_state,
-    world_poses,
 )
-from snake_dynamics.floating.recursive import FastFloatingModel, simulate_prescribed_fast
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.mfm.recursive import servo_torque

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating.literal import on_the_ground, world_poses
+from snake_dynamics.floating import on_the_ground, world_poses
 from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar import wheeled as ws
