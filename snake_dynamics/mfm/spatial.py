@@ -230,22 +230,17 @@ def articulated_backward_pass(
         d[k] = dot6(sk, uk)
         u[k] = tau[k] - dot6(sk, bk)
         ap, bp = (art[k - 1], bias[k - 1]) if k > 0 else (root_art, root_bias)
-        scale = u[k] / d[k]
         inv_d = 1.0 / d[k]
+        scale = u[k] * inv_d
+        # whole rows of Ia = IA - U Uᵀ / d (no triangle: straight rows vectorise)
         for i in range(6):
-            bp[i] += bk[i] + uk[i] * scale
-        for i in range(6):  # Ia = IA - U Uᵀ / d is symmetric: one triangle, mirrored
             ui = uk[i] * inv_d
-            ci = ck[i]
-            art_ii = ak[i, i] - ui * uk[i]
-            ap[i, i] += art_ii
-            bp[i] += art_ii * ci
-            for j in range(i + 1, 6):
+            row = bk[i] + uk[i] * scale
+            for j in range(6):
                 art_ij = ak[i, j] - ui * uk[j]
                 ap[i, j] += art_ij
-                ap[j, i] += art_ij
-                bp[i] += art_ij * ck[j]
-                bp[j] += art_ij * ci
+                row += art_ij * ck[j]
+            bp[i] += row
 
 
 @compiled
