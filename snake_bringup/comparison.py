@@ -10,21 +10,16 @@ from pathlib import Path
 
 from snake_dynamics.robot import Robot
 from snake_ros.paths import robot_config as resolve_robot_config
-from snake_viz.bag_series import read_bag, read_poses
-from snake_viz.compare import (
-    DEFAULT_LAG_SPAN_S,
-    DEFAULT_MAX_GAP_S,
-    DEFAULT_MAX_LAG_S,
-    DEFAULT_WINDOW_S,
-    MEASURED_TOPIC,
-    ODOM_TOPIC,
-    SIM_TOPIC,
-    CompareError,
-    base_travel,
-    compare,
-)
-from snake_viz.compare_report import Report, ReportSummary, path_section
+from snake_viz import compare
+from snake_viz.bag_series import read_bag, read_poses, read_stamps
+from snake_viz.compare_report import Report, ReportSummary, path_section, report_config
 from snake_viz.path_compare import POSE_TOPIC, pose_series, validated_series
+from snake_viz.timing import (
+    COMMAND_TOPIC,
+    DEFAULT_MAX_CLOCK_JUMP_S,
+    DEFAULT_MAX_COMMAND_JUMP_S,
+    judge_timing,
+)
 
 
 def compare_bag(
@@ -32,10 +27,12 @@ def compare_bag(
     out_dir: Path | str,
     robot_config: Path | str | None = "robot",
     *,
-    window: float = DEFAULT_WINDOW_S,
-    max_lag: float = DEFAULT_MAX_LAG_S,
-    topics: tuple[str, str] = (SIM_TOPIC, MEASURED_TOPIC),
+    window: float = compare.DEFAULT_WINDOW_S,
+    max_lag: float = compare.DEFAULT_MAX_LAG_S,
+    topics: tuple[str, str] = (compare.SIM_TOPIC, compare.MEASURED_TOPIC),
     plots: bool = True,
+    max_command_jump: float = DEFAULT_MAX_COMMAND_JUMP_S,
+    max_clock_jump: float = DEFAULT_MAX_CLOCK_JUMP_S,
 ) -> ReportSummary:
     """The comparison report of a recorded bag, offline (no ROS).
 
@@ -48,6 +45,9 @@ def compare_bag(
         max_lag: largest lag searched [s].
         topics: (simulated, measured) topics.
         plots: write the PNG plots.
+        max_command_jump: the report is untrusted beyond this jump of the stamps on
+            ``/joint_commands`` [s] (:mod:`snake_viz.timing`).
+        max_clock_jump: ... and beyond this jump of the measured topic's stamps [s].
 
     Raises:
         CompareError: see :func:`snake_viz.bag_series.read_bag` and
@@ -60,30 +60,31 @@ def compare_bag(
     if robot_config is not None:
         config_path = resolve_robot_config(str(robot_config))
         if not config_path.is_file():
-            raise CompareError(
+            raise compare.CompareError(
                 f"robot config {robot_config!r} not found (a YAML file or a name in config/)"
             )
         robot = Robot.load(config_path)  # once: the model and the report's servo model
         model = robot.model
     sim, measured = read_bag(Path(bag_path), model.joint_names if model else None, topics)
-    comparison = compare(sim, measured, window, max_lag)
-    config = {
-        "source": "bag",
-        "bag": str(Path(bag_path).resolve()),
-        "topics": {"sim": topics[0], "measured": topics[1]},
-        "robot_config": str(config_path) if config_path else None,
-        "robot": model.name if model else None,
-        "max_lag_s": max_lag,
-        "lag_span_s": DEFAULT_LAG_SPAN_S,
-        "max_gap_s": DEFAULT_MAX_GAP_S,
-        "error": "measured - simulated [rad], measured interpolated onto the simulated stamps",
-    }
-    odometry = read_poses(Path(bag_path), ODOM_TOPIC, "nav_msgs/msg/Odometry")
+    comparison = compare.compare(sim, measured, window, max_lag)
+    config = report_config(
+        "bag",
+        topics,
+        config_path,
+        model.name if model else None,
+        max_lag,
+        compare.DEFAULT_MAX_GAP_S,
+        bag=str(Path(bag_path).resolve()),
+    )
+    commands = read_stamps(Path(bag_path), COMMAND_TOPIC)
+    timing = judge_timing(commands, measured.t, max_command_jump, max_clock_jump)
+    odometry = read_poses(Path(bag_path), compare.ODOM_TOPIC, "nav_msgs/msg/Odometry")
     measured_poses = read_poses(Path(bag_path), POSE_TOPIC, "geometry_msgs/msg/PoseStamped")
     predicted = None if odometry is None else pose_series(odometry)
     travel = None
     if predicted is not None:
-        travel = base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
+        travel = compare.base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
     measured, validator = validated_series(measured_poses or [])
     path = path_section(predicted, None if measured_poses is None else measured, validator.rejected)
-    return Report(Path(out_dir), model, plots, robot=robot).write(comparison, config, travel, path)
+    report = Report(Path(out_dir), model, plots, robot=robot)
+    return report.write(comparison, config, travel, path, timing)

@@ -114,6 +114,27 @@ def read_poses(bag_path: Path, topic: str, msgtype: str) -> list[PoseSample] | N
     return samples
 
 
+def read_stamps(bag_path: Path, topic: str) -> list[float] | None:
+    """The header stamps [s] of the messages on ``topic`` in a bag, in arrival order; None
+    without the topic (see :func:`read_bag` for the bag).
+
+    Raises:
+        CompareError: unreadable bag.
+    """
+    from .bag import open_reader, typestore
+
+    path = Path(bag_path)
+    with _bag_errors(path), open_reader(path) as reader:
+        wanted = [c for c in reader.connections if c.topic == topic]
+        if not wanted:
+            return None
+        stamps = []
+        for conn, _time, raw in reader.messages(connections=wanted):
+            msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+            stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+    return stamps
+
+
 @contextmanager
 def _bag_errors(path: Path) -> Iterator[None]:
     """A bag that cannot be read, as one CompareError naming it."""

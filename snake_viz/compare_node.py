@@ -33,6 +33,11 @@ clock) rejected``). The report then has the path section
 (numbers; ``snake compare`` of a bag of the run draws ``path.png`` too). A robot with a fixed
 base publishes neither and nothing changes.
 
+The stamps of ``joint_commands`` (gait_node's) and of ``measured/joint_states`` (the robot's
+clock) tell whether the run's timing held: a report whose command stamps jumped more than
+``max_command_jump`` beyond their period, or the robot's more than ``max_clock_jump``, is
+``trusted: false`` in ``summary.json``, with the reasons (:mod:`snake_viz.timing`).
+
 Service ``~/report`` (std_srvs/Trigger) writes the report folder now
 (``<report_dir>/<report_name>/``, by default ``$ROS_HOME/mfm_snake/compare-<start time>``,
 ``ROS_HOME`` being ``~/.ros`` unless set, as for ROS 2's logs; rewritten by each
@@ -85,7 +90,6 @@ from snake_ros.common import (
 from snake_ros.paths import load_robot, state_dir
 
 from .compare import (
-    DEFAULT_LAG_SPAN_S,
     DEFAULT_MAX_GAP_S,
     DEFAULT_MAX_LAG_S,
     DEFAULT_WINDOW_S,
@@ -100,7 +104,7 @@ from .compare import (
     error_stats,
     trace_points,
 )
-from .compare_report import PathSection, Report, ReportSummary, path_section
+from .compare_report import PathSection, Report, ReportSummary, path_section, report_config
 from .path_compare import (
     DEFAULT_FRAME,
     DEFAULT_MAX_AHEAD_S,
@@ -111,6 +115,13 @@ from .path_compare import (
     latest_path_error,
 )
 from .report_plots import start_plotter
+from .timing import (
+    COMMAND_TOPIC,
+    DEFAULT_MAX_CLOCK_JUMP_S,
+    DEFAULT_MAX_COMMAND_JUMP_S,
+    JUMP_BOUND_RANGE_S,
+    judge_timing,
+)
 
 #: Subscription depth: 5 s of 100 Hz joint states.
 QUEUE_DEPTH = 500
@@ -188,6 +199,20 @@ class CompareNode(Node):
             f"two; on a simulated /clock at least {SIM_CLOCK_MAX_AHEAD_S:g} s, as it comes "
             "late under load) [s]",
         )
+        self.max_command_jump = static(
+            "max_command_jump",
+            DEFAULT_MAX_COMMAND_JUMP_S,
+            *JUMP_BOUND_RANGE_S,
+            "the report is untrusted when the stamps on joint_commands jump further beyond "
+            "their period (a graph starved of the CPU) [s]",
+        )
+        self.max_clock_jump = static(
+            "max_clock_jump",
+            DEFAULT_MAX_CLOCK_JUMP_S,
+            *JUMP_BOUND_RANGE_S,
+            "the report is untrusted when the robot's clock (the stamps on "
+            "measured/joint_states) jumps further beyond its period [s]",
+        )
         self.report_on_shutdown = declare_bool(
             self, "report_on_shutdown", True, "write the report when the node stops"
         )
@@ -201,6 +226,7 @@ class CompareNode(Node):
         self.model = self.robot.model
         names = self.model.joint_names
         self.sim = SampleBuffer(names, max_samples)
+        self.command_stamps: deque[float] = deque(maxlen=max_samples)  # [s]
         self.measured = SampleBuffer(names, max_samples)
         self.monitor = InputMonitor(self)
         # the tail's poses on the floor (columns POSE_FIELDS), each topic checked on its own
@@ -232,6 +258,9 @@ class CompareNode(Node):
         self.sub_sim = self.create_subscription(JointState, sim, self.on_sim, QUEUE_DEPTH)
         self.sub_measured = self.create_subscription(
             JointState, measured, self.on_measured, stream_qos(QUEUE_DEPTH)
+        )
+        self.sub_commands = self.create_subscription(
+            JointState, COMMAND_TOPIC.lstrip("/"), self.on_command, stream_qos(QUEUE_DEPTH)
         )
         self.sub_odom = self.create_subscription(
             Odometry, ODOM_TOPIC.lstrip("/"), self.on_odom, QUEUE_DEPTH
@@ -292,6 +321,10 @@ class CompareNode(Node):
 
     def on_measured(self, msg: JointState) -> None:
         self._store(self.measured, msg, self.sub_measured.topic_name)
+
+    def on_command(self, msg: JointState) -> None:
+        """Keep a command's stamp: the report judges their jumps (:mod:`snake_viz.timing`)."""
+        self.command_stamps.append(self._stamp(msg))
 
     def on_odom(self, msg: Odometry) -> None:
         self._store_pose(ODOM_TOPIC, self.sub_odom.topic_name, msg.header, msg.pose.pose)
@@ -410,20 +443,24 @@ class CompareNode(Node):
             comparison = compare(
                 self.sim.series(), self.measured.series(), self.window, self.max_lag, self.max_gap
             )
-            config = {
-                "source": "compare_node",
-                "topics": {"sim": SIM_TOPIC, "measured": MEASURED_TOPIC},
-                "robot_config": str(self.config_path),
-                "robot": self.model.name,
-                "max_lag_s": self.max_lag,
-                "lag_span_s": DEFAULT_LAG_SPAN_S,
-                "max_gap_s": self.max_gap,
-                "dropped_samples": {"sim": self.sim.dropped, "measured": self.measured.dropped},
-                "rejected_messages": self.monitor.rejected,
-                "error": "measured - simulated [rad], measured interpolated onto the sim stamps",
-            }
+            config = report_config(
+                "compare_node",
+                (SIM_TOPIC, MEASURED_TOPIC),
+                self.config_path,
+                self.model.name,
+                self.max_lag,
+                self.max_gap,
+                dropped_samples={"sim": self.sim.dropped, "measured": self.measured.dropped},
+                rejected_messages=self.monitor.rejected,
+            )
+            timing = judge_timing(
+                list(self.command_stamps) or None,
+                self.measured.series().t,
+                self.max_command_jump,
+                self.max_clock_jump,
+            )
             summary = Report(self.folder, self.model, plots=False, robot=self.robot).write(
-                comparison, config, path=self._path_section()
+                comparison, config, path=self._path_section(), timing=timing
             )
             if self.plotter is not None and self.plotter.poll() is None:
                 self.plotter.terminate()  # drawing an older history: the new one replaces it
@@ -452,7 +489,8 @@ def _describe(summary: ReportSummary) -> str:
         f"{name} {math.degrees(x):.2f}" if math.isfinite(x) else f"{name} n/a"
         for name, x in zip(summary.names, summary.rms, strict=True)
     )
-    return f"wrote {len(summary.files)} files to {summary.folder}/; RMS error [deg]: {rms}"
+    timing = "" if summary.timing is None else f"; {summary.timing.line()}"
+    return f"wrote {len(summary.files)} files to {summary.folder}/; RMS error [deg]: {rms}{timing}"
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
 
 from .compare import (
+    DEFAULT_LAG_SPAN_S,
     DEFAULT_MAX_GAP_S,
     ODOM_TOPIC,
     Aligned,
@@ -42,6 +43,7 @@ from .compare import (
 )
 from .offline import Curve, joint_panels, pyplot
 from .path_compare import POSE_TOPIC, PathComparison, compare_paths
+from .timing import Timing
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class ReportSummary:
         files: the files written.
         travel: how far the predicted snake's tail went (a floating robot), or None.
         path: the comparison on the floor, or None (a robot with a fixed base).
+        timing: how the run's clocks held (:mod:`snake_viz.timing`), or None (not judged).
     """
 
     folder: Path
@@ -141,6 +144,7 @@ class ReportSummary:
     files: tuple[Path, ...] = field(default=())
     travel: Travel | None = None
     path: PathSection | None = None
+    timing: Timing | None = None
 
     def table(self) -> str:
         """A fixed-width per-joint table for a terminal."""
@@ -159,6 +163,8 @@ class ReportSummary:
             lines.append(travel_line(self.travel))
         if self.path is not None:
             lines += self.path.lines()
+        if self.timing is not None:
+            lines.append(self.timing.line())
         return "\n".join(lines)
 
 
@@ -209,9 +215,11 @@ class Report:
         config: Mapping[str, Any],
         travel: Travel | None = None,
         path: PathSection | None = None,
+        timing: Timing | None = None,
     ) -> ReportSummary:
         """Write every file; returns the :class:`ReportSummary`. ``travel``: the predicted
-        snake's (a floating robot's), reported too; ``path``: the comparison on the floor.
+        snake's (a floating robot's), reported too; ``path``: the comparison on the floor;
+        ``timing``: whether the run's clocks held (``trusted`` in summary.json).
 
         ``config["robot_config"]`` (a path, or None) names the robot config; the servo model
         named is the robot's (see :func:`servo_model_of`).
@@ -231,6 +239,7 @@ class Report:
             duration,
             travel=travel,
             path=path,
+            timing=timing,
         )
         servo = config["servo_model"]
         files = [self._csv(al), self._markdown(comparison, summary, servo["describe"])]
@@ -293,6 +302,9 @@ class Report:
         if summary.path is not None:
             lines += ["", "## On the floor", ""]
             lines += [f"- {line[0].upper() + line[1:]}." for line in summary.path.lines()]
+        if summary.timing is not None:
+            line = summary.timing.line()
+            lines += ["", line[0].upper() + line[1:] + "."]
         path = self.folder / "summary.md"
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -322,6 +334,8 @@ class Report:
             }
         if summary.path is not None:
             data["path"] = summary.path.as_dict()
+        if summary.timing is not None:
+            data |= summary.timing.as_dict()
         path = self.folder / "summary.json"
         path.write_text(json.dumps(data, indent=2) + "\n")
         return path
@@ -341,6 +355,39 @@ class Report:
         path = self.folder / "config.yaml"
         path.write_text(yaml.safe_dump(_plain(data), sort_keys=False))
         return path
+
+
+def report_config(
+    source: str,
+    topics: tuple[str, str],
+    robot_config: Path | None,
+    robot: str | None,
+    max_lag: float,
+    max_gap: float,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The run's configuration a report's ``config.yaml`` names (what every report has).
+
+    Args:
+        source: where the series came from ("bag", "compare_node").
+        topics: (simulated, measured) topics.
+        robot_config: the robot config file, or None.
+        robot: the robot's name, or None.
+        max_lag: largest lag searched [s].
+        max_gap: longest measured gap interpolated over [s].
+        extra: further entries of the source's (the bag's path, dropped samples).
+    """
+    return {
+        "source": source,
+        "topics": {"sim": topics[0], "measured": topics[1]},
+        "robot_config": None if robot_config is None else str(robot_config),
+        "robot": robot,
+        "max_lag_s": max_lag,
+        "lag_span_s": DEFAULT_LAG_SPAN_S,
+        "max_gap_s": max_gap,
+        **extra,
+        "error": "measured - simulated [rad], measured interpolated onto the simulated stamps",
+    }
 
 
 def servo_model_of(robot: Robot | None) -> dict[str, Any]:

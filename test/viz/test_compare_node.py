@@ -9,6 +9,7 @@ rounding) and bad poses counted by reason on /diagnostics.
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import subprocess
@@ -170,6 +171,10 @@ def test_error_markers_report_and_shutdown(
     assert str(folder) in response.message
     for name in ("aligned.csv", "summary.md", "summary.json", "config.yaml"):
         assert (folder / name).is_file(), name
+    timing = json.loads((folder / "summary.json").read_text())
+    # no gait_node here: no command stamps; the fed stamps are the node's wall clock
+    assert timing["command_jump_s"] is None and timing["max_clock_jump_s"] == 0.05
+    assert timing["trusted"] == (timing["clock_jump_s"] <= 0.05), timing
     # the plots come from a process of their own, plots.log last
     wait_for(lambda: (folder / "plots.log").is_file(), 60.0, "the plotter's plots.log")
     assert PLOTS_DONE in (folder / "plots.log").read_text()
