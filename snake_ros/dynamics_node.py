@@ -39,7 +39,7 @@ body on the ground, joints and base from one simulation
 (:class:`~snake_dynamics.sim.crawler.CrawlingSimulator`, eqs. 240-242): gravity, contact and
 friction load the servos, and the efforts published are their torques. With
 ``ground_model: prescribed`` the joints come from the fixed-tail servo simulation without the
-body's load, and a :class:`~snake_dynamics.floating.recursive.FastBaseTracker` moves the free
+body's load, and a :class:`~snake_dynamics.floating.tracker.FastBaseTracker` moves the free
 tail under them (eqs. 228, 239), starting straight on the ground at the origin. Either way
 the node publishes ``odom`` (nav_msgs/Odometry: the tail's pose in ``world``, its velocity
 in the tail's frame ``<namespace>/base_link``) with every state and, where tf2_ros is
@@ -217,7 +217,7 @@ class DynamicsNode(Node):
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
         arm = elastic_arm(robot)  # None: every link rigid
-        self._bends = None if arm is None else LinkDeflections(arm, self._model.link_names[1:])
+        self._bends = None if arm is None else LinkDeflections(self._model, arm)
         self._bends_pub = (
             None if arm is None else self.create_publisher(JointState, "link_deflections", 10)
         )

@@ -10,7 +10,11 @@ floating robot (the tail's, base_link's, pose in ``world``): the prediction's ``
 (nav_msgs/Odometry) and the robot's ``/measured/pose`` (geometry_msgs/PoseStamped, from an
 external pose sensor such as motion capture), as ``{"topic", "stamp", "position",
 "orientation"}`` (position [m] x, y, z; orientation the unit quaternion x, y, z, w; an
-odometry's twist is not sent). Each topic is throttled to ``rate``: the latest message is sent,
+odometry's twist is not sent). A robot config with ``elastic:`` links also streams the
+prediction's ``/sim/link_deflections`` as each elastic link's bent centreline,
+``{"topic", "stamp", "links": {"link_5": [[x, y, z], ...]}}`` (9 points from the joint, in
+the link's URDF frame [m]; :meth:`LinkDeflections.centrelines`), which the page draws over
+the link. Each topic is throttled to ``rate``: the latest message is sent,
 older ones in the same period are dropped, and a client that cannot keep up is skipped
 rather than buffered. A new client first gets the latest message of each topic. Messages
 that cannot be drawn (non-finite values, a quaternion whose norm is off 1 by more than
@@ -47,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -54,6 +59,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from websockets.version import version as websockets_version
 
+from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm
 from snake_dynamics.urdf import to_urdf
 from snake_ros.common import (
     InputMonitor,
@@ -82,6 +88,8 @@ REQUIRED = (
 )
 #: The streamed joint-state topics: canonical name (also the JSON ``topic`` field).
 TOPICS = ("/sim/joint_states", "/measured/joint_states")
+#: The prediction's elastic coordinates (dynamics_node on a robot with ``elastic:`` links).
+DEFLECTIONS_TOPIC = "/sim/link_deflections"
 #: The base poses: canonical name -> message type (the prediction's, the robot's).
 POSE_TOPICS: dict[str, type[Odometry] | type[PoseStamped]] = {
     ODOM_TOPIC: Odometry,
@@ -192,6 +200,27 @@ def state_message(topic: str, msg: JointState) -> str | None:
         return None
     stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
     return json.dumps({"topic": topic, "stamp": stamp, "name": names, "position": positions})
+
+
+def deflection_message(topic: str, bends: LinkDeflections, msg: JointState) -> str | None:
+    """The JSON text sent for one ``link_deflections`` message: each elastic link's bent
+    centreline (F119), or None if the message is not this robot's elastic coordinates or
+    not finite.
+
+    Args:
+        topic: canonical topic name.
+        bends: the robot's elastic links.
+        msg: the elastic coordinates by name [m or rad].
+    """
+    values = [float(x) for x in msg.position]
+    if list(msg.name) != list(bends.names) or len(values) != len(bends.names):
+        return None
+    if not all(math.isfinite(x) for x in values):
+        return None
+    lines = bends.centrelines(np.array(values))
+    stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    links = {name: line.tolist() for name, line in zip(bends.links, lines, strict=True)}
+    return json.dumps({"topic": topic, "stamp": stamp, "links": links})
 
 
 def pose_message(topic: str, msg: Odometry | PoseStamped) -> str | None:
@@ -391,7 +420,10 @@ class WebViewerNode(Node):
         )
         rate = declare_float(self, "rate", 30.0, 1.0, 200.0, "messages per second per topic [Hz]")
         root = check_assets()
-        model = load_robot(config).model
+        robot = load_robot(config)
+        model = robot.model
+        arm = elastic_arm(robot)  # None: every link rigid
+        self.bends = None if arm is None else LinkDeflections(model, arm)
         self.monitor = InputMonitor(self)
         self.server = WebServer(
             root, to_urdf(model), port, rate, lambda line: self.monitor.reject("/ws (origin)", line)
@@ -403,9 +435,13 @@ class WebViewerNode(Node):
             )
         for topic, kind in POSE_TOPICS.items():
             self.create_subscription(kind, topic, lambda msg, t=topic: self.on_pose(t, msg), qos)
+        streamed = (*TOPICS, *POSE_TOPICS)
+        if self.bends is not None:
+            self.create_subscription(JointState, DEFLECTIONS_TOPIC, self.on_deflections, qos)
+            streamed = (*streamed, DEFLECTIONS_TOPIC)
         self.get_logger().info(
             f"web view of {model.name} ({model.n_joints} joints): {self.url} "
-            f"(streaming {', '.join((*TOPICS, *POSE_TOPICS))} at {rate:g} Hz)"
+            f"(streaming {', '.join(streamed)} at {rate:g} Hz)"
         )
 
     @property
@@ -421,6 +457,16 @@ class WebViewerNode(Node):
             return
         self.monitor.accept(topic)
         self.server.publish(topic, text)
+
+    def on_deflections(self, msg: JointState) -> None:
+        """Forward the elastic links' centrelines; reject what is not this robot's."""
+        assert self.bends is not None
+        text = deflection_message(DEFLECTIONS_TOPIC, self.bends, msg)
+        if text is None:
+            self.monitor.reject(DEFLECTIONS_TOPIC, "not this robot's elastic coordinates, finite")
+            return
+        self.monitor.accept(DEFLECTIONS_TOPIC)
+        self.server.publish(DEFLECTIONS_TOPIC, text)
 
     def on_pose(self, topic: str, msg: Odometry | PoseStamped) -> None:
         """Forward a drawable base pose; reject the others (:class:`InputMonitor`)."""

@@ -444,15 +444,17 @@ class LinkDeflections:
     :func:`simulate_elastic`'s.
 
     Args:
-        arm: the snake with elastic links (:func:`elastic_arm`).
-        names: the links' names, tail to head (``link_1 .. link_n``).
+        snake: the fixed-tail snake (its link names and joint axes).
+        arm: the same snake with elastic links (:func:`elastic_arm`).
     """
 
-    def __init__(self, arm: FlexibleArm, names: Sequence[str]) -> None:
+    def __init__(self, snake: SnakeModel, arm: FlexibleArm) -> None:
+        names = snake.link_names[1:]
         self.arm = arm
         self.model = FlexibleModel(arm)
         self.names = modal_names(arm, names)
         self.links = tuple(names[i] for i, _ in arm.elastic_slices())
+        self._axes = [link_axes(snake.axes[i]) for i, _ in arm.elastic_slices()]
         nj = arm.n_joints
         self._stiffness = self.model.arrays.stiffness[nj:, nj:]
         self._q = np.zeros(arm.n)
@@ -493,3 +495,10 @@ class LinkDeflections:
             out[j, :, 2] = bxy.shapes(x) @ e[nt : nt + ny]
             out[j, :, 3] = bxz.shapes(x) @ e[nt + ny :]
         return out
+
+    def centrelines(self, modal: FloatArray, points: int = 9) -> FloatArray:
+        """Each elastic link's bent centreline at ``points`` stations (F119) in its body's
+        axes from its joint, the URDF frame of ``link_k``: C_k (x, v(x), w(x)),
+        (links, points, 3) [m]."""
+        shapes = self.shapes(modal, points)
+        return np.stack([s[:, [0, 2, 3]] @ c.T for s, c in zip(shapes, self._axes, strict=True)])

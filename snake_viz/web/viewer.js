@@ -7,6 +7,9 @@
 // pose sensor's) on '/measured/pose'. Each robot's root (base_link) is put at its pose and its
 // path drawn as a trail of its own (the last ?trail=N points, default 2000); the camera follows
 // the sim robot (snakeViewer.follow). Without poses a robot stays at the origin.
+// A robot with elastic links: '/sim/link_deflections' {topic, stamp, links: {link_5: [[x, y, z],
+// ...]}} gives each elastic link's bent centreline in its URDF frame (its axis along y), drawn
+// over the link with the deflection (x and z) scaled by ?bend=N (default 10; 1: true size).
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import URDFLoader from 'urdf-loader';
@@ -18,6 +21,9 @@ const TRAIL_POINTS = trailPoints(new URLSearchParams(location.search).get('trail
 const TRAIL_COLOURS = { sim: 0x70e070, measured: 0x4f6fff };
 const TRACE_STEP = 5e-4; // [m] a point that moved less adds none (a still scene stays still)
 const GHOST = { color: 0x7fc8ff, opacity: 0.4 };
+const DEFLECTIONS_TOPIC = '/sim/link_deflections';
+const BEND = bendScale(new URLSearchParams(location.search).get('bend'));
+const BEND_COLOUR = 0xff5070;
 const TRACE_COLOURS = {
   sim: { head: 0xffa040, com: 0xffe680 },
   measured: { head: 0x7fc8ff, com: 0xc8a0ff },
@@ -57,9 +63,16 @@ const viewer = {
       new THREE.Vector3().fromBufferAttribute(attr, i).applyMatrix4(line.matrixWorld).toArray()));
   },
   target() { return controls.target.toArray(); },
+  bend: BEND,
+  deflections: { messages: 0, stamp: 0, links: {} }, // link -> centreline drawn [m], scaled
 };
 window.snakeViewer = viewer;
 const parts = { sim: [], measured: [] };
+
+function bendScale(text) {
+  const x = Number.parseFloat(text ?? '');
+  return Number.isFinite(x) && x > 0 ? Math.min(x, 1000) : 10;
+}
 
 function trailPoints(text) {
   const n = Number.parseInt(text ?? '', 10);
@@ -257,8 +270,37 @@ function applyPose(role, message) {
   dirty = true;
 }
 
+// Each elastic link's centreline as a line in its URDF link's frame, made on first use.
+const bends = {};
+function applyDeflections(message) {
+  if (!robots.sim || typeof message.links !== 'object') return;
+  for (const [name, points] of Object.entries(message.links)) {
+    const link = robots.sim.robot.links[name];
+    if (!link || !Array.isArray(points)) continue;
+    const drawn = points.map(([x, y, z]) => [x * BEND, y, z * BEND]);
+    if (!bends[name]) {
+      const geometry = new THREE.BufferGeometry();
+      geometry.setAttribute('position', new THREE.BufferAttribute(new Float32Array(drawn.length * 3), 3));
+      const material = new THREE.LineBasicMaterial({ color: BEND_COLOUR, depthTest: false });
+      bends[name] = new THREE.Line(geometry, material);
+      bends[name].renderOrder = 2;
+      bends[name].frustumCulled = false;
+      link.add(bends[name]);
+      parts.sim.push(bends[name]);
+    }
+    const attr = bends[name].geometry.attributes.position;
+    drawn.slice(0, attr.count).forEach(([x, y, z], i) => attr.setXYZ(i, x, y, z));
+    attr.needsUpdate = true;
+    viewer.deflections.links[name] = drawn;
+  }
+  viewer.deflections.messages += 1;
+  viewer.deflections.stamp = message.stamp;
+  dirty = true;
+}
+
 function apply(message) {
   if (message.topic in POSE_TOPICS) { applyPose(POSE_TOPICS[message.topic], message); return; }
+  if (message.topic === DEFLECTIONS_TOPIC) { applyDeflections(message); return; }
   const role = message.topic === TOPICS.sim ? 'sim' : message.topic === TOPICS.measured ? 'measured' : null;
   if (!role || !robots[role]) return;
   const positions = {};

@@ -36,7 +36,7 @@ def test_dynamics_node_publishes_the_link_deflections(
     robot = Robot.load(CONFIG)
     arm = elastic_arm(robot)
     assert arm is not None
-    bends = LinkDeflections(arm, robot.model.link_names[1:])
+    bends = LinkDeflections(robot.model, arm)
     sag = bends.model.static_deflection(np.zeros(arm.n_joints))[arm.n_joints :]
     ns = "/elastic"
     args = ["-r", f"__ns:={ns}", "-p", "use_sim_time:=true", "-p", f"robot_config:={CONFIG}"]

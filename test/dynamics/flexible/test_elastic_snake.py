@@ -139,7 +139,7 @@ def test_a_cantilever_snake_sags_as_euler_bernoulli_says(modes: int, within: flo
     # one mode is off by 0.9 %, three by 1.6e-4, as Rayleigh-Ritz converges
     assert abs(-up / expected - 1.0) > within / 100
     # the shape a view draws (F119), and the quasi-static deflection at rest (F118)
-    bends = LinkDeflections(arm, ["link_1"])
+    bends = LinkDeflections(snake, arm)
     modal = bends.quasi_static(np.zeros(1), np.zeros(1), np.zeros(1))
     assert np.allclose(modal, q[1:], rtol=1e-6, atol=0.0)
     shape = bends.shapes(modal)[0]
