@@ -20,7 +20,6 @@ from snake_dynamics.sim.compensation import (
     check_feasible,
     fixed_tail_load,
 )
-from snake_ros.paths import load_robot
 
 from .errors import BringupError
 from .gaits_file import read_gaits_file
@@ -64,7 +63,7 @@ def check_robot_config(robot: Robot) -> None:
 
 
 def check_servos_follow(
-    robot: Robot | str,
+    robot: Robot,
     gait: str,
     *,
     force: bool,
@@ -74,8 +73,7 @@ def check_servos_follow(
     on a floor eq. 217).
 
     Args:
-        robot: the robot the command read (its body and servo: section), or (from the demo
-            tour, until it hands one down) a robot YAML file or config name, read here.
+        robot: the robot the command read (its body and servo: section).
         gait: gait name; empty for config/gaits.yaml's.
         force: run it anyway: return the reason as a warning instead of raising.
         overrides: gait parameters by gait, replacing config/gaits.yaml's (``--gaits``).
@@ -88,10 +86,8 @@ def check_servos_follow(
     Raises:
         InfeasibleGaitError: they cannot, without ``force``: the joint, the time, the demand
             and the limit.
-        ModelError, GaitError: the robot config or the gait cannot be loaded.
+        ModelError, GaitError: the robot's servo: section or the gait cannot be used.
     """
-    if not isinstance(robot, Robot):
-        robot = load_robot(robot)
     model, path = robot.model, robot.path
     if model.wheels:
         return None  # the wheels, not the servos alone, decide what it follows

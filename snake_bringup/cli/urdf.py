@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snake_dynamics import SnakeModel
 from snake_dynamics.urdf import to_urdf, write_urdf
-from snake_ros.paths import robot_config
+from snake_ros.paths import load_robot
 
 from .options import output_option, robot_option
 
@@ -26,7 +25,7 @@ def register(sub: Subparsers) -> None:
 
 def run(*, robot: str, output: Path | None) -> int:
     """Print the URDF of ``robot`` (a YAML file or config name), or write it to ``output``."""
-    model = SnakeModel.from_yaml(robot_config(robot))
+    model = load_robot(robot).model
     if output is None:
         sys.stdout.write(to_urdf(model))
     else:

@@ -5,14 +5,20 @@ source of the modules below the CLI, which name no loader of a robot file."""
 from __future__ import annotations
 
 import collections
+import contextlib
+import pickle
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import snake_bringup.optimization
+import snake_bringup.sweep
 import snake_dynamics.model
 from snake_bringup.cli import main
+from snake_bringup.cluster import ClusterOptions, Counts, Finished, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +27,14 @@ LOADERS = re.compile(
     r"\b(SnakeModel\.from_yaml|ServoModel\.from_yaml|load_servo_map|Robot\.load|load_robot)\("
 )
 #: Modules below the CLI that take their robot as an object, never as a name.
-HANDED_DOWN = ["snake_bringup/identification", "snake_viz/compare_report.py"]
+HANDED_DOWN = [
+    "snake_bringup/identification",
+    "snake_viz/compare_report.py",
+    "snake_bringup/sweep.py",
+    "snake_bringup/optimization.py",
+    "snake_bringup/locomotion.py",
+    "snake_bringup/feasibility.py",
+]
 
 
 @pytest.fixture
@@ -81,4 +94,54 @@ def test_a_graph_command_reads_its_robot_once(
     servos against the gait and build the graph's URDF from one reading of robot.yaml (six
     and eight before the Robot)."""
     assert main([command, "--dry-run", "-o", str(tmp_path / "run")]) == 0
+    assert reads == {"robot.yaml": 1}
+
+
+@pytest.fixture
+def jobs_here(monkeypatch: pytest.MonkeyPatch) -> list[Job[Any]]:
+    """The studies' Dask jobs run in this process, each one's function and arguments through
+    pickle as a worker gets them (so their reads are counted); returns the jobs run."""
+    ran: list[Job[Any]] = []
+
+    def run_jobs(
+        client: Any, jobs: Sequence[Job[Any]], on_progress: Any, counts: Counts, **kw: Any
+    ) -> Iterator[Any]:
+        for job in jobs:
+            function, arguments = pickle.loads(pickle.dumps((job.function, job.args)))
+            ran.append(job)
+            counts.done += 1
+            yield Finished(job.key, function(*arguments))
+
+    def client(self: ClusterOptions, security: Any, most: int | None = None) -> Any:
+        return contextlib.nullcontext(object())
+
+    monkeypatch.setattr(ClusterOptions, "client", client)
+    for module in (snake_bringup.sweep, snake_bringup.optimization):
+        monkeypatch.setattr(module, "run_jobs", run_jobs)
+        monkeypatch.setattr(module, "threads", lambda client: 1)
+    return ran
+
+
+#: A short run on the ground: ten 1 ms steps, the joints on the gait.
+SHORT = ["--duration", "0.01", "--ideal-servos", "--no-plots", "-q"]
+
+
+def test_sweep_reads_its_robot_once_and_its_points_none(
+    tmp_path: Path, reads: collections.Counter[str], jobs_here: list[Job[Any]]
+) -> None:
+    """``snake sweep`` reads robot.yaml once; its points (on the workers) get the robot
+    pickled and read no file."""
+    argv = ["sweep", "--x", "amplitude=0.3:0.5:2", "--y", "frequency=0.5:1:1", *SHORT]
+    assert main([*argv, "-o", str(tmp_path / "sweep")]) == 0
+    assert len(jobs_here) == 2
+    assert reads == {"robot.yaml": 1}
+
+
+def test_optimize_reads_its_robot_once_and_its_trials_none(
+    tmp_path: Path, reads: collections.Counter[str], jobs_here: list[Job[Any]]
+) -> None:
+    """``snake optimize`` reads robot.yaml once; its trials get the robot pickled."""
+    argv = ["optimize", "--param", "amplitude=0.3:0.5", "--trials", "2", *SHORT]
+    assert main([*argv, "-o", str(tmp_path / "optimize")]) == 0
+    assert len(jobs_here) == 2
     assert reads == {"robot.yaml": 1}
