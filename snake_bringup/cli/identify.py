@@ -154,15 +154,18 @@ def run(
     endpoint = None if emulate else Endpoint(transport, port, host)
     real = endpoint is not None
     report = identify(
-        robot=Robot.load(robot_config(robot or default_robot(plant, real, from_bags)).resolve()),
+        robot=Robot.load(
+            robot_config(robot or default_robot(plant_file, real, from_bags)).resolve()
+        ),
         endpoint=endpoint,
         key_hex=key,
-        plant=plant,
+        plant=plant_file,
         validation_gait=validation_gait,
         gait_params=gait_params,
         validation_time=validation_time,
         from_bags=from_bags,
         output=output,
+    plant_file = None if plant is None else robot_config(str(plant))  # a file, or a name
         plots=plots,
         say=say,
         floor=floor,

@@ -58,7 +58,7 @@ def default_robot(plant: Path | None, real: bool, from_bags: Path | None = None)
     """The robot config ``snake identify`` uses unless told: for an earlier run's bags, the
     one that run used (the ``base:`` of its robot_identified.yaml, where that file still
     exists); ``robot_table`` (the robot on the table, with its bodies' flat undersides:
-    ground.width) for an emulated plant on a floor; else ``robot_feedback``."""
+    ground.width) for an emulated plant (its file) on a floor; else ``robot_feedback``."""
     overlay = None if from_bags is None else from_bags / "robot_identified.yaml"
     if overlay is not None and overlay.is_file():
         base = yaml.safe_load(overlay.read_text()).get("base")
@@ -67,7 +67,7 @@ def default_robot(plant: Path | None, real: bool, from_bags: Path | None = None)
     if real or plant is None:
         return "robot_feedback"
     # the plant's ground: decides which robot; the plant is checked against the robot later
-    doc = read_robot_yaml(robot_config(str(plant)), "plant file")
+    doc = read_robot_yaml(plant, "plant file")
     on_floor = isinstance(doc, Mapping) and doc.get("ground") is not None
     return "robot_table" if on_floor else "robot_feedback"
 
@@ -146,7 +146,7 @@ def identify(
         if out.exists() and any(out.iterdir()):
             raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
         out.mkdir(parents=True, exist_ok=True)
-        servo_plant = robot_config(str(plant or "plant"))  # a file, or a config name
+        servo_plant = plant or robot_config("plant")
         if endpoint is None:
             servo_plant, floor_plant = stage_plants(floor, servo_plant, names, out)
         excitation = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
