@@ -5,7 +5,7 @@ eqs. 240-242).
 The state is y = [x_0; quat_0; v_0; w_0; q; q_dot] (eq. 240): the tail's CM [m] in the
 inertial frame, its orientation (x, y, z, w), its velocity and angular velocity in its own
 frame (eq. 221's nu) and the joints. Its rate is the floating-base articulated-body
-recursion (eq. 227, :func:`snake_dynamics.floating.recursive.forward_dynamics_on_ground`)
+recursion (eq. 227, :func:`snake_dynamics.floating.aba.forward_dynamics_on_ground`)
 under gravity, the ground's contact and friction (eqs. 231-236) and the servo torques
 (eqs. 202-206) at the joints, all compiled and O(n). Nothing holds a body up but the ground
 and the servos: the pitch servos carry the links they lift, a body may leave the ground,

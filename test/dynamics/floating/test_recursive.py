@@ -13,6 +13,7 @@ from support.models import MODEL_CASES, random_floating_state, random_model, rel
 
 from snake_dynamics import ground as gr
 from snake_dynamics.errors import SimulationError, StateError
+from snake_dynamics.floating import FastBaseTracker, body_pose
 from snake_dynamics.floating import literal as fl
 from snake_dynamics.floating import recursive as ff
 from snake_dynamics.floating import state as fs
@@ -55,7 +56,7 @@ def test_body_pose_equals_the_literal_world_poses(
     s = random_floating_state(rng, model, scale=0.5)
     rotations, centres = fs.world_poses(model, s)
     for body in range(n + 1):
-        rotation, centre = ff.body_pose(params, s.position, s.quaternion, s.q, body)
+        rotation, centre = body_pose(params, s.position, s.quaternion, s.q, body)
         assert rel_err(rotation, rotations[body]) < TOL
         assert rel_err(centre, centres[body]) < TOL
 
@@ -172,7 +173,7 @@ def test_the_fast_base_tracker_is_the_literal_one(rng: np.random.Generator) -> N
     t = np.arange(1, 61) * dt
     qs = 0.4 * np.sin(3 * t[:, None] + np.arange(4))
     qds = 1.2 * np.cos(3 * t[:, None] + np.arange(4))
-    literal, fast = fl.BaseTracker(model, dt), ff.FastBaseTracker(model, dt)
+    literal, fast = fl.BaseTracker(model, dt), FastBaseTracker(model, dt)
     for tracker in (literal, fast):
         tracker.reset(np.zeros(4), 1.2 * np.cos(np.arange(4.0)))
         tracker.advance(0.0, qs[:30], qds[:30])
