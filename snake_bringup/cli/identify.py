@@ -153,6 +153,7 @@ def run(
 
     endpoint = None if emulate else Endpoint(transport, port, host)
     real = endpoint is not None
+    plant_file = None if plant is None else robot_config(str(plant))  # a file, or a name
     report = identify(
         robot=Robot.load(
             robot_config(robot or default_robot(plant_file, real, from_bags)).resolve()
@@ -165,7 +166,6 @@ def run(
         validation_time=validation_time,
         from_bags=from_bags,
         output=output,
-    plant_file = None if plant is None else robot_config(str(plant))  # a file, or a name
         plots=plots,
         say=say,
         floor=floor,
