@@ -22,6 +22,7 @@ is still being discovered would otherwise miss the start and begin somewhere mid
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -303,25 +304,27 @@ class GaitNode(Node):
             self._warn_if_saturating()
 
     def _on_start(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        now = self._time()
-        response.success = now is not None
-        if now is None:
-            response.message = "no clock yet (use_sim_time is set and /clock is silent)"
-        elif self._player.start(now[1]):
-            response.message = f"ramping into the gait over {self._player.ramp_time:g} s"
-        else:
-            response.message = "already running"
-        return response
+        return self._ramp(response, self._player.start, "into the gait", "already running")
 
     def _on_stop(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        return self._ramp(response, self._player.stop, "to rest", "already stopped")
+
+    def _ramp(
+        self,
+        response: Trigger.Response,
+        ramp: Callable[[float], bool],
+        where: str,
+        already: str,
+    ) -> Trigger.Response:
+        """Answer ~/start or ~/stop: ``ramp(t)`` (False: nothing to do) at the clock's time."""
         now = self._time()
         response.success = now is not None
         if now is None:
             response.message = "no clock yet (use_sim_time is set and /clock is silent)"
-        elif self._player.stop(now[1]):
-            response.message = f"ramping to rest over {self._player.ramp_time:g} s"
+        elif ramp(now[1]):
+            response.message = f"ramping {where} over {self._player.ramp_time:g} s"
         else:
-            response.message = "already stopped"
+            response.message = already
         return response
 
 

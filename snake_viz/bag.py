@@ -230,15 +230,7 @@ class BagRecorder:
             "message_count": count,
             "topics_with_message_count": [
                 {
-                    "topic_metadata": {
-                        "name": c.topic,
-                        "type": c.msgtype,
-                        "serialization_format": "cdr",
-                        "offered_qos_profiles": dump_qos_v9(
-                            list(getattr(c.ext, "offered_qos_profiles", []))
-                        ),
-                        "type_description_hash": c.digest,
-                    },
+                    "topic_metadata": _topic_metadata(c, c.digest),
                     "message_count": w.counts[c.id],
                 }
                 for c in self._connections.values()
@@ -383,16 +375,9 @@ def _rewrite_metadata(bag: Path, files: Sequence[Path]) -> dict[str, int]:
                 entry = topics.setdefault(
                     c.topic,
                     {
-                        "topic_metadata": {
-                            "name": c.topic,
-                            "type": c.msgtype,
-                            "serialization_format": "cdr",
-                            "offered_qos_profiles": dump_qos_v9(
-                                list(getattr(c.ext, "offered_qos_profiles", []))
-                            ),
-                            "type_description_hash": hashes.get(c.topic)
-                            or _rihs01_or_empty(c.msgtype),
-                        },
+                        "topic_metadata": _topic_metadata(
+                            c, hashes.get(c.topic) or _rihs01_or_empty(c.msgtype)
+                        ),
                         "message_count": 0,
                     },
                 )
@@ -415,6 +400,19 @@ def _rewrite_metadata(bag: Path, files: Sequence[Path]) -> dict[str, int]:
     }
     _dump_yaml(meta_path, {"rosbag2_bagfile_information": info})
     return per_file
+
+
+def _topic_metadata(connection: Connection, type_hash: str) -> dict[str, Any]:
+    """A topic's ``topic_metadata`` entry of rosbag2's ``metadata.yaml`` (version 9)."""
+    return {
+        "name": connection.topic,
+        "type": connection.msgtype,
+        "serialization_format": "cdr",
+        "offered_qos_profiles": dump_qos_v9(
+            list(getattr(connection.ext, "offered_qos_profiles", []))
+        ),
+        "type_description_hash": type_hash,
+    }
 
 
 def _rihs01_or_empty(msgtype: str) -> str:

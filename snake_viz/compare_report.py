@@ -41,7 +41,7 @@ from .compare import (
     Travel,
     traces,
 )
-from .offline import Curve, joint_panels, pyplot
+from .offline import Curve, joint_panels, pyplot, save_figure
 from .path_compare import POSE_TOPIC, PathComparison, compare_paths
 from .timing import Timing
 
@@ -497,11 +497,7 @@ def _traces_plot(folder: Path, al: Aligned, model: SnakeModel) -> Path:
         ax.set_aspect("equal", adjustable="datalim")
         ax.tick_params(labelsize=7)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    path = folder / "traces.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, folder / "traces.png")
 
 
 def path_plot(path: Path, comparison: PathComparison) -> Path:
@@ -534,10 +530,7 @@ def path_plot(path: Path, comparison: PathComparison) -> Path:
         fontsize=9,
     )
     err.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _plain(value: Any) -> Any:

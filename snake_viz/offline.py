@@ -141,6 +141,14 @@ def pyplot() -> Any:
     return plt
 
 
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (PNG at 110 dpi) and close it; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    return path
+
+
 class Curve(NamedTuple):
     """One series of joint angles, drawn in every per-joint panel.
 
@@ -193,10 +201,7 @@ def joint_panels(
     for ax in axes[-1]:
         ax.set_xlabel("t [s]", fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_run(
@@ -244,10 +249,7 @@ def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> lis
     ax.set_ylabel("torque [N m]")
     ax.set_title("Joint torques (inverse dynamics, eq. 81)")
     ax.legend(fontsize=7, ncol=max(1, n // 8))
-    fig.tight_layout()
-    out.append(folder / "torques.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
+    out.append(save_figure(fig, folder / "torques.png"))
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     ax.plot(result.t, result.kinetic, label="kinetic K (eq. 65)")
@@ -256,10 +258,7 @@ def _plots(folder: Path, result: SimulationResult, commanded: FloatArray) -> lis
     ax.set_xlabel("t [s]")
     ax.set_ylabel("energy [J]")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.append(folder / "energy.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
+    out.append(save_figure(fig, folder / "energy.png"))
     return out
 
 
@@ -320,10 +319,7 @@ def _path_plot(path: Path, run: FloatingRun, travel: Locomotion) -> Path:
     )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 class SweepPoint(NamedTuple):
@@ -441,7 +437,4 @@ def _heatmaps(
         ax.set_ylabel(y[0])
         ax.set_title(name)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
