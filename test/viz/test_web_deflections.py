@@ -18,10 +18,13 @@ import pytest
 pytestmark = pytest.mark.ros
 pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
+from support.waits import wait_for  # noqa: E402
 
 from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm, tip_deflections  # noqa: E402
 from snake_dynamics.robot import Robot  # noqa: E402
 from snake_viz.web_viewer import DEFLECTIONS_TOPIC, deflection_message  # noqa: E402
+
+from .test_web_viewer import Gait, Page, gait, page, viewer_url  # noqa: E402, F401
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +75,36 @@ def test_what_is_not_this_robots_deflections_is_not_sent(
     else:
         msg.position = [0.0] * (len(bends.names) - 1)
     assert deflection_message(DEFLECTIONS_TOPIC, bends, msg) is None
+
+
+# ------------------------------------------------------------------ the page in Chromium
+#: The robot the shared viewer fixture of test_web_viewer starts (same joints as robot).
+VIEWER_ROBOT = "robot_elastic"
+
+
+@pytest.mark.browser
+def test_the_page_bends_the_elastic_links(
+    page: Page,  # noqa: F811
+    gait: Gait,  # noqa: F811
+    bends: LinkDeflections,
+) -> None:
+    nj = bends.arm.n_joints
+    modal = bends.model.static_deflection(np.zeros(nj))[nj:]
+    publisher = gait.node.create_publisher(JointState, DEFLECTIONS_TOPIC, 10)
+    wait_for(lambda: publisher.get_subscription_count() > 0, 20.0, "the viewer's subscription")
+
+    def drawn() -> bool:
+        msg = message(bends, modal)
+        msg.header.stamp = gait.node.get_clock().now().to_msg()
+        publisher.publish(msg)
+        return bool(page.evaluate("window.snakeViewer.deflections.messages > 0"))
+
+    wait_for(drawn, 20.0, "deflections drawn on the page")
+    state = page.evaluate("window.snakeViewer")
+    scale = state["bend"]
+    assert scale == 10
+    lines = bends.centrelines(modal)
+    for name, line in zip(bends.links, lines, strict=True):
+        expected = line * [scale, 1.0, scale]  # the deflection scaled, not the length
+        assert np.allclose(state["deflections"]["links"][name], expected, rtol=1e-12, atol=1e-15)
+    assert page.errors == []

@@ -252,8 +252,14 @@ def gait() -> Iterator[Gait]:
 
 
 @pytest.fixture(scope="module")
-def viewer_url(gait: Gait, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def viewer_url(
+    gait: Gait, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """web_viewer_node of the robot config the test module names as ``VIEWER_ROBOT``
+    (default: robot, whose joints :class:`Gait` moves)."""
     skip_without_browser()
+    robot = getattr(request.module, "VIEWER_ROBOT", "robot")
+    command = [sys.executable, "-m", "snake_viz.web_viewer", "--ros-args", "-p", "port:=0"]
     tmp = tmp_path_factory.mktemp("web")
     log = tmp / "web_viewer.log"
     env = {
@@ -264,7 +270,7 @@ def viewer_url(gait: Gait, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     }
     with log.open("w") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "snake_viz.web_viewer", "--ros-args", "-p", "port:=0"],
+            [*command, "-p", f"robot_config:={robot}"],
             cwd=ROOT,
             env=env,
             stdout=sink,
