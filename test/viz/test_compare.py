@@ -9,6 +9,7 @@ bag written with rosbags' own Writer (MCAP) for ``compare_bag``.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import shutil
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
+import snake_dynamics.model
 from snake_bringup.cli.compare import register
 from snake_bringup.comparison import compare_bag
 from snake_dynamics import SnakeModel
@@ -357,11 +359,23 @@ def test_compare_bag_recovers_lag_and_error(bag: Path, tmp_path: Path) -> None:
     assert config["servo_model"]["parameters"] == servo.as_dict()
 
 
-def test_snake_compare_cli(bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_snake_compare_cli(
+    bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report, from one reading of robot.yaml (the model and the report's servo model)."""
+    reads: collections.Counter[str] = collections.Counter()
+    read_yaml = snake_dynamics.model.read_yaml
+
+    def counting(path: Path, what: str) -> object:
+        reads[Path(path).name] += 1
+        return read_yaml(path, what)
+
+    monkeypatch.setattr(snake_dynamics.model, "read_yaml", counting)
     parser = argparse.ArgumentParser(prog="snake")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare", str(bag), "-o", str(tmp_path / "r"), "--no-plots"])
     assert args.run(args) == 0
+    assert reads == {"robot.yaml": 1}
     out = capsys.readouterr().out
     assert f"report: {tmp_path / 'r'}/" in out
     row = next(line for line in out.splitlines() if line.startswith("joint_8"))
