@@ -112,7 +112,7 @@ def _crba(
     return mstar
 
 
-#: Scratch arrays of :func:`_aba` for n joints (see :func:`aba_workspace`).
+#: Scratch arrays of :func:`_aba` for n joints: views into one :func:`workspace` buffer.
 AbaWorkspace = tuple[
     FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
     FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
@@ -120,23 +120,41 @@ AbaWorkspace = tuple[
 
 
 @compiled
+def workspace(n: int) -> FloatArray:
+    """The scratch buffer of :func:`forward_dynamics_into` for n joints, 80 n + 60 floats
+    (one per thread: the kernel writes it)."""
+    return np.empty(80 * n + 60)
+
+
+@compiled
+def _workspace_views(buf: FloatArray, n: int) -> AbaWorkspace:
+    """The arrays of :func:`_aba` as views into ``buf`` (:func:`workspace`), no copy."""
+    if buf.size != 80 * n + 60:
+        raise StateError("the workspace does not fit the model: make it with workspace(n)")
+    r, a, v = 9 * (n + 1), 12 * (n + 1), 42 * n + 24  # ends of rot, pos, the rows of 6
+    rows = buf[a:v].reshape((5 * n + 2, 6))  # S, v, c, p, U, two scratch vectors: one reshape
+    o = v + 36 * n  # after the articulated inertias: d and u, then the root's 6x6
+    return (
+        buf[:r].reshape((n + 1, 3, 3)),  # rot
+        buf[r:a].reshape((n + 1, 3)),  # pos
+        rows[:n],  # twists S
+        buf[v:o].reshape((n, 6, 6)),  # articulated inertias
+        rows[n : 2 * n],  # v
+        rows[2 * n : 3 * n],  # c
+        rows[3 * n : 4 * n],  # bias forces
+        rows[4 * n : 5 * n],  # U = IA S
+        buf[o : o + n],  # d = Sᵀ U
+        buf[o + n : o + 2 * n],  # u = tau - Sᵀ p
+        rows[5 * n],  # scratch spatial vector
+        buf[o + 2 * n : o + 2 * n + 36].reshape((6, 6)),  # handed to the (fixed) root: ignored
+        rows[5 * n + 1],
+    )
+
+
+@compiled
 def aba_workspace(n: int) -> AbaWorkspace:
     """Scratch arrays for :func:`_aba` (allocated once per run, not per call)."""
-    return (
-        np.empty((n + 1, 3, 3)),  # rot
-        np.empty((n + 1, 3)),  # pos
-        np.empty((n, 6)),  # twists S
-        np.empty((n, 6, 6)),  # articulated inertias
-        np.empty((n, 6)),  # v
-        np.empty((n, 6)),  # c
-        np.empty((n, 6)),  # bias forces
-        np.empty((n, 6)),  # U = IA S
-        np.empty(n),  # d = Sᵀ U
-        np.empty(n),  # u = tau - Sᵀ p
-        np.empty(6),  # scratch spatial vector
-        np.empty((6, 6)),  # what the backward pass hands the (fixed) root: ignored
-        np.empty(6),
-    )
+    return _workspace_views(workspace(n), n)
 
 
 @compiled
@@ -180,23 +198,82 @@ def _energies(
 ) -> FloatArray:
     """Per sample: kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J]."""
     n = qs.shape[1]
-    out = np.zeros((qs.shape[0], 2))
+    out = np.empty((qs.shape[0], 2))
     rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     s, inert, v, c = np.empty((n, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((n, 6))
     for row in range(qs.shape[0]):
         body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
         velocities(s, qds[row], v, c)
-        for k in range(qs.shape[1]):
+        kinetic = potential = 0.0  # sums in locals: one through out[row] is not vectorised
+        for k in range(n):
+            blk, vk = inert[k], v[k]
             for i in range(6):
-                for j in range(6):
-                    out[row, 0] += 0.5 * v[k, i] * inert[k, i, j] * v[k, j]
+                kinetic += vk[i] * (
+                    blk[i, 0] * vk[0]
+                    + blk[i, 1] * vk[1]
+                    + blk[i, 2] * vk[2]
+                    + blk[i, 3] * vk[3]
+                    + blk[i, 4] * vk[4]
+                    + blk[i, 5] * vk[5]
+                )
             for i in range(3):
-                out[row, 1] -= masses[k + 1] * gravity[i] * pos[k + 1, i]
+                potential -= masses[k + 1] * gravity[i] * pos[k + 1, i]
+        out[row, 0], out[row, 1] = 0.5 * kinetic, potential
     return out
 
 
 #: The model arrays the kernels take: (axes, offsets, masses, inertias, gravity, no_wrench).
 Params = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+@compiled
+def model_views(packed: FloatArray) -> Params:
+    """The model arrays of :attr:`FastModel.packed` (22 n + 16 floats) as views, no copy."""
+    n = (packed.size - 16) // 22
+    if n < 1 or packed.size != 22 * n + 16:
+        raise StateError("not a packed model: pass FastModel(model).packed")
+    m, i, g = 6 * n + 3, 7 * n + 4, 16 * n + 13  # ends of offsets, masses, inertias
+    return (
+        packed[: 3 * n].reshape((n, 3)),  # axes
+        packed[3 * n : m].reshape((n + 1, 3)),  # offsets
+        packed[m:i],  # masses
+        packed[i:g].reshape((n + 1, 3, 3)),  # inertias
+        packed[g : g + 3],  # gravity
+        packed[g + 3 :].reshape((n, 6)),  # no wrench: zeros
+    )
+
+
+@compiled
+def forward_dynamics_into(
+    packed: FloatArray,
+    work: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    tau: FloatArray,
+    qdd: FloatArray,
+) -> None:
+    """qdd = q_ddot of eq. (84), no wrenches, into preallocated arrays: the compiled entry.
+
+    No allocation and one call from Python (like ``pin.aba(model, data, q, v, tau)``): for
+    a caller's own loop. :meth:`FastModel.forward_dynamics` is the allocating form.
+
+    Args:
+        packed: the model, :attr:`FastModel.packed`.
+        work: scratch, :func:`workspace` (n) (one per thread).
+        q: joint angles [rad], shape (n,).
+        qd: joint rates [rad/s], shape (n,).
+        tau: joint torques [N m], shape (n,).
+        qdd: out: joint accelerations [rad/s^2], shape (n,).
+
+    Raises:
+        StateError: arrays whose sizes do not fit the model.
+    """
+    axes, offsets, masses, inertias, gravity, no_wrench = model_views(packed)
+    n = axes.shape[0]
+    if q.size != n or qd.size != n or tau.size != n or qdd.size != n:
+        raise StateError("q, qd, tau and qdd must each hold one float per joint of the model")
+    work_views = _workspace_views(work, n)
+    _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work_views, qdd)
 
 
 @compiled
@@ -365,23 +442,24 @@ def rk4_servo_steps(
 class FastModel:
     """A :class:`SnakeModel` packed as contiguous arrays for the compiled kernels."""
 
-    __slots__ = ("axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets", "params")
+    __slots__ = (
+        "axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets", "packed",
+        "params",
+    )  # fmt: skip
 
     def __init__(self, model: SnakeModel) -> None:
         self.model = model
-        self.axes = np.ascontiguousarray(model.axes, dtype=np.float64)
-        self.offsets = np.ascontiguousarray(model.offsets, dtype=np.float64)
-        self.masses = np.ascontiguousarray(model.masses, dtype=np.float64)
-        self.inertias = np.ascontiguousarray(model.inertias, dtype=np.float64)
-        self.gravity = np.ascontiguousarray(model.gravity, dtype=np.float64)
-        self.no_wrench = np.zeros((model.n_joints, 6))
-        self.params: Params = (
-            self.axes,
-            self.offsets,
-            self.masses,
-            self.inertias,
-            self.gravity,
-            self.no_wrench,
+        #: the model as one array (:func:`model_views`), for :func:`forward_dynamics_into`
+        self.packed = np.concatenate(
+            [
+                np.ravel(np.asarray(a, dtype=np.float64))
+                for a in (model.axes, model.offsets, model.masses, model.inertias, model.gravity)
+            ]
+            + [np.zeros(6 * model.n_joints)]
+        )
+        self.params: Params = model_views(self.packed)
+        self.axes, self.offsets, self.masses, self.inertias, self.gravity, self.no_wrench = (
+            self.params
         )
 
     def wrench_array(self, wrenches: ArrayLike | None) -> FloatArray:

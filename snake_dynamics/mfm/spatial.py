@@ -43,7 +43,8 @@ def body_frames(
     # parent rotation R_{k-1} (row-major scalars) and CM position r_{k-1}
     p00, p01, p02, p10, p11, p12, p20, p21, p22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     x0 = x1 = x2 = 0.0
-    rot[0] = np.eye(3)
+    rot[0] = 0.0  # the identity, with no array allocated per call
+    rot[0, 0, 0] = rot[0, 1, 1] = rot[0, 2, 2] = 1.0
     pos[0] = 0.0
     for k in range(1, n + 1):
         a0, a1, a2 = axes[k - 1, 0], axes[k - 1, 1], axes[k - 1, 2]

@@ -77,3 +77,30 @@ def test_servo_runs_agree_between_fast_and_literal(rng) -> None:
     err0 = np.abs(runs[0].q[0] - gait(0.0).q).max()
     err1 = np.abs(runs[0].q[-1] - gait(0.2).q).max()
     assert err1 < 0.5 * err0
+
+
+@pytest.mark.parametrize(("n", "gravity", "random_axes"), MODEL_CASES)
+def test_compiled_entry_equals_literal_forward_dynamics(rng, n, gravity, random_axes) -> None:
+    model = random_model(rng, n, gravity, random_axes)
+    packed, work, qdd = recursive.FastModel(model).packed, recursive.workspace(n), np.empty(n)
+    states = [random_state(rng, n) for _ in range(3)]
+    for q, qd, tau in states:  # one workspace reused: nothing is carried from call to call
+        recursive.forward_dynamics_into(packed, work, q, qd, tau, qdd)
+        assert rel_err(qdd, kinetics.forward_dynamics(model, q, qd, tau)) < TOL
+    qs, qds = np.array([s[0] for s in states]), np.array([s[1] for s in states])
+    for row, energies in enumerate(recursive.energies(model, qs, qds)):
+        kin = kinetics.kinetic_energy(model, qs[row], qds[row])
+        assert abs(energies[0] - kin) < TOL * max(1.0, kin)
+
+
+def test_compiled_entry_refuses_arrays_that_do_not_fit() -> None:
+    model = sd.SnakeModel.uniform(4, 0.1, 0.1, 0.02)
+    packed, zeros = recursive.FastModel(model).packed, np.zeros(4)
+    with pytest.raises(sd.StateError, match="one float per joint"):
+        recursive.forward_dynamics_into(
+            packed, recursive.workspace(4), zeros, zeros, zeros[:3], zeros
+        )
+    with pytest.raises(sd.StateError, match="workspace"):
+        recursive.forward_dynamics_into(packed, recursive.workspace(5), zeros, zeros, zeros, zeros)
+    with pytest.raises(sd.StateError, match="packed model"):
+        recursive.forward_dynamics_into(zeros, recursive.workspace(4), zeros, zeros, zeros, zeros)
