@@ -48,7 +48,6 @@ from snake_dynamics.floating import (
 from snake_dynamics.ground import Ground, contact_points, stable_step
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
-from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
@@ -264,35 +263,25 @@ class CrawlingSimulator(Simulator):
         SimulationError: bad step, gains or servo model.
     """
 
-    def __init__(
-        self,
-        model: SnakeModel,
-        dt: float,
-        *,
-        stiffness: ArrayLike = 0.0,
-        damping: ArrayLike = 0.0,
-        servo: ServoModel | None = None,
-        t0: float = 0.0,
-    ) -> None:
+    def _bind(self, model: SnakeModel) -> None:
         if model.base != "floating" or model.ground is None or model.wheels:
             raise ModelError(
                 f"{model.name} does not crawl: the servo-driven ground model needs base: "
                 "floating and a ground: section (not wheels) in its robot file"
             )
-        check_step(dt)
-        self.model = model
-        self.fast_model = recursive.FastModel(model)
-        self.floating = FastFloatingModel(model)
-        self.dt = dt
-        self.servo = servo_model(stiffness, damping, servo, model.n_joints)
-        self.substeps = crawling_substeps(model, self.servo, dt)
-        self._h = dt / self.substeps
+
+    def _substeps(self) -> int:
+        return crawling_substeps(self.model, self.servo, self.dt)
+
+    def _pack(self) -> None:
+        model = self.model
         check_step(self._h, model)
+        self.floating = FastFloatingModel(model)
         self._packed = self.servo.packed
-        n = model.n_joints
         lying = lying_state(model)
-        self._y = np.concatenate([lying.position, lying.quaternion, np.zeros(6 + 2 * n)])
-        self.reset(t0, np.zeros(n), np.zeros(n))
+        self._y = np.concatenate(
+            [lying.position, lying.quaternion, np.zeros(6 + 2 * model.n_joints)]
+        )
 
     # ------------------------------------------------------------------ state
     def reset(

@@ -421,17 +421,31 @@ class Simulator:
         servo: ServoModel | None = None,
         t0: float = 0.0,
     ) -> None:
+        self._bind(model)
         check_step(dt)
         n = model.n_joints
         self.model = model
         self.fast_model = recursive.FastModel(model)
         self.dt = dt
         self.servo = servo_model(stiffness, damping, servo, n)
-        self.substeps = stable_substeps(model, self.servo, dt)
+        self.substeps = self._substeps()
         self._h = dt / self.substeps  # the RK4 step [s]
-        self._params: recursive.ServoParams = (self.fast_model.params, self.servo.packed)
-        self._u = np.zeros(3 * n)
+        self._pack()
         self.reset(t0, np.zeros(n), np.zeros(n))
+
+    def _bind(self, model: SnakeModel) -> None:
+        """Check that this simulator can run ``model``, and derive what it needs of it before
+        anything else (here: nothing; a subclass raises ModelError for a robot it cannot
+        run)."""
+
+    def _substeps(self) -> int:
+        """RK4 steps per ``dt`` for this model and servo (:func:`stable_substeps`)."""
+        return stable_substeps(self.model, self.servo, self.dt)
+
+    def _pack(self) -> None:
+        """The arrays the compiled steps take, once :attr:`substeps` is known."""
+        self._params: recursive.ServoParams = (self.fast_model.params, self.servo.packed)
+        self._u = np.zeros(3 * self.model.n_joints)
 
     @property
     def time(self) -> float:

@@ -23,10 +23,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating import FloatingRun, FloatingState, check_step
+from snake_dynamics.floating import FloatingRun, FloatingState
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
-from snake_dynamics.mfm.integrators import servo_model
 from snake_dynamics.mfm.recursive import servo_torque_into
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar.wheeled import (
@@ -113,24 +112,13 @@ class WheeledSimulator(Simulator):
         SimulationError: bad step, gains or servo model.
     """
 
-    def __init__(
-        self,
-        model: SnakeModel,
-        dt: float,
-        *,
-        stiffness: ArrayLike = 0.0,
-        damping: ArrayLike = 0.0,
-        servo: ServoModel | None = None,
-        t0: float = 0.0,
-    ) -> None:
-        check_step(dt)
+    def _bind(self, model: SnakeModel) -> None:
         self.snake = wheeled_snake(model)
-        self.model = model
-        self.fast_model = recursive.FastModel(model)
-        self.dt = dt
-        self.servo = servo_model(stiffness, damping, servo, model.n_joints)
-        self.substeps = wheeled_substeps(self.snake, self.servo, dt)
-        self._h = dt / self.substeps
+
+    def _substeps(self) -> int:
+        return wheeled_substeps(self.snake, self.servo, self.dt)
+
+    def _pack(self) -> None:
         self._packed = self.servo.packed
         k_ = self.snake.constants
         self._constants: tuple[FloatArray, FloatArray, FloatArray, FloatArray] = (
@@ -139,10 +127,9 @@ class WheeledSimulator(Simulator):
             np.array(k_.masses),
             np.array(k_.inertias),
         )
-        self._height = float(np.max(model.radii))
+        self._height = float(np.max(self.model.radii))
         n = self.snake.n
         self._z = np.concatenate([[0.0, 0.0], np.full(n, math.pi / 2), [0.0, 0.0]])
-        self.reset(t0, np.zeros(n - 1), np.zeros(n - 1))
 
     # ------------------------------------------------------------------ state
     def reset(
