@@ -140,7 +140,7 @@ def demo_once(
     shaped = "compensated commands" if compensate else "the gait as commands"
     print()
     print(f"per-joint error, the emulated robot vs the desired gait ({shaped}):")
-    print(replace(tracking, travel=None, path=None).table())
+    print(replace(tracking, travel=None, path=None, timing=None).table())
     print()
     print(f"comparison report: {report.folder}/ (live report of compare_node: {out / 'compare'}/)")
     print(f"tracking report:   {tracking.folder}/ (the robot against /joint_desired)")
@@ -161,11 +161,12 @@ def _joints_rms(summary: ReportSummary | None) -> str:
 
 def tour_table(runs: Sequence[tuple[str, DemoRun]]) -> str:
     """The tour's summary: per run, the joints' RMS error of the prediction against the robot
-    and of the robot against the gait, the predicted and measured travel, the path error."""
+    and of the robot against the gait, the predicted and measured travel, the path error,
+    and whether the run's timing held (untrusted: its commands or clock jumped)."""
     lines = [
         f"{'run':<28} {'prediction vs robot':>19} {'robot vs gait':>13} "
-        f"{'travel predicted / measured':>28} {'path error':>10}",
-        f"{'':<28} {'RMS [deg]':>19} {'RMS [deg]':>13} {'[m]':>28} {'RMS [cm]':>10}",
+        f"{'travel predicted / measured':>28} {'path error':>10} {'timing':>9}",
+        f"{'':<28} {'RMS [deg]':>19} {'RMS [deg]':>13} {'[m]':>28} {'RMS [cm]':>10} {'':>9}",
     ]
     for label, result in runs:
         path = result.report.path if result.report is not None else None
@@ -176,9 +177,11 @@ def tour_table(runs: Sequence[tuple[str, DemoRun]]) -> str:
             else "n/a"
         )
         error = f"{metrics.rms_error * 100:.1f}" if metrics is not None else "n/a"
+        timing = result.report.timing if result.report is not None else None
+        held = "n/a" if timing is None else "trusted" if timing.trusted else "UNTRUSTED"
         lines.append(
             f"{label:<28} {_joints_rms(result.report):>19} {_joints_rms(result.tracking):>13} "
-            f"{travel:>28} {error:>10}"
+            f"{travel:>28} {error:>10} {held:>9}"
         )
     return "\n".join(lines)
 

@@ -380,9 +380,12 @@ def test_a_hardware_run_writes_only_under_its_output_folder(
 def test_the_tour_table_sums_up_each_run() -> None:
     """``snake demo --tour``'s table: the RMS over the joints of each report, the travels
     and the path error of the run's path section; n/a where a run has no report."""
+    from dataclasses import replace
+
     from snake_bringup.demo import DemoRun, tour_table
     from snake_viz.compare_report import PathSection, ReportSummary
     from snake_viz.path_compare import PathComparison, PathMetrics, PathTravel
+    from snake_viz.timing import judge_timing
 
     def summary(rms: tuple[float, ...], path: PathSection | None = None) -> ReportSummary:
         n = len(rms)
@@ -393,18 +396,21 @@ def test_the_tour_table_sums_up_each_run() -> None:
     metrics = PathMetrics(100, 10.0, 0.0321, 0.05, 0.05, travel[0], travel[1], 0.025, 0.0)
     empty = np.empty((0, 3))
     path = PathSection(PathComparison(np.empty(0), empty, empty, np.empty(0), metrics))
+    jumped = judge_timing(np.r_[0.0:1.0:0.01, 1.2:2.0:0.01], np.arange(0.0, 2.0, 0.01))
     rows = tour_table(
         [
             ("robot config", DemoRun(0, summary((0.03, 0.04), path), summary((0.1, 0.0)))),
+            ("jumped", DemoRun(0, replace(summary((0.03,)), timing=jumped))),
             ("failed", DemoRun(1)),
         ]
     ).splitlines()
-    assert len(rows) == 4
+    assert len(rows) == 5
     config = rows[2].split()
     assert config[:2] == ["robot", "config"]
     # sqrt((0.03^2 + 0.04^2) / 2) = 0.035355 rad = 2.03 deg; sqrt(0.1^2 / 2) = 4.05 deg
-    assert config[2:] == ["2.03", "4.05", "1.250", "/", "1.500", "3.2"]
-    assert rows[3].split()[1:] == ["n/a"] * 4
+    assert config[2:] == ["2.03", "4.05", "1.250", "/", "1.500", "3.2", "n/a"]
+    assert rows[3].split()[-1] == "UNTRUSTED"  # the commands jumped 0.2 s
+    assert rows[4].split()[1:] == ["n/a"] * 5
 
 
 @pytest.mark.parametrize("command", ["sim", "hardware"])
