@@ -451,28 +451,26 @@ class WebViewerNode(Node):
 
     def on_state(self, topic: str, msg: JointState) -> None:
         """Forward a drawable message; reject the others (:class:`InputMonitor`)."""
-        text = state_message(topic, msg)
-        if text is None:
-            self.monitor.reject(topic, "names and positions differ in length or are not finite")
-            return
-        self.monitor.accept(topic)
-        self.server.publish(topic, text)
+        problem = "names and positions differ in length or are not finite"
+        self._forward(topic, state_message(topic, msg), problem)
 
     def on_deflections(self, msg: JointState) -> None:
         """Forward the elastic links' centrelines; reject what is not this robot's."""
         assert self.bends is not None
         text = deflection_message(DEFLECTIONS_TOPIC, self.bends, msg)
-        if text is None:
-            self.monitor.reject(DEFLECTIONS_TOPIC, "not this robot's elastic coordinates, finite")
-            return
-        self.monitor.accept(DEFLECTIONS_TOPIC)
-        self.server.publish(DEFLECTIONS_TOPIC, text)
+        problem = "not this robot's elastic coordinates, finite"
+        self._forward(DEFLECTIONS_TOPIC, text, problem)
 
     def on_pose(self, topic: str, msg: Odometry | PoseStamped) -> None:
         """Forward a drawable base pose; reject the others (:class:`InputMonitor`)."""
-        text = pose_message(topic, msg)
+        problem = "pose not finite or orientation not a unit quaternion"
+        self._forward(topic, pose_message(topic, msg), problem)
+
+    def _forward(self, topic: str, text: str | None, problem: str) -> None:
+        """Send ``text`` (a message of ``topic`` made drawable) to the pages and count it
+        accepted, or count it rejected for ``problem`` when it is None."""
         if text is None:
-            self.monitor.reject(topic, "pose not finite or orientation not a unit quaternion")
+            self.monitor.reject(topic, problem)
             return
         self.monitor.accept(topic)
         self.server.publish(topic, text)
