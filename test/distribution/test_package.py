@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import importlib.metadata
 import os
 import runpy
@@ -237,6 +238,18 @@ def test_the_dynamics_families_import_down_only() -> None:
         and floor(target) > floor(module)
     )
     assert upward == []
+
+
+def test_every_dynamics_subpackage_names_its_face() -> None:
+    """Each subpackage of snake_dynamics names its public API in ``__all__`` (what code
+    outside it imports), and every name there resolves, imported at once or on first use."""
+    faces = sorted((ROOT / "snake_dynamics").glob("*/__init__.py"))
+    assert {p.parent.name for p in faces} >= {*DYNAMICS_FLOORS[1:], "ground"}
+    for path in faces:
+        module = importlib.import_module(f"snake_dynamics.{path.parent.name}")
+        names = getattr(module, "__all__", [])
+        assert names, f"{path.relative_to(ROOT)} names no public API (__all__)"
+        assert [n for n in names if getattr(module, n, None) is None] == [], path
 
 
 def test_no_module_takes_a_private_name_from_another() -> None:
