@@ -1,10 +1,13 @@
 """Benchmark of the MFM dynamics against Pinocchio and MuJoCo; prints JSON.
 
 Forward dynamics: median microseconds per call for n = 5, 10, 20, 40, 80 of the literal
-MFM (B, M*, N*, F* as printed), the fast MFM (recursive, compiled), ``pin.aba`` and
-MuJoCo ``mj_forward`` (setting qpos, qvel and qfrc_applied included). Simulation: wall
+MFM (B, M*, N*, F* as printed), the fast MFM (recursive, compiled: the entry that writes into
+preallocated arrays, ``recursive.forward_dynamics_into``, like ``pin.aba`` into its data, and
+the allocating ``FastModel.forward_dynamics``), ``pin.aba`` and MuJoCo ``mj_forward``
+(setting qpos, qvel and qfrc_applied included). Simulation: wall
 time for 10 s at dt = 1 ms, n = 20, fast MFM ``simulate`` versus MuJoCo's RK4 integrator
-stepped from Python, passive (tau = 0) and with a prescribed torque input.
+stepped from Python, passive (tau = 0) and with a prescribed torque input (median of three
+runs of each, in turn). Each ratio compares figures timed in turn in the same run.
 
 Usage: python bench/dynamics.py [--quick] [--output bench/results/dynamics.json]
 """
@@ -47,6 +50,24 @@ def median_us(fn: Callable[[], object], calls: int, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
+def interleaved_us(
+    fns: dict[str, Callable[[], object]], calls: int, repeats: int = 9
+) -> dict[str, float]:
+    """Per function, the median over ``repeats`` rounds of the mean time per call [us]; each
+    round times every function in turn, so that other work on the machine slows them alike
+    and a ratio of two holds when the absolute figures do not."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def mujoco_model(model: sd.SnakeModel, rk4: bool = False) -> tuple[mujoco.MjModel, mujoco.MjData]:
     options = '<mujoco><compiler discardvisual="true" fusestatic="false"/></mujoco>'
     xml = re.sub(r"(<robot [^>]*>)", lambda m: m.group(1) + options, to_urdf(model), count=1)
@@ -65,6 +86,8 @@ def forward_dynamics_cost(n: int, quick: bool, rng: np.random.Generator) -> dict
     model = sd.SnakeModel.uniform(n, 0.1, 0.1, 0.02)
     q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
     packed = recursive.FastModel(model)
+    work, qdd = recursive.workspace(n), np.empty(n)
+    into = recursive.forward_dynamics_into
     pm = pin.buildModelFromXML(to_urdf(model))
     pm.gravity.linear[:] = 0.0
     pd = pm.createData()
@@ -78,15 +101,17 @@ def forward_dynamics_cost(n: int, quick: bool, rng: np.random.Generator) -> dict
 
     calls = 200 if quick else 2000
     literal_calls = max(3, (20 if quick else 200) // n)
-    return {
-        "n": n,
-        "literal_mfm_us": median_us(
-            lambda: sd.forward_dynamics(model, q, qd, tau), literal_calls, 5
-        ),
-        "fast_mfm_us": median_us(lambda: packed.forward_dynamics(q, qd, tau), calls),
-        "pinocchio_aba_us": median_us(lambda: pin.aba(pm, pd, q, qd, tau), calls),
-        "mujoco_mj_forward_us": median_us(mj, calls),
-    }
+    fast = interleaved_us(
+        {
+            "fast_mfm_us": lambda: into(packed.packed, work, q, qd, tau, qdd),
+            "fast_mfm_allocating_us": lambda: packed.forward_dynamics(q, qd, tau),
+            "pinocchio_aba_us": lambda: pin.aba(pm, pd, q, qd, tau),
+            "mujoco_mj_forward_us": mj,
+        },
+        calls,
+    )
+    literal = median_us(lambda: sd.forward_dynamics(model, q, qd, tau), literal_calls, 5)
+    return {"n": n, "literal_mfm_us": literal, **fast}
 
 
 def simulation_costs() -> dict[str, float]:
@@ -97,12 +122,11 @@ def simulation_costs() -> dict[str, float]:
     torque = rng.uniform(-0.01, 0.01, n)
     integrators.simulate(model, q0, qd0, None, 0.01, dt)  # load the compiled kernels
 
-    start = time.perf_counter()
-    integrators.simulate(model, q0, qd0, None, t_end, dt)
-    mfm_passive = time.perf_counter() - start
-    start = time.perf_counter()
-    integrators.simulate(model, q0, qd0, lambda t: torque * np.sin(t), t_end, dt)
-    mfm_input = time.perf_counter() - start
+    def mfm_run(with_input: bool) -> float:
+        tau_fn = (lambda t: torque * np.sin(t)) if with_input else None
+        start = time.perf_counter()
+        integrators.simulate(model, q0, qd0, tau_fn, t_end, dt)
+        return time.perf_counter() - start
 
     def mujoco_run(with_input: bool) -> float:
         mm, md = mujoco_model(model, rk4=True)
@@ -115,14 +139,24 @@ def simulation_costs() -> dict[str, float]:
             mujoco.mj_step(mm, md)
         return time.perf_counter() - start
 
+    runs: dict[str, list[float]] = {"mfm_p": [], "mj_p": [], "mfm_i": [], "mj_i": []}
+    for _ in range(3):  # in turn, so that other work on the machine slows both alike
+        for with_input, suffix in ((False, "p"), (True, "i")):
+            runs[f"mfm_{suffix}"].append(mfm_run(with_input))
+            runs[f"mj_{suffix}"].append(mujoco_run(with_input))
+    mfm_passive, mujoco_passive, mfm_input, mujoco_input = (
+        statistics.median(runs[key]) for key in ("mfm_p", "mj_p", "mfm_i", "mj_i")
+    )
     return {
         "n": n,
         "simulated_s": t_end,
         "dt_s": dt,
         "fast_mfm_simulate_passive_s": mfm_passive,
-        "mujoco_rk4_passive_s": mujoco_run(False),
+        "mujoco_rk4_passive_s": mujoco_passive,
         "fast_mfm_simulate_with_input_s": mfm_input,
-        "mujoco_rk4_with_input_s": mujoco_run(True),
+        "mujoco_rk4_with_input_s": mujoco_input,
+        "passive_over_mujoco": mfm_passive / mujoco_passive,
+        "with_input_over_mujoco": mfm_input / mujoco_input,
     }
 
 
@@ -141,6 +175,9 @@ def main() -> int:
         "versions": {"pinocchio": pin.__version__, "mujoco": mujoco.__version__},
         "forward_dynamics": fd,
         "fast_over_pinocchio": {str(r["n"]): r["fast_mfm_us"] / r["pinocchio_aba_us"] for r in fd},
+        "allocating_over_pinocchio": {
+            str(r["n"]): r["fast_mfm_allocating_us"] / r["pinocchio_aba_us"] for r in fd
+        },
         "fast_growth_80_over_20": fd[-1]["fast_mfm_us"] / fd[2]["fast_mfm_us"],
         "simulation_10s": simulation_costs(),
     }
