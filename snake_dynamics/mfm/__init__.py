@@ -1,8 +1,9 @@
-"""The paper's fixed-tail Moving Frame Method (docs/mfm.md, eqs. 1-84).
+"""The paper's fixed-tail Moving Frame Method (docs/mfm.md, "Kinematics of the chain" to
+"Inverse dynamics").
 
 This face names the literal model, light enough for a launch file: the frames and the B
 matrix (:mod:`.kinematics`, eqs. 17, 56), M*, N* q_dot, F* and the dynamics
-(:mod:`.kinetics`, eqs. 79-84), and the Lie algebra they use (:mod:`.lie`). The compiled
+(:mod:`.kinetics`, eqs. 79, 82-84), and the Lie algebra they use (:mod:`.lie`). The compiled
 forms load numba and are imported by module: :mod:`.spatial` (the kernels both recursions
 share), :mod:`.recursive` (the same quantities in O(n), the servo law) and
 :mod:`.integrators` (the RK4 loops, ``simulate``, ``simulate_gait``).
