@@ -39,7 +39,6 @@ import yaml
 
 from snake_dynamics.floating import Locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
-from snake_dynamics.robot import Robot
 from snake_dynamics.sim.compensation import SATURATED_SHARE
 
 from .cluster import (
@@ -48,15 +47,13 @@ from .cluster import (
     ClusterOptions,
     Counts,
     Finished,
-    Job,
     ProgressLine,
     another_study,
     run_jobs,
     threads,
 )
 from .errors import BringupError, UsageError
-from .locomotion import IDEAL, ground_servos
-from .sweep import DEFAULT_X, DEFAULT_Y, GroundPoint, check_run_length, ground_point
+from .sweep import DEFAULT_X, DEFAULT_Y, GroundPoint, GroundRuns
 
 if TYPE_CHECKING:
     import optuna
@@ -430,25 +427,11 @@ def _tell(
         study.tell(trial, _record(trial, objective, outcome.result, joints))
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """How every trial runs: :func:`ground_point` with these arguments and the trial's
-    parameters over ``fixed``, on the robot the command read."""
-
-    robot: Robot
-    gait: str
-    fixed: Mapping[str, float]
-    duration: float
-    dt: float
-    ideal: bool
-    joints: tuple[str, ...]
-
-
 def run_study(
     study: optuna.Study,
     client: Any,
     ranges: Sequence[Range],
-    evaluation: Evaluation,
+    runs: GroundRuns,
     objective: str,
     total: int,
     batch: int,
@@ -462,9 +445,7 @@ def run_study(
     resume)."""
     counts = Counts(total=total, resumed=len(finished(study)))
     on_progress: Callable[[Counts], None] | None = progress
-    units = {name: spec[3] for name, spec in gait_parameters(evaluation.gait).items()}
-    args = (evaluation.robot, evaluation.gait)
-    rest = (evaluation.duration, evaluation.dt, evaluation.ideal)
+    units = {name: spec[3] for name, spec in gait_parameters(runs.gait).items()}
     while counts.done + counts.resumed + counts.failed < total:
         size = min(batch, total - counts.done - counts.resumed - counts.failed)
         trials: list[optuna.Trial] = []
@@ -475,10 +456,7 @@ def run_study(
             with _uninterrupted():
                 trials = [study.ask() for _ in range(size)]
                 params = [{r.name: _suggest(t, r, units[r.name]) for r in ranges} for t in trials]
-            jobs = [
-                Job(str(t.number), ground_point, (*args, {**evaluation.fixed, **p}, *rest))
-                for t, p in zip(trials, params, strict=True)
-            ]
+            jobs = [runs.job(str(t.number), p) for t, p in zip(trials, params, strict=True)]
             for outcome in run_jobs(
                 client, jobs, on_progress, counts, worker_timeout=worker_timeout
             ):
@@ -486,7 +464,7 @@ def run_study(
         finally:  # in trial order, also after Ctrl-C: those not finished then run again
             with _uninterrupted():
                 for t in trials:
-                    _tell(study, t, outcomes.get(str(t.number)), objective, evaluation.joints)
+                    _tell(study, t, outcomes.get(str(t.number)), objective, runs.robot.joint_names)
         if progress is not None:
             progress.detail = best_line(study, objective)
     return counts
@@ -494,17 +472,12 @@ def run_study(
 
 def optimize(
     *,
-    robot: Robot,
-    gait: str,
+    runs: GroundRuns,
     ranges: Sequence[Range],
-    fixed: Mapping[str, float],
     objective: str,
     sampler: str,
     trials: int,
     seed: int,
-    duration: float,
-    dt: float,
-    ideal_servos: bool,
     cluster: ClusterOptions,
     output: Path | None,
     storage: str | None,
@@ -515,14 +488,12 @@ def optimize(
     count), write its results to ``output`` and print the best gait.
 
     Args:
-        robot: the robot the command read (on its ground).
-        gait: gait name.
-        ranges: the searched parameters; ``fixed`` the others set (the rest default).
+        runs: each trial's run (on the robot's ground), its duration a whole number
+            (>= 10) of its steps; its ``fixed`` parameters set (the rest default).
+        ranges: the searched parameters.
         objective: ``speed`` (maximised) or ``cot`` (minimised).
         sampler: ``tpe`` or ``cmaes``, seeded with ``seed``.
         trials: the study's total trials.
-        duration: simulated time per trial [s], a whole number (>= 10) of ``dt`` steps.
-        dt: step [s].
         cluster: where the trials run.
         output: the results folder (None: ``runs/optimize-<robot>-<gait>-<time>``), holding
             ``study.db`` unless ``storage`` names another (an SQLAlchemy URL).
@@ -535,11 +506,12 @@ def optimize(
         ClusterError: an unreachable scheduler, one with no worker for its timeout,
             a scheduler lost mid-study (the trials told are kept for a resume).
     """
-    model = on_the_ground(robot.model)
+    gait, fixed = runs.gait, runs.fixed
+    model = on_the_ground(runs.robot.model)
     check_ranges(gait, ranges, fixed)
     for corner in ({r.name: r.low for r in ranges}, {r.name: r.high for r in ranges}):
         make_gait(gait, model, **fixed, **corner)  # the gait fits the robot, --set in range
-    check_run_length(model, duration, dt, ideal_servos)
+    recorded = runs.check()
     if not 1 <= trials <= MAX_TRIALS:
         raise UsageError(f"--trials must be 1 to {MAX_TRIALS}, got {trials}")
     security = cluster.security()
@@ -551,24 +523,15 @@ def optimize(
         url, option = f"sqlite:///{out.resolve() / 'study.db'}", "--output"
     else:
         url, option = storage, "--storage"
-    servo = ground_servos(robot, 0.0, 0.0, ideal_servos)
     setup = {
-        "robot": str(robot.path),
-        "gait": gait,
+        **recorded,
         "ranges": {r.name: [r.low, r.high] for r in ranges},
-        "fixed": dict(fixed),
         "objective": objective,
         "direction": DIRECTIONS[objective],
         "sampler": sampler,
         "seed": seed,
-        "duration_s": duration,
-        "dt_s": dt,
-        "servo": IDEAL if servo is None else servo.describe(),
     }
     study = open_study(url, option, setup)
-    evaluation = Evaluation(
-        robot, gait, dict(fixed), duration, dt, ideal_servos, tuple(model.joint_names)
-    )
     progress = ProgressLine("optimize", detail=best_line(study, objective))
     todo = trials - len(finished(study))
     client = cluster.client(security) if todo > 0 else nullcontext()
@@ -579,7 +542,7 @@ def optimize(
                 study,
                 c,
                 ranges,
-                evaluation,
+                runs,
                 objective,
                 trials,
                 batch,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from snake_dynamics.floating import Locomotion, check_step, locomotion, on_the_g
 from snake_dynamics.gaits import gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
-from snake_dynamics.sim.compensation import saturated_share
+from snake_dynamics.sim import saturated_share
 from snake_viz.offline import SweepPoint, write_sweep
 
 from .cluster import (
@@ -129,29 +129,62 @@ def check_run_length(model: SnakeModel, duration: float, dt: float, ideal: bool)
         )
 
 
+@dataclass(frozen=True)
+class GroundRuns:
+    """How every run of a study goes (``snake sweep``'s points, ``snake optimize``'s
+    trials): :func:`ground_point` on the robot the command read, ``gait`` with a run's
+    parameters over ``fixed``, for ``duration`` [s] at step ``dt`` [s], under the robot's
+    servos or (``ideal``) with the joints exactly on the gait."""
+
+    robot: Robot
+    gait: str
+    fixed: Mapping[str, float]
+    duration: float
+    dt: float
+    ideal: bool
+
+    def check(self) -> dict[str, Any]:
+        """Check the run length (:func:`check_run_length`); return what the study records of
+        its runs (robot file, gait, ``fixed``, duration, step and servos).
+
+        Raises:
+            UsageError: naming --dt or --duration.
+        """
+        check_run_length(on_the_ground(self.robot.model), self.duration, self.dt, self.ideal)
+        servo = ground_servos(self.robot, 0.0, 0.0, self.ideal)
+        return {
+            "robot": str(self.robot.path),
+            "gait": self.gait,
+            "fixed": dict(self.fixed),
+            "duration_s": self.duration,
+            "dt_s": self.dt,
+            "servo": IDEAL if servo is None else servo.describe(),
+        }
+
+    def job(self, key: str, params: Mapping[str, float]) -> Job[GroundPoint]:
+        """The run with ``params`` over ``fixed``, as the cluster's job ``key``."""
+        point = {**self.fixed, **params}
+        return Job(
+            key, ground_point, (self.robot, self.gait, point, self.duration, self.dt, self.ideal)
+        )
+
+
 def sweep(
     *,
-    robot: Robot,
-    gait: str,
+    runs: GroundRuns,
     x: Axis,
     y: Axis,
-    fixed: Mapping[str, float],
-    duration: float,
-    dt: float,
-    ideal_servos: bool,
     cluster: ClusterOptions,
     output: Path | None,
     plots: bool,
     quiet: bool,
 ) -> int:
-    """Run the grid ``x`` by ``y`` (the other gait parameters ``fixed``) and write its
-    maps; progress on stderr (unless ``quiet``), the best points on stdout.
+    """Run the grid ``x`` by ``y`` (the other gait parameters as ``runs`` fixes them) and
+    write its maps; progress on stderr (unless ``quiet``), the best points on stdout.
 
     Args:
-        robot: the robot the command read (on its ground).
-        gait: gait name.
-        duration: simulated time per point [s], a whole number (>= 10) of ``dt`` steps.
-        dt: step [s].
+        runs: each point's run (on the robot's ground), its duration a whole number
+            (>= 10) of its steps.
         cluster: where the points run.
         output: the output folder (None: ``runs/sweep-<robot>-<gait>-<time>``); a folder
             of the same sweep resumes it (only its missing points run).
@@ -163,7 +196,8 @@ def sweep(
             a scheduler lost mid-sweep, an output folder of another sweep, points that failed
             (those done are kept for a resume).
     """
-    model = on_the_ground(robot.model)
+    gait, fixed = runs.gait, runs.fixed
+    model = on_the_ground(runs.robot.model)
     if x.name == y.name:
         raise UsageError(f"--x and --y both sweep {x.name}: give two different parameters")
     swept = {x.name, y.name} & set(fixed)
@@ -175,28 +209,18 @@ def sweep(
         raise UsageError(f"{len(points)} grid points: at most {MAX_POINTS}")
     for params in points:  # every point's parameters valid before any run starts
         make_gait(gait, model, **params)
-    check_run_length(model, duration, dt, ideal_servos)
+    recorded = runs.check()
     out = output or Path("runs") / (
         f"sweep-{model.name}-{gait}-{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
     security = cluster.security()
-    servo = ground_servos(robot, 0.0, 0.0, ideal_servos)
     study = {
-        "robot": str(robot.path),
-        "gait": gait,
+        **recorded,
         "x": [x.name, x.low, x.high, x.count],
         "y": [y.name, y.low, y.high, y.count],
-        "fixed": dict(fixed),
-        "duration_s": duration,
-        "dt_s": dt,
-        "servo": IDEAL if servo is None else servo.describe(),
     }
     log = PointLog(Path(out), study)
-    jobs_todo = [
-        Job(str(i), ground_point, (robot, gait, p, duration, dt, ideal_servos))
-        for i, p in enumerate(points)
-        if str(i) not in log.records
-    ]
+    jobs_todo = [runs.job(str(i), p) for i, p in enumerate(points) if str(i) not in log.records]
     counts = Counts(total=len(points), resumed=len(points) - len(jobs_todo))
     progress = ProgressLine("sweep")
     start = time.monotonic()

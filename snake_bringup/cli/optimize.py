@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from snake_ros.paths import load_robot
-
 from ..optimization import DEFAULT_RANGES, DIRECTIONS, SAMPLERS, optimize, parse_range
 from .options import (
     cluster_options,
     gait_option,
-    name_values,
     no_plots_option,
     output_option,
     quiet_option,
     robot_option,
     study_options,
 )
+from .sweep import ground_runs
 
 if TYPE_CHECKING:
     from .options import Subparsers
@@ -73,17 +71,12 @@ def register(sub: Subparsers) -> None:
     quiet_option(p, "no progress lines")
     p.set_defaults(
         run=lambda a: optimize(
-            robot=load_robot(a.robot),
-            gait=a.gait,
+            runs=ground_runs(a),
             ranges=[parse_range(text) for text in (a.param or DEFAULT_RANGES)],
-            fixed=name_values(a.set, "--set"),
             objective=a.objective,
             sampler=a.sampler,
             trials=a.trials,
             seed=a.seed,
-            duration=a.duration,
-            dt=a.dt,
-            ideal_servos=a.ideal_servos,
             cluster=cluster_options(a),
             output=a.output,
             storage=a.storage,

@@ -3,11 +3,12 @@ study: a grid of two gait parameters on a Dask cluster, its speed and cost-of-tr
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
 from snake_ros.paths import load_robot
 
-from ..sweep import DEFAULT_X, DEFAULT_Y, parse_axis, sweep
+from ..sweep import DEFAULT_X, DEFAULT_Y, GroundRuns, parse_axis, sweep
 from .options import (
     cluster_options,
     gait_option,
@@ -21,6 +22,15 @@ from .options import (
 
 if TYPE_CHECKING:
     from .options import Subparsers
+
+
+def ground_runs(args: argparse.Namespace) -> GroundRuns:
+    """A study's runs as its options (``--robot``, ``--gait`` and
+    :func:`~.options.study_options`) give them, the robot read once here."""
+    fixed = name_values(args.set, "--set")
+    return GroundRuns(
+        load_robot(args.robot), args.gait, fixed, args.duration, args.dt, args.ideal_servos
+    )
 
 
 def register(sub: Subparsers) -> None:
@@ -50,14 +60,9 @@ def register(sub: Subparsers) -> None:
     quiet_option(p, "no progress lines")
     p.set_defaults(
         run=lambda a: sweep(
-            robot=load_robot(a.robot),
-            gait=a.gait,
+            runs=ground_runs(a),
             x=parse_axis(a.x, "--x"),
             y=parse_axis(a.y, "--y"),
-            fixed=name_values(a.set, "--set"),
-            duration=a.duration,
-            dt=a.dt,
-            ideal_servos=a.ideal_servos,
             cluster=cluster_options(a),
             output=a.output,
             plots=not a.no_plots,
