@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 from report import emit  # bench/report.py (this folder is on sys.path)
 
-from snake_dynamics.sim.plant import random_plant
+from snake_dynamics.sim import random_plant
 
 BODY = {"stiffness", "damping", "stall_torque"}
 

@@ -26,13 +26,17 @@ from pathlib import Path
 
 import numpy as np
 from report import emit  # bench/report.py (this folder is on sys.path)
+from snake_dynamics.servo import ServoModel
 
 from snake_dynamics import SnakeModel, make_gait
 from snake_dynamics.floating import FastBaseTracker, on_the_ground
-from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.crawler import CrawlingSimulator
-from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
-from snake_dynamics.sim.wheeled import WheeledSimulator
+from snake_dynamics.sim import (
+    CommandReference,
+    CrawlingSimulator,
+    PrescribedInput,
+    Simulator,
+    WheeledSimulator,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY = 1000.0, 100.0, 0.02  # config/dynamics_node.yaml defaults

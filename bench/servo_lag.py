@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 from report import emit  # bench/report.py (this folder is on sys.path)
+from snake_dynamics.servo import ServoModel
 
 from snake_dynamics import SnakeModel, make_gait
-from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.simulator import CommandReference, PrescribedInput, Simulator
+from snake_dynamics.sim import CommandReference, PrescribedInput, Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RATE, COMMAND_RATE, DELAY, SETTLE = 1000.0, 100.0, 0.02, 3.0  # node defaults; transient [s]

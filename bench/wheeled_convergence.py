@@ -34,13 +34,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
 from snake_dynamics.ground import Ground
+from snake_dynamics.planar import LateralUndulation, cycle_displacement
 from snake_dynamics.planar.crosscheck import (
     GRAVITY,
     convergence_error,
     coulomb_ground,
     viscous_ground,
 )
-from snake_dynamics.planar.kinematic import LateralUndulation, cycle_displacement
 
 ROOT = Path(__file__).resolve().parents[1]
 VISCOUS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 3e3, 1e4, 3e4)

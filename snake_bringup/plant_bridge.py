@@ -40,9 +40,8 @@ from typing import IO
 from snake_driver.calibration import ChannelCalibration, servos_of
 from snake_dynamics.errors import SnakeError
 from snake_dynamics.robot import Robot
-from snake_dynamics.sim.engines import make_plant
-from snake_dynamics.sim.plant import Plant, PulseMap, load_plant
-from snake_dynamics.sim.pose_sensor import encode
+
+from snake_dynamics.sim import Plant, PulseMap, encode, load_plant, make_plant
 
 from .errors import BringupError
 from .process import priority, raise_robot_priority

@@ -30,13 +30,15 @@ from snake_dynamics.errors import (
     StateError,
 )
 from snake_dynamics.gaits import GAITS, Gait, JointTrajectory, make_gait, staggered_quintic
-from snake_dynamics.mfm.kinematics import b_matrix, b_matrix_dot, link_poses
-from snake_dynamics.mfm.kinetics import (
+from snake_dynamics.mfm import (
+    b_matrix,
+    b_matrix_dot,
     bias_forces,
     forward_dynamics,
     generalized_forces,
     inverse_dynamics,
     kinetic_energy,
+    link_poses,
     mass_matrix,
     potential_energy,
 )

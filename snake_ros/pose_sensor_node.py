@@ -34,7 +34,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
 
-from snake_dynamics.sim.pose_sensor import PoseDatagramError, PoseReading, decode
+from snake_dynamics.sim import PoseDatagramError, PoseReading, decode
 
 from .arrival_stamps import DEFAULT_REBASE, ArrivalStamper
 from .common import InputMonitor, declare_int, declare_string, run

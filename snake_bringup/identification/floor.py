@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import yaml
 from numpy.typing import NDArray
-
 from snake_driver.calibration import ServoMap
 from snake_dynamics.gaits import Gait, PeriodicGait, Transition, make_gait
 from snake_dynamics.ground import Ground
@@ -38,8 +37,9 @@ from snake_dynamics.sim.floor_identification import (
     path_error,
     predict_path,
 )
-from snake_dynamics.sim.plant import load_plant
 from snake_viz.path_compare import REASONS
+
+from snake_dynamics.sim import load_plant
 
 from .experiment import IdentifyError, Say, play, robot_link
 from .poses import Crawl, PoseListener, crawl_recording

@@ -16,10 +16,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.transform import Rotation
-
 from snake_dynamics.errors import ModelError, SimulationError, StateError
 from snake_dynamics.ground import Ground, stable_step
-from snake_dynamics.mfm.kinematics import frame_kinematics
+from snake_dynamics.mfm import frame_kinematics
 from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]

@@ -21,14 +21,12 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
 from snake_dynamics.errors import ModelError, SimulationError
-from snake_dynamics.floating import FloatingRun, FloatingState
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.recursive import servo_torque_into
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.planar.wheeled import (
+from snake_dynamics.planar import (
     WheeledSnake,
     kane_matrices,
     kane_recursion,
@@ -45,6 +43,8 @@ from snake_dynamics.sim.simulator import (
     finite_rows,
     reset_state,
 )
+
+from snake_dynamics.floating import FloatingRun, FloatingState
 
 FloatArray = NDArray[np.float64]
 

@@ -39,9 +39,9 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from snake_dynamics.urdf import JOINT_EFFORT_LIMIT  # noqa: E402
 
 from snake_dynamics import SnakeModel  # noqa: E402
-from snake_dynamics.urdf import JOINT_EFFORT_LIMIT  # noqa: E402
 from snake_ros.dynamics_node import LIMIT_SLACK  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -288,7 +288,7 @@ def test_pose_sensor_node_outlives_a_datagram_from_the_future(graph: Graph) -> N
     test's clock. References: the datagrams sent, the poses received, the counts."""
     from geometry_msgs.msg import PoseStamped
 
-    from snake_dynamics.sim.pose_sensor import PoseReading, encode
+    from snake_dynamics.sim import PoseReading, encode
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))

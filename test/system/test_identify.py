@@ -16,13 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from support.cli import snake
-
-from snake_bringup.identification.experiment import IdentifyError, Take
-from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
-from snake_bringup.identification.poses import crawl_recording
-from snake_bringup.identification.recording import read_recording, write_bag
-from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
 from snake_driver.link import Measurement
 from snake_driver.protocol import Counters, Flag
@@ -40,8 +33,15 @@ from snake_dynamics.sim.identification import (
     rms_error,
     seen_from_the_command,
 )
-from snake_dynamics.sim.plant import random_plant
 from snake_ros.paths import robot_config
+from support.cli import snake
+
+from snake_bringup.identification.experiment import IdentifyError, Take
+from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
+from snake_bringup.identification.poses import crawl_recording
+from snake_bringup.identification.recording import read_recording, write_bag
+from snake_bringup.plant_bridge import build_plant
+from snake_dynamics.sim import random_plant
 
 ROBOT = robot_config("robot_feedback")
 

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.planar import OperationCount
 from snake_dynamics.planar import wheeled as ws
-from snake_dynamics.planar.op_count import OperationCount
 
 RNG = np.random.default_rng(20050518)
 EPS = np.finfo(float).eps
