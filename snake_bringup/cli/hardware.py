@@ -201,7 +201,8 @@ def run(
         print(f"# the emulated robot is not started (--dry-run); {where} is chosen at its start")
         graph = graph_on(Endpoint(transport, where))
         return run_graph(graph, output=out, duration=duration, quiet=quiet, dry_run=True)
-    with Emulator(bridge=bridge, key_hex=key or None, plant=plant, robot=robot) as emulator:
+    plant_robot = str(the_robot.path)  # the plant's body: the file the command read
+    with Emulator(bridge=bridge, key_hex=key or None, plant=plant, robot=plant_robot) as emulator:
         print(f"emulated robot (the firmware ELF in simavr) on {emulator.endpoint}")
         code = run_graph(
             graph_on(emulator.endpoint),
