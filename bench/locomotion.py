@@ -56,10 +56,6 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout
 
 from report import emit  # bench/report.py (this folder is on sys.path)
-from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.mujoco_plant import MjcfOptions, snake_mjcf
 
 from snake_dynamics.floating import (
     FloatingRun,
@@ -70,7 +66,11 @@ from snake_dynamics.floating import (
     simulate_prescribed_fast,
 )
 from snake_dynamics.floating import literal as floating
+from snake_dynamics.gaits import Gait, gait_parameters, joint_roles, make_gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim import MotionInput, simulate_crawling
+from snake_dynamics.sim.mujoco_plant import MjcfOptions, snake_mjcf
 
 FloatArray = NDArray[np.float64]
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "snake20.yaml"

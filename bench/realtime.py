@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 from report import emit  # bench/report.py (this folder is on sys.path)
-from snake_dynamics.servo import ServoModel
 
 from snake_dynamics import SnakeModel, make_gait
 from snake_dynamics.floating import FastBaseTracker, on_the_ground
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim import (
     CommandReference,
     CrawlingSimulator,

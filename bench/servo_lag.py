@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 from report import emit  # bench/report.py (this folder is on sys.path)
-from snake_dynamics.servo import ServoModel
 
 from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim import CommandReference, PrescribedInput, Simulator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,11 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from snake_dynamics.gaits import Gait
-from snake_dynamics.model import SnakeModel
-from snake_dynamics.robot import Robot
-from snake_dynamics.servo import ServoModel
-from snake_viz.offline import write_ground_run
 
 from snake_dynamics.floating import (
     FloatingRun,
@@ -29,7 +24,12 @@ from snake_dynamics.floating import (
     on_the_ground,
     simulate_prescribed_fast,
 )
+from snake_dynamics.gaits import Gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.robot import Robot
+from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim import saturated_share, simulate_crawling, simulate_wheeled
+from snake_viz.offline import write_ground_run
 
 from .progress import ProgressBar
 

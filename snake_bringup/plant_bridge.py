@@ -40,7 +40,6 @@ from typing import IO
 from snake_driver.calibration import ChannelCalibration, servos_of
 from snake_dynamics.errors import SnakeError
 from snake_dynamics.robot import Robot
-
 from snake_dynamics.sim import Plant, PulseMap, encode, load_plant, make_plant
 
 from .errors import BringupError

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
 from snake_dynamics.errors import SimulationError
+from snake_dynamics.floating import Locomotion, check_step, locomotion, on_the_ground
 from snake_dynamics.gaits import gait_parameters, make_gait
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
-from snake_viz.offline import SweepPoint, write_sweep
-
-from snake_dynamics.floating import Locomotion, check_step, locomotion, on_the_ground
 from snake_dynamics.sim import saturated_share
+from snake_viz.offline import SweepPoint, write_sweep
 
 from .cluster import (
     ClusterError,

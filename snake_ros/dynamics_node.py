@@ -75,8 +75,12 @@ from numpy.typing import ArrayLike
 from rclpy.node import Node
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm
+from snake_dynamics.floating import FastBaseTracker, FloatingState, on_the_ground
+from snake_dynamics.sim import CrawlingSimulator, WheeledSimulator
 from snake_dynamics.sim.simulator import (
     CommandReference,
     InputSource,
@@ -87,10 +91,6 @@ from snake_dynamics.sim.simulator import (
 )
 from snake_dynamics.urdf import JOINT_EFFORT_LIMIT, JOINT_VELOCITY_LIMIT
 from snake_ros.paths import load_robot
-from std_srvs.srv import Trigger
-
-from snake_dynamics.floating import FastBaseTracker, FloatingState, on_the_ground
-from snake_dynamics.sim import CrawlingSimulator, WheeledSimulator
 
 from .common import (
     THROTTLE_S,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from snake_dynamics.mfm import link_poses
 from snake_dynamics.model import SnakeModel
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snake_ros.paths import load_robot, robot_config
-
 from snake_dynamics.sim import load_plant
+from snake_ros.paths import load_robot, robot_config
 
 from ..demo import DEMO_GAIT, DEMO_GAIT_PARAMETERS, default_plant, demo_once, demo_tour
 from .options import (

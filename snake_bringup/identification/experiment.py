@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
 from snake_driver.calibration import ServoMap
 from snake_driver.link import DriverLink, Measurement
 from snake_driver.protocol import parse_key
 from snake_driver.transport import make_transport
 from snake_dynamics.gaits import Gait
-
 from snake_dynamics.sim import PoseReading
 
 from ..emulator import Emulator, Endpoint

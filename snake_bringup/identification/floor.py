@@ -25,11 +25,13 @@ from typing import Any
 import numpy as np
 import yaml
 from numpy.typing import NDArray
+
 from snake_driver.calibration import ServoMap
 from snake_dynamics.gaits import Gait, PeriodicGait, Transition, make_gait
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import load_plant
 from snake_dynamics.sim.floor_identification import (
     GroundFit,
     PathRecording,
@@ -38,8 +40,6 @@ from snake_dynamics.sim.floor_identification import (
     predict_path,
 )
 from snake_viz.path_compare import REASONS
-
-from snake_dynamics.sim import load_plant
 
 from .experiment import IdentifyError, Say, play, robot_link
 from .poses import Crawl, PoseListener, crawl_recording

@@ -37,11 +37,11 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
+
+from snake_dynamics.sim import PoseDatagramError, PoseReading, decode
 from snake_dynamics.sim.floor_identification import PathRecording
 from snake_viz.bag_series import read_poses
 from snake_viz.path_compare import DEFAULT_FRAME, POSE_TOPIC, PoseValidator
-
-from snake_dynamics.sim import PoseDatagramError, PoseReading, decode
 
 from .experiment import IdentifyError
 from .recording import POSE_TYPE, read_recording

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from snake_driver.calibration import ServoMap
 from snake_driver.clock import ClockUnwrapper, RobotClock
 from snake_driver.link import Measurement
+from snake_dynamics.sim import PoseReading
 from snake_dynamics.sim.identification import Recording
 from snake_viz.bag import BagError, BagRecorder, open_reader, typestore
 from snake_viz.path_compare import DEFAULT_FRAME, POSE_TOPIC
-
-from snake_dynamics.sim import PoseReading
 
 from ..plant_bridge import pulse_map
 from .experiment import IdentifyError, Take

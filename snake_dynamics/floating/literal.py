@@ -18,18 +18,8 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.transform import Rotation
-from snake_dynamics.errors import SimulationError, StateError
-from snake_dynamics.ground import Ground, ground_wrenches
-from snake_dynamics.mfm import (
-    FrameKinematics,
-    b_matrix,
-    b_matrix_dot,
-    frame_kinematics,
-    hat,
-    joint_vector,
-)
-from snake_dynamics.model import SnakeModel
 
+from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.floating.state import (
     FloatingRun,
     FloatingState,
@@ -43,6 +33,16 @@ from snake_dynamics.floating.state import (
     rest_state,
     world_poses,
 )
+from snake_dynamics.ground import Ground, ground_wrenches
+from snake_dynamics.mfm import (
+    FrameKinematics,
+    b_matrix,
+    b_matrix_dot,
+    frame_kinematics,
+    hat,
+    joint_vector,
+)
+from snake_dynamics.model import SnakeModel
 
 FloatArray = NDArray[np.float64]
 

@@ -39,14 +39,27 @@ from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from snake_dynamics.errors import SimulationError, StateError
 from snake_dynamics.floating.aba import aba_floating
+from snake_dynamics.floating.literal import (
+    momentum_free_base_velocity,
+)
 from snake_dynamics.floating.poses import mass_centre_and_heading
 from snake_dynamics.floating.prescribed import (
     prescribed_dynamics,
     prescribed_stage,
 )
 from snake_dynamics.floating.rk4 import rk4_prescribed_steps
+from snake_dynamics.floating.state import (
+    FloatingRun,
+    FloatingState,
+    MotionFn,
+    check_step,
+    checked_nu,
+    checked_rotation,
+    rest_state,
+)
 from snake_dynamics.floating.workspace import (
     FloatingParams,
     FloatingWorkspace,
@@ -59,19 +72,6 @@ from snake_dynamics.ground import Ground
 from snake_dynamics.ground.kernel import ground_parameters
 from snake_dynamics.mfm import joint_vector
 from snake_dynamics.model import SnakeModel
-
-from snake_dynamics.floating.literal import (
-    momentum_free_base_velocity,
-)
-from snake_dynamics.floating.state import (
-    FloatingRun,
-    FloatingState,
-    MotionFn,
-    check_step,
-    checked_nu,
-    checked_rotation,
-    rest_state,
-)
 
 FloatArray = NDArray[np.float64]
 

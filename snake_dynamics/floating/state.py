@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.transform import Rotation
+
 from snake_dynamics.errors import ModelError, SimulationError, StateError
 from snake_dynamics.ground import Ground, stable_step
 from snake_dynamics.mfm import frame_kinematics

@@ -21,7 +21,9 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from snake_dynamics.errors import ModelError, SimulationError
+from snake_dynamics.floating import FloatingRun, FloatingState
 from snake_dynamics.jit import compiled
 from snake_dynamics.mfm import recursive
 from snake_dynamics.mfm.recursive import servo_torque_into
@@ -43,8 +45,6 @@ from snake_dynamics.sim.simulator import (
     finite_rows,
     reset_state,
 )
-
-from snake_dynamics.floating import FloatingRun, FloatingState
 
 FloatArray = NDArray[np.float64]
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
 from snake_driver.calibration import load_servo_map
+from snake_dynamics import ModelError, SimulationError, SnakeModel, link_poses, make_gait
 from snake_dynamics.mfm import mass_matrix
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
-from snake_dynamics.urdf import to_urdf
-
-from snake_dynamics import ModelError, SimulationError, SnakeModel, link_poses, make_gait
 from snake_dynamics.sim import CommandReference, PrescribedInput, Simulator, simulator
+from snake_dynamics.urdf import to_urdf
 
 ROOT = Path(__file__).resolve().parents[2]
 DT = 1e-3

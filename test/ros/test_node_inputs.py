@@ -39,9 +39,9 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rclpy.time import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from snake_dynamics.urdf import JOINT_EFFORT_LIMIT  # noqa: E402
 
 from snake_dynamics import SnakeModel  # noqa: E402
+from snake_dynamics.urdf import JOINT_EFFORT_LIMIT  # noqa: E402
 from snake_ros.dynamics_node import LIMIT_SLACK  # noqa: E402
 
 pytestmark = pytest.mark.ros

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snake_driver.calibration import load_servo_map
-from snake_dynamics.errors import ModelError
-from snake_ros.paths import robot_config
-from support import cli
 
 from snake_bringup.plant_bridge import NO_PULSE, REPLY, REQUEST, serve
+from snake_driver.calibration import load_servo_map
+from snake_dynamics.errors import ModelError
 from snake_dynamics.sim import load_plant
+from snake_ros.paths import robot_config
+from support import cli
 
 CHANNELS = 16
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from snake_dynamics.model import SnakeModel
-from snake_ros.paths import robot_config
 
+from snake_dynamics.model import SnakeModel
 from snake_dynamics.sim import load_plant
+from snake_ros.paths import robot_config
 
 pytestmark = [
     pytest.mark.ros,

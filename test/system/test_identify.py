@@ -16,6 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from support.cli import snake
+
+from snake_bringup.identification.experiment import IdentifyError, Take
+from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
+from snake_bringup.identification.poses import crawl_recording
+from snake_bringup.identification.recording import read_recording, write_bag
+from snake_bringup.plant_bridge import build_plant
 from snake_driver.calibration import load_servo_map
 from snake_driver.link import Measurement
 from snake_driver.protocol import Counters, Flag
@@ -23,6 +30,7 @@ from snake_dynamics.errors import IdentificationError
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
+from snake_dynamics.sim import random_plant
 from snake_dynamics.sim.floor_identification import aligned_path, predict_crawl
 from snake_dynamics.sim.identification import (
     PULSE_PERIOD,
@@ -34,14 +42,6 @@ from snake_dynamics.sim.identification import (
     seen_from_the_command,
 )
 from snake_ros.paths import robot_config
-from support.cli import snake
-
-from snake_bringup.identification.experiment import IdentifyError, Take
-from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
-from snake_bringup.identification.poses import crawl_recording
-from snake_bringup.identification.recording import read_recording, write_bag
-from snake_bringup.plant_bridge import build_plant
-from snake_dynamics.sim import random_plant
 
 ROBOT = robot_config("robot_feedback")
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from snake_bringup.process import ROBOT_RT_PRIORITY
-from snake_ros.paths import robot_config
 
+from snake_bringup.process import ROBOT_RT_PRIORITY
 from snake_dynamics.sim import load_plant
+from snake_ros.paths import robot_config
 
 rclpy = pytest.importorskip("rclpy")
 from geometry_msgs.msg import PoseStamped  # noqa: E402

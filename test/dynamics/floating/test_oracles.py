@@ -19,19 +19,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from dynamics.mfm.test_oracles import TOL
 from numpy.typing import NDArray
 from scipy.spatial.transform import Rotation
-from snake_dynamics.mfm import hat
-from snake_dynamics.urdf import to_urdf
 from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
+from dynamics.mfm.test_oracles import TOL
 from snake_dynamics.floating.literal import (
     floating_force_list,
     floating_forward_dynamics,
     floating_terms,
 )
+from snake_dynamics.mfm import hat
+from snake_dynamics.urdf import to_urdf
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")

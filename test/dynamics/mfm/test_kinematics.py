@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
-from snake_dynamics.mfm import hat, vee
 from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
+from snake_dynamics.mfm import hat, vee
 
 
 def test_link_poses_follow_eq_48_by_hand() -> None:

@@ -18,12 +18,12 @@ import math
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
+
 from snake_dynamics.errors import ModelError, SingularConfigurationError
+from snake_dynamics.floating import FloatingState, world_poses
 from snake_dynamics.planar import WheeledSnake, link_positions, link_speeds, se2
 from snake_dynamics.planar import crosscheck as wc
 from snake_dynamics.planar import kinematic as ks
-
-from snake_dynamics.floating import FloatingState, world_poses
 
 RNG = np.random.default_rng(20240421)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from snake_dynamics.errors import ModelError, SimulationError, StateError
 from snake_dynamics.planar import OperationCount
 from snake_dynamics.planar import wheeled as ws

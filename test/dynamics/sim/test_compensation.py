@@ -14,9 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from snake_dynamics import SnakeModel, make_gait
+from snake_dynamics.floating import lying_state, on_the_ground, simulate_prescribed_fast
 from snake_dynamics.gaits import Gait, PeriodicGait, Transition
 from snake_dynamics.mfm import recursive
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import CommandReference, InputSource, PrescribedInput, Simulator, load_plant
 from snake_dynamics.sim.compensation import (
     SATURATED_SHARE,
     SaturationError,
@@ -33,10 +37,6 @@ from snake_dynamics.sim.compensation import (
 )
 from snake_dynamics.sim.crawler import BASE, CrawlingSimulator, simulate_crawling
 from snake_dynamics.sim.identification import SampledReference
-
-from snake_dynamics import SnakeModel, make_gait
-from snake_dynamics.floating import lying_state, on_the_ground, simulate_prescribed_fast
-from snake_dynamics.sim import CommandReference, InputSource, PrescribedInput, Simulator, load_plant
 
 ROOT = Path(__file__).resolve().parents[3]
 DT = 1e-3  # the dynamics node's step [s]

@@ -13,12 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from snake_driver.calibration import load_servo_map
-from snake_dynamics.gaits import make_gait
-from snake_dynamics.robot import Robot
-from snake_dynamics.sim.mujoco_plant import NO_EFFECTS, MujocoPlant, supply_current, supply_scale
-from snake_dynamics.sim.plant import Plant, load_plant, plant_from_dict
-from snake_ros.paths import robot_config
 from support.plant import (
     assert_plant_file_refused,
     assert_served_as_stepped,
@@ -29,8 +23,14 @@ from support.plant import (
 
 from snake_bringup.cli import main
 from snake_bringup.plant_bridge import build_plant
+from snake_driver.calibration import load_servo_map
 from snake_dynamics.floating import centre_of_mass
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.robot import Robot
 from snake_dynamics.sim import make_plant
+from snake_dynamics.sim.mujoco_plant import NO_EFFECTS, MujocoPlant, supply_current, supply_scale
+from snake_dynamics.sim.plant import Plant, load_plant, plant_from_dict
+from snake_ros.paths import robot_config
 
 pytest.importorskip("mujoco")
 

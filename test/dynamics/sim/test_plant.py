@@ -22,16 +22,36 @@ import numpy as np
 import pytest
 import yaml
 from scipy.spatial.transform import Rotation
+from support.plant import (
+    CHANNELS,
+    assert_plant_file_refused,
+    assert_served_as_stepped,
+    assert_snake_refuses_plant,
+    pulses,
+    records,
+)
+
+from snake_bringup import plant_bridge
 from snake_bringup.emulator import Emulator, EmulatorError, firmware_dir
+from snake_bringup.plant_bridge import REPLY, build_plant, pulse_map, serve
 from snake_bringup.process import ROBOT_NICE, ROBOT_RT_PRIORITY, priority, robot_process
 from snake_driver.calibration import load_servo_map, servo_map
 from snake_driver.link import DriverLink
 from snake_driver.transport import make_transport
+from snake_dynamics.floating import centre_of_mass, world_poses
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.mfm.integrators import joint_response
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
 from snake_dynamics.servo import ServoModel
+from snake_dynamics.sim import (
+    CommandReference,
+    CrawlingSimulator,
+    PoseReading,
+    PrescribedInput,
+    Simulator,
+)
+from snake_dynamics.sim import crawler as crawler_module
 from snake_dynamics.sim.plant import (
     DECODER_US,
     LIMP_AFTER,
@@ -43,26 +63,6 @@ from snake_dynamics.sim.plant import (
     load_plant,
 )
 from snake_ros.paths import robot_config
-from support.plant import (
-    CHANNELS,
-    assert_plant_file_refused,
-    assert_served_as_stepped,
-    assert_snake_refuses_plant,
-    pulses,
-    records,
-)
-
-from snake_bringup import plant_bridge
-from snake_bringup.plant_bridge import REPLY, build_plant, pulse_map, serve
-from snake_dynamics.floating import centre_of_mass, world_poses
-from snake_dynamics.sim import (
-    CommandReference,
-    CrawlingSimulator,
-    PoseReading,
-    PrescribedInput,
-    Simulator,
-)
-from snake_dynamics.sim import crawler as crawler_module
 
 ROBOT = robot_config("robot")
 PLANT = robot_config("plant")

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
-from snake_dynamics.errors import ModelError
 
+from snake_dynamics.errors import ModelError
 from snake_dynamics.sim import (
     Pose,
     PoseDatagramError,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from snake_dynamics.errors import ModelError, SimulationError
+from snake_dynamics.floating import on_the_ground, world_poses
 from snake_dynamics.mfm import recursive
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.planar import wheeled as ws
 from snake_dynamics.servo import ServoModel
-
-from snake_dynamics.floating import on_the_ground, world_poses
 from snake_dynamics.sim import InputSource
 from snake_dynamics.sim import wheeled as wheeled_module
 from snake_dynamics.sim.wheeled import (
