@@ -8,7 +8,9 @@ pulse). Reports each parameter's relative error per seed and the worst over the 
 validation gait's RMS error before and after, and the wall time. With ``--floor`` the plant
 lies on a floor drawn at random too (``random_plant(rng, floor=True)``: the same servo) and
 the floor stage follows: the friction coefficients' relative errors and the validation
-crawl's predicted travel against the measured, with the config's floor and the fitted one.
+crawl's predicted travel against the measured, with the config's floor and the fitted one,
+and the held-out crawls (two gaits neither fit saw, 15 s each) predicted with the config,
+the identified overlay and the plant's truth: joint RMS, travel error and path RMS.
 
     python bench/identify.py [--seeds 1 2 3 4 5] [--floor] [--keep DIR] [--output FILE]
 
@@ -93,9 +95,29 @@ def one(seed: int, folder: Path, floor: bool) -> dict[str, object]:
         },
         "improvement": round(before / after, 2),
         "fit_evaluations": fit["evaluations"],
-        **({"floor": floor_errors(doc, fit["floor"])} if floor else {}),
+        **({"floor": floor_errors(doc, fit["floor"]), "held_out": held_out(fit)} if floor else {}),
         "wall_s": round(wall, 1),
     }
+
+
+def held_out(fit: dict[str, object]) -> dict[str, object]:
+    """fit.json's held-out crawls: per crawl and prediction, the joints' RMS [deg], the
+    travel's error relative to the measured and the path's RMS [mm]."""
+    crawls = fit.get("held_out") or {}
+    assert isinstance(crawls, dict)
+    out: dict[str, object] = {}
+    for label, row in crawls.items():
+        measured = row["measured_travel"]
+        out[label] = {
+            name: {
+                "joint_rms_deg": round(math.degrees(p["joint_rms"]), 2),
+                "travel_error": round(p["travel"] / measured - 1.0, 4),
+                "path_rms_mm": round(p["path_rms"] * 1e3, 1),
+            }
+            for name, p in row.items()
+            if name != "measured_travel"
+        }
+    return out
 
 
 def worst_floor(runs: list[dict[str, object]]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from snake_dynamics.robot import Robot
 from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
-from ..identification.commands import default_robot, identify
+from ..identification.commands import SERVO_FITS, default_robot, identify
 from .options import (
     auth_key,
     emulate_option,
@@ -94,6 +94,14 @@ def register(sub: Subparsers) -> None:
         "mu_along and mu_across)",
     )
     p.add_argument(
+        "--servo-fit",
+        choices=SERVO_FITS,
+        default=SERVO_FITS[0],
+        help="per-joint: each joint's own stiffness, damping, stall torque and no-load "
+        "speed after the shared fit (dead time and deadband shared); shared: one servo for "
+        "every joint (default: per-joint)",
+    )
+    p.add_argument(
         "--from-bags",
         type=Path,
         metavar="DIR",
@@ -121,6 +129,7 @@ def register(sub: Subparsers) -> None:
             floor=a.floor,
             crawl_time=a.crawl_time,
             fit_backward=a.fit_backward,
+            servo_fit=a.servo_fit,
         )
     )
 
@@ -144,6 +153,7 @@ def run(
     floor: bool | None,
     crawl_time: float,
     fit_backward: bool,
+    servo_fit: str = SERVO_FITS[0],
 ) -> int:
     """Identify, with progress on stderr (unless ``quiet``); print the report."""
 
@@ -171,6 +181,7 @@ def run(
         floor=floor,
         crawl_time=crawl_time,
         floor_fitted=("mu_along", "mu_across", *(("mu_backward",) if fit_backward else ())),
+        servo_fit=servo_fit,
     )
     print(report)
     return 0

@@ -20,13 +20,24 @@ import yaml
 
 from snake_driver.calibration import servos_of
 from snake_dynamics.gaits import make_gait
-from snake_dynamics.model import read_robot_yaml
+from snake_dynamics.model import SnakeModel, read_robot_yaml
 from snake_dynamics.robot import Robot
 from snake_dynamics.servo import NOMINAL, ServoModel, ServoParams
-from snake_dynamics.sim.identification import FITTED, Excitation, fit_servo, predict, rms_error
+from snake_dynamics.sim.identification import (
+    FITTED,
+    PER_JOINT,
+    Excitation,
+    PerJointFit,
+    fit_servo,
+    fit_servo_per_joint,
+    predict,
+    rms_error,
+    seen_from_the_command,
+)
 from snake_ros.paths import robot_config
 
 from ..emulator import Endpoint
+from ..plant_bridge import build_plant
 from .experiment import IdentifyError, Say, play, robot_link
 from .floor import (
     FloorResult,
@@ -38,9 +49,14 @@ from .floor import (
     stage_plants,
     wants_floor,
 )
+from .heldout import HELD_OUT, Model, judge, judged_json
+from .heldout import report_section as heldout_section
 from .plots import plot
 from .recording import read_recording, write_bag
 from .report import report_text, write_fit, write_overlay
+
+#: ``--servo-fit``'s choices: one servo for every joint, or each joint's own (eq. 470).
+SERVO_FITS = ("per-joint", "shared")
 
 #: The validation gait's parameters where none is given.
 VALIDATION_DEFAULTS = {"amplitude": 0.6, "frequency": 0.8}
@@ -72,6 +88,31 @@ def default_robot(plant: Path | None, real: bool, from_bags: Path | None = None)
     return "robot_table" if on_floor else "robot_feedback"
 
 
+def held_out_models(
+    body: SnakeModel,
+    config_servo: ServoModel,
+    identified: ServoModel,
+    floor: FloorResult,
+    robot: Robot,
+    plant: Path | None,
+) -> list[Model]:
+    """What the held-out crawls are predicted with: the robot config (its servos and floor),
+    the identified servos and floor, and where the plant file is known the plant's truth on
+    the model (its scaled body, each joint's servo seen from the command, eq. 210, its
+    floor): what the model family does at best."""
+    models = [
+        Model("config", body, config_servo, floor.config_ground),
+        Model("identified", body, identified, floor.fit.ground),
+    ]
+    if plant is not None:
+        truth = build_plant(robot, plant)
+        servo = getattr(truth, "servo", truth.params.servo)  # a MuJoCo plant's own spread
+        ground = truth.params.ground
+        assert ground is not None  # the floor stage's plant lies on a floor
+        models.append(Model("plant truth", truth.model, seen_from_the_command(servo), ground))
+    return models
+
+
 def identify(
     *,
     robot: Robot,
@@ -88,6 +129,7 @@ def identify(
     floor: bool | None = None,
     crawl_time: float = 3.0,
     floor_fitted: Sequence[str] = ("mu_along", "mu_across"),
+    servo_fit: str = SERVO_FITS[0],
 ) -> str:
     """Run the experiment and the validation on the robot (or read their bags), fit, and
     write the overlay, the report and the plots to the output folder.
@@ -111,6 +153,9 @@ def identify(
         crawl_time: length of each crawl [s].
         floor_fitted: the ground parameters fitted
             (:data:`snake_dynamics.sim.floor_identification.FITTABLE`).
+        servo_fit: ``per-joint``: each joint's own servo after the shared one
+            (:func:`snake_dynamics.sim.identification.fit_servo_per_joint`); ``shared``: one
+            servo for every joint.
 
     Returns:
         The report (Markdown), as written to ``report.md``.
@@ -181,6 +226,22 @@ def identify(
     )
     before = rms_error(predict(model, config_servo, check), check.measured)
     fitted_model = ServoModel.uniform(fit.params, len(names), "identified")
+    per_joint: PerJointFit | None = None
+    if servo_fit == "per-joint":
+        say(f"fitting each joint's {', '.join(PER_JOINT)} ({len(PER_JOINT) * len(names)} values)")
+        per_joint = fit_servo_per_joint(
+            model,
+            experiment,
+            fit.params,
+            progress=lambda k, rms: (
+                say(f"per-joint fit: prediction {k}, RMS {math.degrees(rms):.3f} deg")
+                if k % 20 == 0
+                else None
+            ),
+        )
+        fitted_model = per_joint.servo
+        for name, key in per_joint.unseparated:
+            say(f"{name} {key}: not separated by the experiment; the shared value kept")
     after = rms_error(predict(model, fitted_model, check), check.measured)
     floor_result: FloorResult | None = None
     if floor_plant is not None or (from_bags is not None and floor):
@@ -206,6 +267,14 @@ def identify(
             unreadable=unreadable,
             say=say,
         )
+    judged = None
+    if floor_result is not None and (bags / f"{HELD_OUT[0][0]}_bag").exists():
+        say(f"predicting {len(HELD_OUT)} held-out crawls")
+        judged = judge(
+            bags,
+            names,
+            held_out_models(body, config_servo, fitted_model, floor_result, robot, floor_plant),
+        )
     overlay = write_overlay(
         out / "robot_identified.yaml",
         config,
@@ -213,10 +282,13 @@ def identify(
         before,
         after,
         None if floor_result is None else floor_result.fit.ground,
+        per_joint,
     )
-    summary = report_text(fit, config_servo, names, before, after, overlay)
+    summary = report_text(fit, config_servo, names, before, after, overlay, per_joint)
     if floor_result is not None:
         summary += "\n" + report_section(floor_result)
+    if judged is not None:
+        summary += "\n" + heldout_section(judged)
     for line in plant_lines:  # the emulated robot's own account of real time
         summary += (
             f"\nEmulated robot: {line}\n(the reports are stamped on the robot's own clock: "
@@ -231,6 +303,8 @@ def identify(
         before,
         after,
         None if floor_result is None else fit_json(floor_result),
+        per_joint,
+        None if judged is None else judged_json(judged),
     )
     if plots:
         plot(out, model, experiment, check, config_servo, fitted_model)

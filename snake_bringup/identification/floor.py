@@ -42,6 +42,7 @@ from snake_dynamics.sim.floor_identification import (
 from snake_viz.path_compare import REASONS
 
 from .experiment import IdentifyError, Say, play, robot_link
+from .heldout import HELD_OUT, HELD_OUT_S
 from .poses import Crawl, PoseListener, crawl_recording
 from .recording import write_bag
 
@@ -151,7 +152,8 @@ def play_crawls(
     plant_report: list[str],
 ) -> int:
     """Start the emulated robot on its floor and play :data:`CRAWLS` and
-    :data:`FLOOR_VALIDATION` (after the first crawl) for ``duration`` seconds each, writing
+    :data:`FLOOR_VALIDATION` (after the first crawl) for ``duration`` seconds each, then the
+    held-out crawls (:data:`.heldout.HELD_OUT`, :data:`.heldout.HELD_OUT_S` each), writing
     each as a bag (``out/<label>_bag``) with the poses its sensor delivered. Returns the
     datagrams that were not poses.
 
@@ -171,10 +173,11 @@ def play_crawls(
         if port is None:
             raise IdentifyError(f"{plant}: the emulated robot reported no pose sensor port")
         with PoseListener(port) as listener:
-            for label, gait, params in (CRAWLS[0], FLOOR_VALIDATION, *CRAWLS[1:]):
+            fitted = [(*c, duration) for c in (CRAWLS[0], FLOOR_VALIDATION, *CRAWLS[1:])]
+            for label, gait, params, seconds in (*fitted, *((*c, HELD_OUT_S) for c in HELD_OUT)):
                 listener.take()  # those of the rest before the crawl
-                trajectory = crawl(model, gait, params, duration)
-                take = play(session.link, trajectory, duration, say, label)
+                trajectory = crawl(model, gait, params, seconds)
+                take = play(session.link, trajectory, seconds, say, label)
                 take.poses = listener.take()
                 reports = write_bag(out / f"{label}_bag", take, servos)
                 say(f"{label}: {reports} reports, {len(take.poses)} poses -> {label}_bag")

@@ -18,7 +18,13 @@ from numpy.typing import NDArray
 
 from snake_dynamics.ground import Ground
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.identification import FITTED, ServoFit
+from snake_dynamics.sim.identification import (
+    FITTED,
+    PER_JOINT,
+    SEPARATED,
+    PerJointFit,
+    ServoFit,
+)
 
 #: Units of the fitted parameters.
 UNITS = {
@@ -48,6 +54,7 @@ def write_overlay(
     before: NDArray[np.float64],
     after: NDArray[np.float64],
     ground: Ground | None = None,
+    per_joint: PerJointFit | None = None,
 ) -> Path:
     """The fitted servo (and floor) as a robot config overlay on ``robot`` (``base:``).
 
@@ -59,16 +66,26 @@ def write_overlay(
         after: the same with the fitted servo [rad].
         ground: the identified floor, written as ``model: ground:`` (None: none): a floating
             use of the overlay (``snake simulate --ground``, a floating base) crawls on it.
+        per_joint: each joint's own servo (``servo: joints:``, over the shared fit's
+            ``defaults:``); None: the shared servo at every joint.
     """
     servo = {k: _short(v) for k, v in asdict(fit.params).items()}
+    joints: dict[str, dict[str, object]] = {}
+    which = "the fitted\n# servo at every joint"
+    if per_joint is not None:
+        which = "each joint's own\n# K, D, T_s and w_0 (eq. 470) over the shared servo"
+        joints = {
+            name: {k: _short(getattr(params, k)) for k in PER_JOINT}
+            for name, params in zip(per_joint.joint_names, per_joint.servo.joints, strict=True)
+        }
     header = (
-        "# Servo model identified by `snake identify` (docs/mfm.md, eqs. 207-210): the fitted\n"
-        f"# servo at every joint, over {robot.name}. Validation gait RMS error, all joints:\n"
+        f"# Servo model identified by `snake identify` (docs/mfm.md, eqs. 207-210): {which}"
+        f", over {robot.name}. Validation gait RMS error, all joints:\n"
         f"# {math.degrees(overall(before)):.3f} deg with the config's servo model, "
         f"{math.degrees(overall(after)):.3f} deg with this one.\n"
         "# Use it as any robot config: --robot <this file>, robot_config:=<this file>.\n"
     )
-    doc: dict[str, object] = {"base": str(robot), "servo": {"defaults": servo, "joints": {}}}
+    doc: dict[str, object] = {"base": str(robot), "servo": {"defaults": servo, "joints": joints}}
     if ground is not None:
         header += "# model: ground: the floor identified by its crawls (eqs. 243-245).\n"
         doc["model"] = {"ground": {k: _short(v) for k, v in asdict(ground).items()}}
@@ -83,8 +100,10 @@ def report_text(
     before: NDArray[np.float64],
     after: NDArray[np.float64],
     overlay: Path,
+    per_joint: PerJointFit | None = None,
 ) -> str:
-    """The report (Markdown): fitted values, validation errors, where the overlay is."""
+    """The report (Markdown): fitted values (each joint's too, with ``per_joint``),
+    validation errors, where the overlay is."""
     start = config_servo.joints[0]
     lines = [
         "# Servo identification",
@@ -105,6 +124,7 @@ def report_text(
         f"{math.degrees(overall(fit.rms)):.3f} deg (each joint's constant pot offset removed).",
         "Torques are relative to the robot config's body inertia (no torque sensor).",
         "",
+        *([] if per_joint is None else per_joint_lines(per_joint, fit)),
         "Validation gait (not used by the fit), RMS prediction error [deg]:",
         "",
         "| joint | config servo | identified | ratio |",
@@ -125,6 +145,32 @@ def report_text(
     return "\n".join(lines)
 
 
+def per_joint_lines(per_joint: PerJointFit, fit: ServoFit) -> list[str]:
+    """The report's table of each joint's servo (value +- standard error), a line for each
+    parameter the experiment did not separate, and a blank line."""
+    heads = " | ".join(f"{k} [{UNITS[k]}]" for k in PER_JOINT)
+    lines = [
+        f"Each joint's servo (eq. 470; dead time and deadband shared), value +- std. error, "
+        f"{per_joint.evaluations} predictions, RMS "
+        f"{math.degrees(overall(per_joint.rms)):.3f} deg:",
+        "",
+        f"| joint | {heads} |",
+        "| --- |" + " ---: |" * len(PER_JOINT),
+    ]
+    for name, params, err in zip(
+        per_joint.joint_names, per_joint.servo.joints, per_joint.stderr, strict=True
+    ):
+        cells = " | ".join(f"{getattr(params, k):.4g} +- {err[k]:.2g}" for k in PER_JOINT)
+        lines.append(f"| {name} | {cells} |")
+    lines.append("")
+    for name, key in per_joint.unseparated:
+        lines.append(
+            f"- {name} {key}: not separated by the experiment (std. error above "
+            f"{SEPARATED:.0%}): the shared {getattr(fit.params, key):.4g} {UNITS[key]}"
+        )
+    return [*lines, ""] if per_joint.unseparated else lines
+
+
 def write_fit(
     path: Path,
     robot: Path,
@@ -133,10 +179,28 @@ def write_fit(
     before: NDArray[np.float64],
     after: NDArray[np.float64],
     floor: dict[str, Any] | None = None,
+    per_joint: PerJointFit | None = None,
+    held_out: dict[str, object] | None = None,
 ) -> None:
     """``fit.json``: the fitted parameters, their standard errors, the fit's and the
-    validation's RMS errors [rad], the config's servo model; ``floor``: the floor stage's
-    entry (:func:`.floor.fit_json`), if it ran."""
+    validation's RMS errors [rad], the config's servo model; ``per_joint``: each joint's
+    servo and standard errors, and the parameters not separated; ``floor``: the floor
+    stage's entry (:func:`.floor.fit_json`), if it ran; ``held_out``: the held-out crawls'
+    predictions (:func:`.heldout.judged_json`)."""
+    joints = (
+        {}
+        if per_joint is None
+        else {
+            "per_joint": {
+                name: {"params": asdict(params), "stderr": err}
+                for name, params, err in zip(
+                    per_joint.joint_names, per_joint.servo.joints, per_joint.stderr, strict=True
+                )
+            },
+            "unseparated": [list(x) for x in per_joint.unseparated],
+            "per_joint_evaluations": per_joint.evaluations,
+        }
+    )
     path.write_text(
         json.dumps(
             {
@@ -149,7 +213,9 @@ def write_fit(
                 "validation_rms_after_rad": after.tolist(),
                 "config_servo": config_servo.describe(),
                 "evaluations": fit.evaluations,
+                **joints,
                 **({} if floor is None else {"floor": floor}),
+                **({} if held_out is None else {"held_out": held_out}),
             },
             indent=2,
         )

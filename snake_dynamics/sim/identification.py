@@ -13,6 +13,9 @@ no I/O).
   :func:`predict` closest to the measurement, each joint's constant measurement offset
   eliminated in closed form (eq. 209), with standard errors from the Jacobian;
   :attr:`ServoFit.dead_time_after_pulse` is its dead time as a plant file gives it (eq. 210).
+* :func:`fit_servo_per_joint` finds each joint's own stiffness, damping, stall torque and
+  no-load speed from there, the dead time and deadband kept shared (eq. 470), and names the
+  ones the experiment does not separate.
 * :func:`in_parallel` runs a fit's independent predictions (a Jacobian's columns, a floor
   fit's takes) on every core the process may use.
 """
@@ -428,3 +431,183 @@ def fit_servo(
     }
     rms = rms_error(predict(model, params, recording, dt), measured)
     return ServoFit(params, stderr, rms, next(count) - 1, int(measured.size))
+
+
+#: The parameters a per-joint fit gives each joint its own of (eq. 470); dead time and
+#: deadband stay the shared fit's.
+PER_JOINT = ("stiffness", "damping", "stall_torque", "no_load_speed")
+#: A per-joint parameter whose standard error exceeds this share of its value is not
+#: separated by the experiment: the joint keeps the shared fit's value.
+SEPARATED = 0.10
+#: Each joint's parameters stay within this factor of the shared fit's either way: servos of
+#: one batch differ by 10-20 %, and an unbounded step of the approximate Jacobian once asked
+#: for a servo so stiff that its prediction's steps did not fit in memory.
+SPAN = 2.0
+#: The per-joint fit's forward-difference step, relative to each log (as fit_servo's).
+STEP = 1e-3
+#: The most steps the per-joint fit takes from the shared fit (each a prediction and a
+#: Jacobian of 12): it starts near its optimum.
+MAX_STEPS = 15
+
+
+@dataclass(frozen=True)
+class PerJointFit:
+    """A least-squares fit of each joint's own servo (eq. 470).
+
+    Attributes:
+        servo: each joint's servo: the shared fit's dead time and deadband, its own
+            :data:`PER_JOINT` parameters (the shared fit's where not separated).
+        stderr: per joint, each :data:`PER_JOINT` parameter's standard error, in its unit.
+        unseparated: (joint name, parameter) of those the experiment did not separate (a
+            standard error above :data:`SEPARATED` of the value), which keep the shared value.
+        joint_names: the n joints, tail to head.
+        rms: each joint's RMS error of the fitted prediction on the fitting data [rad].
+        evaluations: predictions the fit ran.
+    """
+
+    servo: ServoModel
+    stderr: tuple[dict[str, float], ...]
+    unseparated: tuple[tuple[str, str], ...]
+    joint_names: tuple[str, ...]
+    rms: FloatArray
+    evaluations: int
+
+
+def neighbour_sparsity(samples: int, n_joints: int, per_joint: int) -> NDArray[np.bool_]:
+    """Which residuals each per-joint parameter moves, as the fit's Jacobian is estimated
+    (eq. 470): joint k's own and its two neighbours' (the body passes a servo's torque on
+    to the next joints, weaker and weaker). Joints three apart share no residual, so their
+    columns are differenced in one prediction: 3 x ``per_joint`` predictions a Jacobian
+    instead of ``n_joints`` x ``per_joint``; the farther joints' small share is left out
+    of the Jacobian (the residuals themselves are exact).
+
+    Args:
+        samples: the recording's samples.
+        n_joints: n.
+        per_joint: parameters per joint.
+
+    Returns:
+        shape (samples x n_joints, n_joints x per_joint), residuals in ``ravel()`` order of
+        (samples, n_joints).
+    """
+    near = np.abs(np.subtract.outer(np.arange(n_joints), np.arange(n_joints))) <= 1
+    rows = np.tile(near, (samples, 1))  # (samples * n, n): sample-major, joint-minor
+    return np.repeat(rows, per_joint, axis=1)
+
+
+def fit_servo_per_joint(
+    model: SnakeModel,
+    recording: Recording,
+    shared: ServoParams,
+    *,
+    dt: float = 0.001,
+    progress: Callable[[int, float], None] | None = None,
+) -> PerJointFit:
+    """Each joint's own stiffness, damping, stall torque and no-load speed that best predict
+    a recording, from the shared fit (:func:`fit_servo`), its dead time and deadband kept
+    (eq. 470: the least squares of eq. 209 over 4 n logs).
+
+    The experiment moves every joint at once, so each joint's parameters show in its own
+    residuals above all; one the motion hardly excites (a stall torque the joint never
+    reaches) has a large standard error and keeps the shared value (:attr:`PerJointFit.
+    unseparated`). Torques are relative to ``model``'s body, as :func:`fit_servo`'s.
+
+    Args:
+        model: the robot's body.
+        recording: the experiment.
+        shared: the shared fit's servo (finite torque-speed line).
+        dt: the prediction's step [s].
+        progress: called with (evaluations, RMS error [rad]) after each prediction.
+
+    Raises:
+        IdentificationError: the recording and model disagree, or no prediction stays finite.
+    """
+    from scipy.optimize import least_squares
+
+    n = model.n_joints
+    if len(recording.joint_names) != n:
+        raise IdentificationError(
+            f"the recording has {len(recording.joint_names)} joints, the model {n}"
+        )
+    if not (math.isfinite(shared.stall_torque) and math.isfinite(shared.no_load_speed)):
+        raise IdentificationError("start the fit from a servo with a finite torque-speed line")
+    count = itertools.count(1)
+    measured = recording.measured
+
+    def servos(x: FloatArray) -> ServoModel:
+        logs = np.exp(x.reshape(n, len(PER_JOINT)))
+        return ServoModel(
+            tuple(
+                dataclasses.replace(shared, **dict(zip(PER_JOINT, map(float, row), strict=True)))
+                for row in logs
+            ),
+            "identified per joint",
+        )
+
+    def fun(x: FloatArray) -> FloatArray:
+        k = next(count)
+        try:
+            error = residuals(predict(model, servos(x), recording, dt), measured)
+        except (IdentificationError, ModelError):
+            error = np.full(measured.shape, 1.0)
+        if progress is not None:
+            progress(k, float(np.sqrt(np.mean(error**2))))
+        return error.ravel()
+
+    x0 = np.tile([math.log(getattr(shared, p)) for p in PER_JOINT], n)
+    near = neighbour_sparsity(recording.t.size, n, len(PER_JOINT))
+    last: list[tuple[FloatArray, FloatArray]] = []  # the residuals at the latest point
+
+    def residuals_at(x: FloatArray) -> FloatArray:
+        if not (last and np.array_equal(last[0][0], x)):
+            last[:] = [(x.copy(), fun(x))]
+        return last[0][1]
+
+    def jac(x: FloatArray) -> FloatArray:
+        """Forward differences, the columns of joints three apart in one prediction."""
+        f0, h = residuals_at(x), STEP * np.maximum(1.0, np.abs(x))
+        groups = [
+            [(k * len(PER_JOINT) + p) for k in range(first, n, 3)]
+            for first in range(min(3, n))
+            for p in range(len(PER_JOINT))
+        ]
+
+        def moved(columns: list[int]) -> FloatArray:
+            y = x.copy()
+            y[columns] += h[columns]
+            return fun(y)
+
+        out = np.zeros((f0.size, x.size))
+        for columns, f in zip(groups, in_parallel(moved, groups), strict=True):
+            for c in columns:
+                out[near[:, c], c] = (f - f0)[near[:, c]] / h[c]
+        return out
+
+    span = math.log(SPAN)
+    result = least_squares(
+        residuals_at,
+        x0,
+        jac=jac,
+        bounds=(x0 - span, x0 + span),
+        x_scale="jac",
+        ftol=1e-4,
+        xtol=1e-4,
+        max_nfev=MAX_STEPS,
+    )
+    jac_at = result.jac
+    relative = standard_errors(jac_at, result.cost).reshape(n, len(PER_JOINT))
+    fitted = servos(result.x)
+    joints, stderr, unseparated = [], [], []
+    for name, params, rel in zip(recording.joint_names, fitted.joints, relative, strict=True):
+        loose = [p for p, r in zip(PER_JOINT, rel, strict=True) if not r <= SEPARATED]
+        unseparated += [(name, p) for p in loose]
+        own = dataclasses.replace(params, **{p: getattr(shared, p) for p in loose})
+        joints.append(own)
+        stderr.append(
+            {p: float(r * getattr(params, p)) for p, r in zip(PER_JOINT, rel, strict=True)}
+        )
+    servo = ServoModel(tuple(joints), "identified per joint")
+    rms = rms_error(predict(model, servo, recording, dt), measured)
+    return PerJointFit(
+        servo, tuple(stderr), tuple(unseparated), recording.joint_names, rms, next(count) - 1
+    )
