@@ -97,9 +97,9 @@ def register(sub: Subparsers) -> None:
         "--servo-fit",
         choices=SERVO_FITS,
         default=SERVO_FITS[0],
-        help="per-joint: each joint's own stiffness, damping, stall torque and no-load "
-        "speed after the shared fit (dead time and deadband shared); shared: one servo for "
-        "every joint (default: per-joint)",
+        help="shared: one servo for every joint (default); per-joint (not yet verified "
+        "against a plant: docs/cli.md): each joint's own stiffness, damping, stall torque "
+        "and no-load speed after the shared fit (dead time and deadband shared)",
     )
     p.add_argument(
         "--from-bags",

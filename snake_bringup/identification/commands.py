@@ -56,7 +56,7 @@ from .recording import read_recording, write_bag
 from .report import report_text, write_fit, write_overlay
 
 #: ``--servo-fit``'s choices: one servo for every joint, or each joint's own (eq. 470).
-SERVO_FITS = ("per-joint", "shared")
+SERVO_FITS = ("shared", "per-joint")
 
 #: The validation gait's parameters where none is given.
 VALIDATION_DEFAULTS = {"amplitude": 0.6, "frequency": 0.8}

@@ -20,6 +20,7 @@ from support.cli import snake
 
 from snake_bringup.identification.experiment import IdentifyError, Take
 from snake_bringup.identification.floor import CRAWLS, FLOOR_VALIDATION
+from snake_bringup.identification.heldout import HELD_OUT
 from snake_bringup.identification.poses import crawl_recording
 from snake_bringup.identification.recording import read_recording, write_bag
 from snake_bringup.plant_bridge import build_plant
@@ -223,6 +224,14 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
     measured = floor["validation"]["travel_measured_m"]
     assert floor["validation"]["after"]["travel"] == pytest.approx(measured, rel=0.05)
     assert "## Floor identification" in done.stdout
+    # the held-out crawls, gaits neither fit saw: the identified servos and floor predict the
+    # joints better than the datasheet's, and the plant's truth is there for reference
+    held = fit["held_out"]
+    print(json.dumps(held))
+    assert set(held) == {label for label, *_ in HELD_OUT} and "## Held-out crawls" in done.stdout
+    for label, row in held.items():
+        assert set(row) == {"measured_travel", "config", "identified", "plant truth"}, label
+        assert row["identified"]["joint_rms"] < row["config"]["joint_rms"], label
     paths = truth_paths(out, plant)
     print(json.dumps(paths))
     for label, (rms, noise) in paths.items():
