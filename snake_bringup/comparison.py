@@ -22,10 +22,28 @@ from snake_viz.timing import (
 )
 
 
+def report_robot(robot_config: Path | str) -> Robot:
+    """The robot of a comparison report, read once by the command that makes it.
+
+    Args:
+        robot_config: robot YAML file or config name.
+
+    Raises:
+        CompareError: no such file or config name.
+        snake_dynamics.ModelError: the robot config cannot be loaded.
+    """
+    config_path = resolve_robot_config(str(robot_config))
+    if not config_path.is_file():
+        raise compare.CompareError(
+            f"robot config {robot_config!r} not found (a YAML file or a name in config/)"
+        )
+    return Robot.load(config_path)
+
+
 def compare_bag(
     bag_path: Path | str,
     out_dir: Path | str,
-    robot_config: Path | str | None = "robot",
+    robot: Robot | None,
     *,
     window: float = compare.DEFAULT_WINDOW_S,
     max_lag: float = compare.DEFAULT_MAX_LAG_S,
@@ -39,8 +57,8 @@ def compare_bag(
     Args:
         bag_path: rosbag2 folder or ``.mcap`` file with both JointState topics.
         out_dir: the report folder.
-        robot_config: robot YAML file or config name, for the joint names and the traces
-            (None: joint names from the bag, no traces).
+        robot: the robot the command read (:func:`report_robot`), for the joint names, the
+            traces and the servo model (None: joint names from the bag, no traces).
         window: window of the "window" columns, the last ``window`` seconds [s].
         max_lag: largest lag searched [s].
         topics: (simulated, measured) topics.
@@ -52,19 +70,9 @@ def compare_bag(
     Raises:
         CompareError: see :func:`snake_viz.bag_series.read_bag` and
             :func:`snake_viz.compare.compare`.
-        snake_dynamics.ModelError: the robot config cannot be loaded.
     """
-    model = None
-    robot = None
-    config_path = None
-    if robot_config is not None:
-        config_path = resolve_robot_config(str(robot_config))
-        if not config_path.is_file():
-            raise compare.CompareError(
-                f"robot config {robot_config!r} not found (a YAML file or a name in config/)"
-            )
-        robot = Robot.load(config_path)  # once: the model and the report's servo model
-        model = robot.model
+    model = None if robot is None else robot.model
+    config_path = None if robot is None else robot.path
     sim, measured = read_bag(Path(bag_path), model.joint_names if model else None, topics)
     comparison = compare.compare(sim, measured, window, max_lag)
     config = report_config(

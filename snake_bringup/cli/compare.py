@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from snake_viz.compare import DEFAULT_MAX_LAG_S, DEFAULT_WINDOW_S, MEASURED_TOPIC, SIM_TOPIC
 
-from ..comparison import compare_bag
+from ..comparison import compare_bag, report_robot
 from .options import no_plots_option, output_option, positive, robot_option
 
 if TYPE_CHECKING:
@@ -69,7 +69,9 @@ def run(
         f"compare-{bag.resolve().name.removesuffix('.mcap')}-"
         f"{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
-    summary = compare_bag(bag, out, robot, window=window, max_lag=max_lag, plots=plots)
+    summary = compare_bag(
+        bag, out, report_robot(robot), window=window, max_lag=max_lag, plots=plots
+    )
     print(
         f"report: {summary.folder}/ ({len(summary.files)} files, {summary.duration:.2f} s aligned)"
     )

@@ -44,7 +44,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from snake_bringup.cli import main as snake_main  # noqa: E402
-from snake_bringup.comparison import compare_bag  # noqa: E402
+from snake_bringup.comparison import compare_bag, report_robot  # noqa: E402
 from snake_viz.bag import (  # noqa: E402
     open_reader,
     recover,
@@ -406,7 +406,7 @@ def test_replay_feeds_compare_node_the_report_of_the_offline_comparison(ros: Ros
 
     bag = ros.tmp / "both_robots"
     write_bag(bag, bag_events(np.random.default_rng(3), lag=0.03, offset=0.05))
-    offline = compare_bag(bag, ros.tmp / "offline_report", plots=False)
+    offline = compare_bag(bag, ros.tmp / "offline_report", report_robot("robot"), plots=False)
     node_args = ["use_sim_time:=true", f"report_dir:={ros.tmp}", "report_name:=live_report"]
     compare = ros.start(
         [

@@ -21,7 +21,7 @@ import yaml
 
 import snake_dynamics.model
 from snake_bringup.cli.compare import register
-from snake_bringup.comparison import compare_bag
+from snake_bringup.comparison import compare_bag, report_robot
 from snake_dynamics import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_ros.paths import robot_config
@@ -43,6 +43,8 @@ from snake_viz.compare_report import Report
 
 NAMES = ("joint_1", "joint_2", "joint_3", "joint_4")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The robot of the reports, read once for the module (``snake compare`` reads it once).
+ROBOT = report_robot("robot")
 
 
 def signal(t: np.ndarray) -> np.ndarray:
@@ -340,7 +342,7 @@ def killed_snapshot(
 
 
 def test_compare_bag_recovers_lag_and_error(bag: Path, tmp_path: Path) -> None:
-    summary = compare_bag(bag, tmp_path / "report", "robot")
+    summary = compare_bag(bag, tmp_path / "report", ROBOT)
     names = tuple(f"joint_{k}" for k in range(1, 9))
     assert summary.names == names
     np.testing.assert_allclose(summary.lag[:7], 0.03, atol=0.0025)
@@ -484,10 +486,10 @@ def test_snake_compare_reports_the_predicted_travel(
     with pytest.raises(
         CompareError, match="/sim/odom is std_msgs/msg/String, expected nav_msgs/msg/Odometry"
     ):
-        compare_bag(wrong, tmp_path / "out")
+        compare_bag(wrong, tmp_path / "out", ROBOT)
     plain = tmp_path / "plain_bag"
     write_bag(plain, events)
-    assert compare_bag(plain, tmp_path / "plain").travel is None
+    assert compare_bag(plain, tmp_path / "plain", ROBOT).travel is None
 
 
 def test_snake_compare_compares_the_paths_on_the_floor(
@@ -510,7 +512,7 @@ def test_snake_compare_compares_the_paths_on_the_floor(
     measured = good[:4] + bad[:1] + good[4:6] + bad[1:2] + good[6:8] + bad[2:] + good[8:]
     bag = tmp_path / "floor"
     _with_odometry(bag, events, predicted, measured=measured)
-    summary = compare_bag(bag, tmp_path / "r", "robot")
+    summary = compare_bag(bag, tmp_path / "r", ROBOT)
     assert summary.path is not None and summary.path.comparison is not None
     m = summary.path.comparison.metrics
     span = t_m[-1] - t_m[0]
@@ -551,24 +553,24 @@ def test_snake_compare_compares_the_paths_on_the_floor(
         ("pose_only", None, good, "poses on /measured/pose, none on /sim/odom"),
     ):
         _with_odometry(tmp_path / name, events, odom, measured=poses)
-        section = compare_bag(tmp_path / name, tmp_path / f"{name}_r", plots=False).path
+        section = compare_bag(tmp_path / name, tmp_path / f"{name}_r", ROBOT, plots=False).path
         assert section is not None and section.lines() == [f"no path comparison: {line}"]
         summary_json = json.loads((tmp_path / f"{name}_r" / "summary.json").read_text())
         assert summary_json["path"] == {"missing": f"no path comparison: {line}"}
     plain = tmp_path / "fixed_base"
     write_bag(plain, events)
-    assert compare_bag(plain, tmp_path / "plain", plots=False).path is None
+    assert compare_bag(plain, tmp_path / "plain", ROBOT, plots=False).path is None
 
 
 def test_bag_errors_are_one_line(bag: Path, tmp_path: Path) -> None:
     with pytest.raises(CompareError, match="no such bag"):
-        compare_bag(tmp_path / "missing", tmp_path / "out")
+        compare_bag(tmp_path / "missing", tmp_path / "out", ROBOT)
     with pytest.raises(CompareError, match=r"no topic /nope \(it has /measured/joint_states"):
-        compare_bag(bag, tmp_path / "out", topics=("/sim/joint_states", "/nope"))
+        compare_bag(bag, tmp_path / "out", ROBOT, topics=("/sim/joint_states", "/nope"))
     with pytest.raises(CompareError, match="robot config"):
-        compare_bag(bag, tmp_path / "out", "no_such_robot")
+        report_robot("no_such_robot")
     with pytest.raises(CompareError, match="no messages on /other name the joints"):
-        compare_bag(bag, tmp_path / "out", topics=("/sim/joint_states", "/other"))
+        compare_bag(bag, tmp_path / "out", ROBOT, topics=("/sim/joint_states", "/other"))
 
 
 def test_compare_bag_without_a_robot_takes_the_bags_joint_names(bag: Path, tmp_path: Path) -> None:
@@ -590,9 +592,9 @@ def test_compare_bag_reads_a_killed_recording_as_replay_does(
     lone.parent.mkdir()
     shutil.copy(killed / "live.mcap", lone)
     assert is_interrupted(killed / "live.mcap") and is_interrupted(lone)
-    complete = compare_bag(bag, tmp_path / "complete", "robot", plots=False)
+    complete = compare_bag(bag, tmp_path / "complete", ROBOT, plots=False)
     for source in (killed, lone):
-        summary = compare_bag(source, tmp_path / source.stem, "robot", plots=False)
+        summary = compare_bag(source, tmp_path / source.stem, ROBOT, plots=False)
         np.testing.assert_array_equal(summary.rms, complete.rms)
         np.testing.assert_array_equal(summary.max, complete.max)
         np.testing.assert_array_equal(summary.lag, complete.lag)
