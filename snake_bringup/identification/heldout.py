@@ -20,6 +20,7 @@ from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.floor_identification import PathRecording, aligned_path, predict_crawl
 from snake_dynamics.sim.identification import residuals
 
+from .experiment import IdentifyError
 from .poses import crawl_recording
 
 #: The held-out crawls: (bag label, gait, parameters), gaits and parameters neither the servo
@@ -67,10 +68,11 @@ def predict_take(model: Model, take: PathRecording) -> Prediction:
     """A held-out crawl predicted with ``model`` against the measured one.
 
     Raises:
+        IdentifyError: a held-out crawl's bag without measured joint states.
         snake_dynamics.errors.IdentificationError: a prediction that diverged.
     """
     if take.measured is None:
-        raise ValueError("a held-out crawl needs measured joints")
+        raise IdentifyError("a held-out crawl's bag has no measured joint states")
     got = predict_crawl(model.body, model.servo, model.ground, take)
     error = aligned_path(got.xy, take.xy) - take.xy
     return Prediction(
