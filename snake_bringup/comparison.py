@@ -13,7 +13,12 @@ from snake_ros.paths import robot_config as resolve_robot_config
 from snake_viz import compare
 from snake_viz.bag_series import read_bag, read_poses, read_stamps
 from snake_viz.compare_report import Report, ReportSummary, path_section, report_config
-from snake_viz.path_compare import POSE_TOPIC, pose_series, validated_series
+from snake_viz.path_compare import (
+    DEFAULT_MAX_AHEAD_S,
+    POSE_TOPIC,
+    pose_series,
+    validated_series,
+)
 from snake_viz.timing import (
     COMMAND_TOPIC,
     DEFAULT_MAX_CLOCK_JUMP_S,
@@ -51,6 +56,7 @@ def compare_bag(
     plots: bool = True,
     max_command_jump: float = DEFAULT_MAX_COMMAND_JUMP_S,
     max_clock_jump: float = DEFAULT_MAX_CLOCK_JUMP_S,
+    pose_max_ahead: float = DEFAULT_MAX_AHEAD_S,
 ) -> ReportSummary:
     """The comparison report of a recorded bag, offline (no ROS).
 
@@ -66,6 +72,10 @@ def compare_bag(
         max_command_jump: the report is untrusted beyond this jump of the stamps on
             ``/joint_commands`` [s] (:mod:`snake_viz.timing`).
         max_clock_jump: ... and beyond this jump of the measured topic's stamps [s].
+        pose_max_ahead: a measured pose stamped further ahead of its arrival in the bag is
+            rejected [s]; a bag recorded on a robot's simulated /clock (``snake demo``,
+            ``snake hardware --emulate``) needs
+            :data:`snake_viz.path_compare.SIM_CLOCK_MAX_AHEAD_S`, as compare_node does live.
 
     Raises:
         CompareError: see :func:`snake_viz.bag_series.read_bag` and
@@ -92,7 +102,7 @@ def compare_bag(
     travel = None
     if predicted is not None:
         travel = compare.base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
-    measured, validator = validated_series(measured_poses or [])
+    measured, validator = validated_series(measured_poses or [], max_ahead=pose_max_ahead)
     path = path_section(predicted, None if measured_poses is None else measured, validator.rejected)
     report = Report(Path(out_dir), model, plots, robot=robot)
     return report.write(comparison, config, travel, path, timing)

@@ -23,6 +23,7 @@ from snake_dynamics.robot import Robot
 from snake_ros.paths import load_robot, robot_config
 from snake_viz.compare import MEASURED_TOPIC
 from snake_viz.compare_report import ReportSummary
+from snake_viz.path_compare import SIM_CLOCK_MAX_AHEAD_S
 
 from .comparison import compare_bag
 from .emulator import Emulator
@@ -127,7 +128,9 @@ def demo_once(
         print(f"plant: {emulator.plant_report or 'no report (it did not end normally)'}")
     if code not in (0, 130):
         return DemoRun(code)
-    report = compare_bag(bag, out / "report", robot)
+    # the recorder stamps arrivals on the robot's /clock, which lags its poses under load
+    ahead = SIM_CLOCK_MAX_AHEAD_S
+    report = compare_bag(bag, out / "report", robot, pose_max_ahead=ahead)
     print()
     print("per-joint error, MFM prediction vs the emulated robot (from the recorded bag):")
     print(report.table())
@@ -137,6 +140,7 @@ def demo_once(
         robot,
         topics=(DESIRED[1], MEASURED_TOPIC),
         plots=False,
+        pose_max_ahead=ahead,
     )
     shaped = "compensated commands" if compensate else "the gait as commands"
     print()

@@ -163,10 +163,19 @@ def pose_series(samples: Iterable[PoseSample]) -> JointSeries:
 
 
 def validated_series(
-    samples: Iterable[PoseSample], frame: str = DEFAULT_FRAME
+    samples: Iterable[PoseSample],
+    frame: str = DEFAULT_FRAME,
+    max_ahead: float = DEFAULT_MAX_AHEAD_S,
 ) -> tuple[JointSeries, PoseValidator]:
-    """The accepted measured poses (checked in arrival order) and the validator's counts."""
-    validator = PoseValidator(frame)
+    """The accepted measured poses (checked in arrival order) and the validator's counts.
+
+    Args:
+        samples: the poses as received.
+        frame: the frame they must be in.
+        max_ahead: a pose stamped further ahead of its arrival is rejected [s]
+            (:data:`SIM_CLOCK_MAX_AHEAD_S` for a recorder on a robot's simulated /clock).
+    """
+    validator = PoseValidator(frame, max_ahead)
     accepted = [s for s in samples if validator.check(*s) is None]
     return pose_series(accepted), validator
 

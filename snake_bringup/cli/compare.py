@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from snake_viz.compare import DEFAULT_MAX_LAG_S, DEFAULT_WINDOW_S, MEASURED_TOPIC, SIM_TOPIC
+from snake_viz.path_compare import DEFAULT_MAX_AHEAD_S, SIM_CLOCK_MAX_AHEAD_S
 
 from ..comparison import compare_bag, report_robot
 from .options import no_plots_option, output_option, positive, robot_option
@@ -43,6 +44,15 @@ def register(sub: Subparsers) -> None:
         metavar="S",
         help=f"largest lag searched [s] (default: {DEFAULT_MAX_LAG_S:g})",
     )
+    p.add_argument(
+        "--pose-max-ahead",
+        type=positive,
+        default=DEFAULT_MAX_AHEAD_S,
+        metavar="S",
+        help="a measured pose stamped more than S ahead of its arrival in the bag is rejected "
+        f"[s] (default: {DEFAULT_MAX_AHEAD_S:g}; {SIM_CLOCK_MAX_AHEAD_S:g} for a bag recorded "
+        "on a robot's /clock, as snake demo and snake hardware --emulate record)",
+    )
     no_plots_option(p, "skip the PNG plots")
     p.set_defaults(
         run=lambda a: run(
@@ -52,12 +62,20 @@ def register(sub: Subparsers) -> None:
             window=a.window,
             max_lag=a.max_lag,
             plots=not a.no_plots,
+            pose_max_ahead=a.pose_max_ahead,
         )
     )
 
 
 def run(
-    *, bag: Path, output: Path | None, robot: str, window: float, max_lag: float, plots: bool
+    *,
+    bag: Path,
+    output: Path | None,
+    robot: str,
+    window: float,
+    max_lag: float,
+    plots: bool,
+    pose_max_ahead: float,
 ) -> int:
     """Write the report and print its folder and the per-joint error table.
 
@@ -70,7 +88,13 @@ def run(
         f"{dt_module.datetime.now():%Y%m%d-%H%M%S}"
     )
     summary = compare_bag(
-        bag, out, report_robot(robot), window=window, max_lag=max_lag, plots=plots
+        bag,
+        out,
+        report_robot(robot),
+        window=window,
+        max_lag=max_lag,
+        plots=plots,
+        pose_max_ahead=pose_max_ahead,
     )
     print(
         f"report: {summary.folder}/ ({len(summary.files)} files, {summary.duration:.2f} s aligned)"

@@ -22,6 +22,7 @@ from snake_viz.path_compare import (
     NOT_UNIT,
     POSE_FIELDS,
     REASONS,
+    SIM_CLOCK_MAX_AHEAD_S,
     WRONG_FRAME,
     PoseSample,
     PoseValidator,
@@ -234,3 +235,17 @@ def test_poses_within_a_sensor_period_or_two_ahead_are_accepted() -> None:
     assert late is not None and late.reason == AHEAD
     assert "0.500 s ahead of its arrival" in late.detail
     assert check.rejected[AHEAD] == 1 and check.last_stamp == 2.0
+
+
+def test_poses_arriving_on_a_lagging_simulated_clock_pass_its_allowance() -> None:
+    """A recorder on a robot's /clock that lags the poses by 0.1 s (measured in a demo with
+    both cores busy): with the wall-clock bound every pose is "ahead of the clock"; with
+    :data:`SIM_CLOCK_MAX_AHEAD_S` every one is accepted, and a spoof 3 s ahead still is not."""
+    t = np.arange(0.0, 2.0, 0.01)
+    lagging = arriving(t, -0.1, 0.08 * t)
+    spoof = PoseSample(1.0 + 3.0, "world", (5.0, 5.0, 0.03), (0.0, 0.0, 0.0, 1.0), 0.9)
+    _, strict = validated_series(lagging)
+    assert strict.rejected[AHEAD] == t.size and strict.accepted == 0
+    series, allowed = validated_series([*lagging, spoof], max_ahead=SIM_CLOCK_MAX_AHEAD_S)
+    assert allowed.accepted == t.size and allowed.rejected[AHEAD] == 1
+    np.testing.assert_array_equal(series.t, t)
