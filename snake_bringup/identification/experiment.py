@@ -32,9 +32,11 @@ COMMAND_RATE = 50.0
 PING_EVERY = 10
 #: Rest after each phase [s]: the robot settles, and the next phase starts from rest.
 REST_S = 1.0
-#: How long a take first reads what the robot reported in the pause before it [s]: several
-#: telemetry periods.
-DRAIN_S = 0.1
+#: How long a take first reads what the robot reported in the pause before it [s]: longer
+#: than the firmware's default watchdog (``watchdog_ms`` 500) and a few telemetry periods, so
+#: that a trip of a short pause is reported before the take's intent, not after it (with
+#: 0.1 s a validation take under load once played to a robot the trip held disarmed).
+DRAIN_S = 0.7
 #: How long to wait for the link's first telemetry [s].
 CONNECT_TIMEOUT_S = 15.0
 
