@@ -362,6 +362,56 @@ def standard_errors(jac: FloatArray, cost: float) -> FloatArray:
     return np.asarray(np.sqrt(np.maximum(np.diag(cov), 0.0)), dtype=np.float64)
 
 
+def _residuals_of(
+    model: SnakeModel,
+    recording: Recording,
+    start: ServoParams,
+    servo_of: Callable[[FloatArray], ServoParams | ServoModel],
+    dt: float,
+    progress: Callable[[int, float], None] | None,
+) -> tuple[Callable[[FloatArray], FloatArray], itertools.count[int]]:
+    """A servo fit's residuals as a function of its unknowns (eq. 209), after the checks
+    :func:`fit_servo` and :func:`fit_servo_per_joint` both make.
+
+    Args:
+        model: the robot's body.
+        recording: the experiment.
+        start: the fit's starting servo.
+        servo_of: the servo the unknowns stand for.
+        dt: the prediction's step [s].
+        progress: called with (evaluations, RMS error [rad]) after each prediction.
+
+    Returns:
+        The residuals [rad], raveled (1 rad everywhere for a servo that cannot be built or
+        predicted, so that the optimiser steps back), and the counter that numbers their
+        calls from 1: one ``next()`` on it after the fit, less one, is the evaluations.
+
+    Raises:
+        IdentificationError: the recording and model have different joint counts, or
+            ``start`` has no finite torque-speed line.
+    """
+    if len(recording.joint_names) != model.n_joints:
+        raise IdentificationError(
+            f"the recording has {len(recording.joint_names)} joints, the model {model.n_joints}"
+        )
+    if not (math.isfinite(start.stall_torque) and math.isfinite(start.no_load_speed)):
+        raise IdentificationError("start the fit from a servo with a finite torque-speed line")
+    count = itertools.count(1)
+    measured = recording.measured
+
+    def fun(x: FloatArray) -> FloatArray:
+        k = next(count)  # atomic: the Jacobian's columns run on threads
+        try:
+            error = residuals(predict(model, servo_of(x), recording, dt), measured)
+        except (IdentificationError, ModelError):
+            error = np.full(measured.shape, 1.0)  # far off: the optimiser steps back
+        if progress is not None:
+            progress(k, float(np.sqrt(np.mean(error**2))))
+        return error.ravel()
+
+    return fun, count
+
+
 def fit_servo(
     model: SnakeModel,
     recording: Recording,
@@ -391,25 +441,7 @@ def fit_servo(
     """
     from scipy.optimize import least_squares
 
-    if len(recording.joint_names) != model.n_joints:
-        raise IdentificationError(
-            f"the recording has {len(recording.joint_names)} joints, the model {model.n_joints}"
-        )
-    if not (math.isfinite(start.stall_torque) and math.isfinite(start.no_load_speed)):
-        raise IdentificationError("start the fit from a servo with a finite torque-speed line")
-    count = itertools.count(1)
-    measured = recording.measured
-
-    def fun(x: FloatArray) -> FloatArray:
-        k = next(count)  # atomic: the Jacobian's columns run on threads
-        try:
-            error = residuals(predict(model, _to_params(x), recording, dt), measured)
-        except (IdentificationError, ModelError):
-            error = np.full(measured.shape, 1.0)  # far off: the optimiser steps back
-        if progress is not None:
-            progress(k, float(np.sqrt(np.mean(error**2))))
-        return error.ravel()
-
+    fun, count = _residuals_of(model, recording, start, _to_params, dt, progress)
     low = np.array([_BOUNDS[k][0] / _SCALE[k] if k in _BOUNDS else -np.inf for k in FITTED])
     high = np.array([_BOUNDS[k][1] / _SCALE[k] if k in _BOUNDS else np.inf for k in FITTED])
     x0 = np.clip(_to_x(start), low, high)
@@ -429,8 +461,8 @@ def fit_servo(
         name: float(getattr(params, name) * s) if name in _LOG else float(s) * _SCALE[name]
         for name, s in zip(FITTED, sd, strict=True)
     }
-    rms = rms_error(predict(model, params, recording, dt), measured)
-    return ServoFit(params, stderr, rms, next(count) - 1, int(measured.size))
+    rms = rms_error(predict(model, params, recording, dt), recording.measured)
+    return ServoFit(params, stderr, rms, next(count) - 1, int(recording.measured.size))
 
 
 #: The parameters a per-joint fit gives each joint its own of (eq. 470); dead time and
@@ -525,14 +557,6 @@ def fit_servo_per_joint(
     from scipy.optimize import least_squares
 
     n = model.n_joints
-    if len(recording.joint_names) != n:
-        raise IdentificationError(
-            f"the recording has {len(recording.joint_names)} joints, the model {n}"
-        )
-    if not (math.isfinite(shared.stall_torque) and math.isfinite(shared.no_load_speed)):
-        raise IdentificationError("start the fit from a servo with a finite torque-speed line")
-    count = itertools.count(1)
-    measured = recording.measured
 
     def servos(x: FloatArray) -> ServoModel:
         logs = np.exp(x.reshape(n, len(PER_JOINT)))
@@ -544,16 +568,7 @@ def fit_servo_per_joint(
             "identified per joint",
         )
 
-    def fun(x: FloatArray) -> FloatArray:
-        k = next(count)
-        try:
-            error = residuals(predict(model, servos(x), recording, dt), measured)
-        except (IdentificationError, ModelError):
-            error = np.full(measured.shape, 1.0)
-        if progress is not None:
-            progress(k, float(np.sqrt(np.mean(error**2))))
-        return error.ravel()
-
+    fun, count = _residuals_of(model, recording, shared, servos, dt, progress)
     x0 = np.tile([math.log(getattr(shared, p)) for p in PER_JOINT], n)
     near = neighbour_sparsity(recording.t.size, n, len(PER_JOINT))
     last: list[tuple[FloatArray, FloatArray]] = []  # the residuals at the latest point
@@ -607,7 +622,7 @@ def fit_servo_per_joint(
             {p: float(r * getattr(params, p)) for p, r in zip(PER_JOINT, rel, strict=True)}
         )
     servo = ServoModel(tuple(joints), "identified per joint")
-    rms = rms_error(predict(model, servo, recording, dt), measured)
+    rms = rms_error(predict(model, servo, recording, dt), recording.measured)
     return PerJointFit(
         servo, tuple(stderr), tuple(unseparated), recording.joint_names, rms, next(count) - 1
     )
