@@ -393,6 +393,10 @@ class DriverLink:
         self._estop_until = 0.0  # end of the ESTOP repeats [s, monotonic()]
         self._next_estop = 0.0  # next ESTOP repeat [s, monotonic()]
         self._mcu_flags: Flag | None = None  # of the session's latest telemetry
+        # the session's latest count of frames acted on, the MCU time [us] of its first report,
+        # and the MCU time of the newest report [us]
+        self._acted_on: tuple[int, int] | None = None
+        self._report_mcu_us: int | None = None
         self._last_sent: dict[str, float] | None = None  # latest targets sent [rad]
         self._first_report_pending = False  # the session waits for its first telemetry
         self._next_rearm = 0.0  # earliest next re-arming ENABLE [s, monotonic()]
@@ -494,6 +498,7 @@ class DriverLink:
         self._last_rx = self.monotonic()
         self._last_mcu = (pong.mcu_time_us, self._last_rx)
         self._mcu_flags = None
+        self._acted_on = self._report_mcu_us = None
         self._armed_seen = False
         self._first_report_pending = bool(self.servos.system.telemetry_period_ms)
         self.ramp.stop()
@@ -773,6 +778,19 @@ class DriverLink:
         return []
 
     @property
+    def mcu_quiet_us(self) -> int | None:
+        """How long the firmware has acted on no new frame, on its own clock [us]: from the
+        session's first report showing its latest count of frames acted on
+        (``Counters.frames_ok``) to its newest report; None before the session's first report.
+
+        Every frame the firmware acts on but a PING feeds its watchdog, so this never exceeds
+        the time since the watchdog was last fed: once it exceeds ``watchdog_ms`` and the
+        watchdog's 5 ms check, the newest report shows the trip of an armed firmware."""
+        if self._acted_on is None or self._report_mcu_us is None:
+            return None
+        return mcu_clock_step_us(self._acted_on[1], self._report_mcu_us)
+
+    @property
     def stop_state_age_s(self) -> float | None:
         """Time since the operator's stop state was last heard [s] (None: never)."""
         return None if self.stop_state is None else self.monotonic() - self._stop_heard_at
@@ -933,6 +951,11 @@ class DriverLink:
     def _measurement(self, msg: Telemetry, received: float) -> Measurement:
         self.stats.telemetry += 1
         self._mcu_flags = Flag(msg.flags)
+        newest = self._report_mcu_us
+        if newest is None or mcu_clock_step_us(newest, msg.mcu_time_us) > 0:  # not reordered
+            self._report_mcu_us = msg.mcu_time_us
+            if self._acted_on is None or self._acted_on[0] != msg.counters.frames_ok:
+                self._acted_on = (msg.counters.frames_ok, msg.mcu_time_us)
         if self.estopped and msg.flags & Flag.ESTOP:
             self.estop_confirmed = True
         positions = channel_positions(self.servos, msg.angles_cdeg)

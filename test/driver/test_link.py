@@ -211,6 +211,49 @@ def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
 
 
 @pytest.mark.simavr
+def test_the_quiet_time_on_the_mcu_clock_covers_the_watchdog_trip(firmware) -> None:
+    """mcu_quiet_us, how long the firmware has acted on no frame by its reports' own clock:
+    None before a report; once it covers watchdog_ms and three telemetry periods after the
+    last targets, the newest report shows the trip (snake identify waits for that before a
+    take's intent), and no report shows the trip while it is more than a telemetry period
+    short of watchdog_ms (it never exceeds the time since the watchdog was fed). A PING
+    acted on starts it again. Reference: the firmware binary's flags."""
+    _, pty = firmware
+    _, servos = load_servo_map(ROOT / "config/robot.yaml")
+    system = servos.system
+    link = DriverLink(SerialTransport(pty), servos, now=time.monotonic)
+    assert link.mcu_quiet_us is None
+    wait_for(lambda: run_for(link, 0.2) and link.clock.estimate, 10.0, "the clock mapping")
+    target = dict.fromkeys(servos.joint_names, 0.25)
+    for _ in range(10):
+        link.send_targets(target)
+        run_for(link, 0.05)
+    assert run_for(link, 0.1)[-1].flags & Flag.ENABLED  # armed: its watchdog runs
+    cover_us = (system.watchdog_ms + 3 * system.telemetry_period_ms) * 1000
+    short_us = (system.watchdog_ms - system.telemetry_period_ms) * 1000
+    link.send_targets(target)  # the last frame the watchdog sees
+    read: list[tuple[int, Flag]] = []  # (quiet [us], its flags) at each newest report, no pings
+
+    def covered() -> bool:
+        measurements = link.poll(0.01)[0]
+        if measurements:
+            read.append((link.mcu_quiet_us or 0, measurements[-1].flags))
+        return bool(read) and read[-1][0] >= cover_us
+
+    wait_for(covered, 10.0, "reports covering the watchdog's timeout")
+    assert read[-1][1] & Flag.WATCHDOG_TRIPPED
+    assert [f for q, f in read if q < short_us and f & Flag.WATCHDOG_TRIPPED] == []
+    quiet = link.mcu_quiet_us
+    link.ping()
+
+    def restarted() -> bool:
+        link.poll(0.01)
+        return (link.mcu_quiet_us or 0) < (quiet or 0)
+
+    wait_for(restarted, 5.0, "the ping acted on")
+
+
+@pytest.mark.simavr
 def test_authenticated_link_and_a_wrong_key(firmware_binary, key_file: Path) -> None:
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     proc, pty = start_firmware(firmware_binary, "--key-file", str(key_file))
@@ -1212,3 +1255,29 @@ def test_a_lost_enable_is_sent_again_and_a_trip_before_the_first_targets_is_none
     link.send_targets(targets)
     assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
     assert link.stats.rearms == 2 and link.stats.trips == 0
+
+
+def test_the_quiet_time_follows_the_newest_report_and_the_count_of_frames_acted_on() -> None:
+    """mcu_quiet_us counts on the reports' MCU time [us] from the first report showing the
+    latest frames_ok; a report that arrives out of order (UDP) changes nothing, so the quiet
+    time never runs ahead of the firmware's; a new count starts it again."""
+    clock = FakeClock()
+    link, mcu, _, _ = connected_link(clock)
+
+    start_us = mcu._mcu_us()
+
+    def report(at_us: int, frames_ok: int) -> int | None:
+        """The link's quiet time after a report made ``at_us`` after ``start_us``."""
+        counters = Counters(frames_ok=frames_ok)
+        n = mcu.channels
+        telemetry = Telemetry(start_us + at_us, Flag.ENABLED, 0, counters, (0,) * n, (1500,) * n)
+        mcu._replies += mcu._encoder.encode(telemetry)
+        link.poll(0.0)
+        return link.mcu_quiet_us
+
+    assert report(0, 7) == 0
+    assert report(100_000, 7) == 100_000
+    assert report(50_000, 6) == 100_000, "a report out of order"
+    assert report(120_000, 7) == 120_000
+    assert report(140_000, 8) == 0
+    assert report(150_000, 8) == 10_000
