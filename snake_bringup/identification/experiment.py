@@ -18,7 +18,7 @@ import numpy as np
 
 from snake_driver.calibration import ServoMap
 from snake_driver.link import DriverLink, Measurement
-from snake_driver.protocol import parse_key
+from snake_driver.protocol import Flag, parse_key
 from snake_driver.transport import make_transport
 from snake_dynamics.gaits import Gait
 from snake_dynamics.sim import PoseReading
@@ -32,11 +32,16 @@ COMMAND_RATE = 50.0
 PING_EVERY = 10
 #: Rest after each phase [s]: the robot settles, and the next phase starts from rest.
 REST_S = 1.0
-#: How long a take first reads what the robot reported in the pause before it [s]: longer
-#: than the firmware's default watchdog (``watchdog_ms`` 500) and a few telemetry periods, so
-#: that a trip of a short pause is reported before the take's intent, not after it (with
-#: 0.1 s a validation take under load once played to a robot the trip held disarmed).
-DRAIN_S = 0.7
+#: Telemetry periods past the firmware's watchdog timeout that a take's reading of the
+#: pause before it covers, on the MCU's clock: the watchdog checks its timeout every 5 ms,
+#: and the report after that shows the trip.
+TRIP_REPORTS = 3
+#: How long a take waits for the robot's reports to cover the pause before it [s of host
+#: time], beyond the watchdog timeout itself.
+DRAIN_TIMEOUT_S = 10.0
+#: A take whose commands moved less than this on every joint [rad] is no test of whether the
+#: robot played it.
+MOVED_RAD = 0.01
 #: How long to wait for the link's first telemetry [s].
 CONNECT_TIMEOUT_S = 15.0
 
@@ -93,12 +98,76 @@ def connect(link: DriverLink, say: Say) -> None:
     )
 
 
+def read_pause(link: DriverLink, say: Say, label: str) -> None:
+    """Read the robot's reports of the pause before a take until they cover its watchdog's
+    timeout (``watchdog_ms``) and :data:`TRIP_REPORTS` telemetry periods since the firmware
+    last acted on a frame, on the MCU's clock (:attr:`DriverLink.mcu_quiet_us`): a trip of
+    the pause is then read before the take's intent, however far the robot's clock or its
+    reports lag the host's (an emulator under load).
+
+    Raises:
+        IdentifyError: the link was lost, or the reports did not get there within the
+            watchdog timeout plus :data:`DRAIN_TIMEOUT_S` of host time.
+    """
+    system = link.servos.system
+    quiet_us = (system.watchdog_ms + TRIP_REPORTS * system.telemetry_period_ms) * 1000
+    timeout = DRAIN_TIMEOUT_S + system.watchdog_ms * 1e-3
+    deadline = time.monotonic() + timeout
+    while (link.mcu_quiet_us or 0) < quiet_us:
+        if time.monotonic() > deadline:
+            raise IdentifyError(
+                f"before the {label}, the robot's reports did not cover {quiet_us * 1e-3:g} ms "
+                f"of its clock within {timeout:g} s (watchdog_ms plus {TRIP_REPORTS} "
+                "telemetry periods): check servos.driver.telemetry_period_ms (0: none) and "
+                "the link"
+            )
+        for event in link.poll(0.01)[1]:
+            say(f"link: {event.message}")
+        if not link.connected:
+            raise IdentifyError(f"lost the robot before the {label}: {link.lost_reason}")
+
+
+def check_played(link: DriverLink, take: Take, label: str) -> None:
+    """Refuse a take whose commands moved (by more than :data:`MOVED_RAD` on a joint) while
+    the robot's reports never did: no commanded pulse changed on any joint, or every report
+    shows it disarmed.
+
+    Raises:
+        IdentifyError: the robot did not play the take, with what its reports said.
+    """
+    commanded = np.array([list(targets.values()) for _, targets in take.commands])
+    if commanded.size == 0 or np.ptp(commanded, axis=0).max() <= MOVED_RAD:
+        return
+    flags = [m.flags for m in take.measurements]
+    pulses = np.array([list(m.pulses_us.values()) for m in take.measurements])
+    disarmed = all(not f & Flag.ENABLED for f in flags)
+    if pulses.size and np.ptp(pulses, axis=0).max() > 0 and not disarmed:
+        return
+    if link.estopped:
+        said = "the e-stop is latched"
+    elif not flags:
+        said = "it sent no reports"
+    elif all(f & Flag.ESTOP for f in flags):
+        said = "it reported its e-stop throughout"
+    elif all(f & Flag.WATCHDOG_TRIPPED for f in flags):
+        said = "it reported its watchdog tripped throughout"
+    elif disarmed:
+        said = "it reported disarmed throughout"
+    else:
+        said = "its commanded pulses never changed"
+    raise IdentifyError(
+        f"the robot did not play the {label}: {said}; check the e-stop and the watchdog"
+    )
+
+
 def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: str) -> Take:
     """Send the trajectory's angles at :data:`COMMAND_RATE` for ``duration`` seconds, then
     rest for :data:`REST_S`, keeping every report.
 
     Raises:
-        IdentifyError: the link was lost on the way.
+        IdentifyError: the link was lost on the way, the reports of the pause before the take
+            did not come (:func:`read_pause`), or the robot did not play it
+            (:func:`check_played`).
     """
     names = link.servos.joint_names
     period = 1.0 / COMMAND_RATE
@@ -107,10 +176,7 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
     # holds the servos disarmed until the operator's intent is fresh (docs/safety.md). The
     # reports of the pause are read first, so that the trip they show comes before the
     # intent, not after it; never past an e-stop
-    drained = time.monotonic() + DRAIN_S
-    while time.monotonic() < drained:
-        for event in link.poll(0.01)[1]:
-            say(f"link: {event.message}")
+    read_pause(link, say, label)
     for event in link.operator_stop(False):
         say(f"link: {event.message}")
     take = Take([], [])
@@ -141,6 +207,7 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
         if elapsed >= next_note:
             say(f"{label}: {min(elapsed, total):4.1f} / {total:.1f} s")
             next_note += 2.0
+    check_played(link, take, label)
     return take
 
 
