@@ -46,6 +46,7 @@ def mass_and_bias(
     m_out: np.ndarray,
     h_out: np.ndarray,
     pot_out: np.ndarray,
+    elastic_zero_order: bool = False,
 ) -> None:
     """M(q) and the bias h(q, u) (velocity products and gravity) of M u_dot + h = tau (F111).
 
@@ -56,6 +57,9 @@ def mass_and_bias(
         m_out: (n, n), filled with M [SI].
         h_out: (n,), filled with h [N m or N].
         pot_out: (1,), filled with the gravity potential sum -m g . r [J].
+        elastic_zero_order: M's block of two elastic coordinates from the real (zero-order)
+            parts only, in real arithmetic: all the linearised model keeps of it
+            (:mod:`snake_dynamics.flexible.dynamics`).
     """
     (
         rfix, dist, dist_phid, dist_phit, e0, ne, s_link, s_pos, s_mass, s_inertia,
@@ -70,37 +74,41 @@ def mass_and_bias(
         for b in range(n):
             m_out[a, b] = 0.0
     pot_out[0] = 0.0
-    rot = np.zeros((3, 3), dt)
-    tmp = np.zeros((3, 3), dt)
+    vec = np.zeros((17, 3), dt)  # the 3-vectors below, (3, 3) and (3, n) blocks
+    mats = np.zeros((5, 3, 3), dt)
+    cols = np.zeros((5, 3, n), dt)
+    rot = mats[0]
+    tmp = mats[1]
     for k in range(3):
         rot[k, k] = 1.0
-    pos = np.zeros(3, dt)
-    w = np.zeros(3, dt)
-    alpha = np.zeros(3, dt)
-    acc = np.zeros(3, dt)
+    pos = vec[0]
+    w = vec[1]
+    alpha = vec[2]
+    acc = vec[3]
     for k in range(3):
         acc[k] = -gravity[k]
-    jw = np.zeros((3, n), dt)
-    jv = np.zeros((3, n), dt)
+    jw = cols[0]
+    jv = cols[1]
     # the element's (or distal frame's) quantities
-    cjw = np.zeros((3, n), dt)
-    cjv = np.zeros((3, n), dt)
-    cw = np.zeros(3, dt)
-    calpha = np.zeros(3, dt)
-    cacc = np.zeros(3, dt)
-    crot = np.zeros((3, 3), dt)
-    cr = np.zeros(3, dt)
-    iw = np.zeros((3, 3), dt)
-    iww = np.zeros(3, dt)
-    mom = np.zeros(3, dt)
-    wr = np.zeros(3, dt)
-    wxr = np.zeros(3, dt)
-    rtd = np.zeros(3, dt)
-    jwi = np.zeros((3, n), dt)
-    t = np.zeros(3, dt)
-    td = np.zeros(3, dt)
-    th = np.zeros(3, dt)
-    thd = np.zeros(3, dt)
+    cjw = cols[2]
+    cjv = cols[3]
+    cw = vec[4]
+    calpha = vec[5]
+    cacc = vec[6]
+    crot = mats[2]
+    cr = vec[7]
+    iw = mats[3]
+    ic = mats[4]
+    iww = vec[8]
+    mom = vec[9]
+    wr = vec[10]
+    wxr = vec[11]
+    rtd = vec[12]
+    jwi = cols[4]
+    t = vec[13]
+    td = vec[14]
+    th = vec[15]
+    thd = vec[16]
     active = np.zeros(n, np.int64)
     na = 0
     s = 0
@@ -232,16 +240,17 @@ def mass_and_bias(
                 continue
             # Kane's generalised inertia forces of the element (F110)
             mass = s_mass[el]
+            # iw = crot J crot^T, through ic = J crot^T
+            for ll in range(3):
+                for k in range(3):
+                    ic[ll, k] = (
+                        s_inertia[el, ll, 0] * crot[k, 0]
+                        + s_inertia[el, ll, 1] * crot[k, 1]
+                        + s_inertia[el, ll, 2] * crot[k, 2]
+                    )
             for r in range(3):
                 for k in range(3):
-                    acc_rk = crot[r, 0] * 0.0
-                    for ll in range(3):
-                        acc_rk += crot[r, ll] * (
-                            s_inertia[el, ll, 0] * crot[k, 0]
-                            + s_inertia[el, ll, 1] * crot[k, 1]
-                            + s_inertia[el, ll, 2] * crot[k, 2]
-                        )
-                    iw[r, k] = acc_rk
+                    iw[r, k] = crot[r, 0] * ic[0, k] + crot[r, 1] * ic[1, k] + crot[r, 2] * ic[2, k]
             for r in range(3):
                 iww[r] = iw[r, 0] * cw[0] + iw[r, 1] * cw[1] + iw[r, 2] * cw[2]
             for r in range(3):
@@ -276,6 +285,17 @@ def mass_and_bias(
                 )
                 for ib in range(ia + 1):
                     cb = active[ib]
+                    if elastic_zero_order and ca >= nl and cb >= nl:
+                        m_out[ca, cb] += mass * (
+                            cjv[0, ca].real * cjv[0, cb].real
+                            + cjv[1, ca].real * cjv[1, cb].real
+                            + cjv[2, ca].real * cjv[2, cb].real
+                        ) + (
+                            cjw[0, ca].real * jwi[0, cb].real
+                            + cjw[1, ca].real * jwi[1, cb].real
+                            + cjw[2, ca].real * jwi[2, cb].real
+                        )
+                        continue
                     v = mass * (
                         cjv[0, ca] * cjv[0, cb] + cjv[1, ca] * cjv[1, cb] + cjv[2, ca] * cjv[2, cb]
                     )
