@@ -11,8 +11,14 @@ from pathlib import Path
 from snake_dynamics.robot import Robot
 from snake_ros.paths import robot_config as resolve_robot_config
 from snake_viz import compare
-from snake_viz.bag_series import read_bag, read_poses, read_stamps
-from snake_viz.compare_report import Report, ReportSummary, path_section, report_config
+from snake_viz.bag_series import read_bag, read_deflections, read_poses, read_stamps
+from snake_viz.compare_report import (
+    Report,
+    ReportSummary,
+    deflection_section,
+    path_section,
+    report_config,
+)
 from snake_viz.path_compare import (
     DEFAULT_MAX_AHEAD_S,
     POSE_TOPIC,
@@ -58,7 +64,8 @@ def compare_bag(
     max_clock_jump: float = DEFAULT_MAX_CLOCK_JUMP_S,
     pose_max_ahead: float = DEFAULT_MAX_AHEAD_S,
 ) -> ReportSummary:
-    """The comparison report of a recorded bag, offline (no ROS).
+    """The comparison report of a recorded bag, offline (no ROS); a bag with the prediction's
+    ``link_deflections`` adds each elastic link's tip deflections (docs/flexible.md).
 
     Args:
         bag_path: rosbag2 folder or ``.mcap`` file with both JointState topics.
@@ -104,5 +111,6 @@ def compare_bag(
         travel = compare.base_travel(predicted.t, predicted.q[:, :3], predicted.q[:, 3:])
     measured, validator = validated_series(measured_poses or [], max_ahead=pose_max_ahead)
     path = path_section(predicted, None if measured_poses is None else measured, validator.rejected)
+    deflections = deflection_section(read_deflections(Path(bag_path), compare.DEFLECTIONS_TOPIC))
     report = Report(Path(out_dir), model, plots, robot=robot)
-    return report.write(comparison, config, travel, path, timing)
+    return report.write(comparison, config, travel, path, timing, deflections)

@@ -58,6 +58,7 @@ DEFAULT_TOPICS: Mapping[str, str | None] = {
     "/sim/joint_states": "sensor_msgs/msg/JointState",
     "/measured/joint_states": "sensor_msgs/msg/JointState",
     "/sim/odom": "nav_msgs/msg/Odometry",
+    "/sim/link_deflections": "sensor_msgs/msg/JointState",
     "/measured/pose": "geometry_msgs/msg/PoseStamped",
     "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
     "/compare/error": None,

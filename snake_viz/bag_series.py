@@ -9,6 +9,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .compare import (
     MEASURED_TOPIC,
     SIM_TOPIC,
@@ -133,6 +135,41 @@ def read_stamps(bag_path: Path, topic: str) -> list[float] | None:
             msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
             stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
     return stamps
+
+
+def read_deflections(
+    bag_path: Path, topic: str
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+    """The elastic coordinates on ``topic`` (sensor_msgs/JointState, dynamics_node's
+    ``link_deflections``) in a bag: their names, the stamps [s], (N,), and their values [rad
+    or m], (N, n_e), of the messages that name what the first one names; None without the
+    topic or a message on it (see :func:`read_bag` for the bag).
+
+    Raises:
+        CompareError: unreadable bag, or the topic of another type.
+    """
+    from .bag import open_reader, typestore
+
+    path = Path(bag_path)
+    names: tuple[str, ...] = ()
+    stamps: list[float] = []
+    rows: list[list[float]] = []
+    with _bag_errors(path), open_reader(path) as reader:
+        wanted = [c for c in reader.connections if c.topic == topic]
+        if not wanted:
+            return None
+        kind = "sensor_msgs/msg/JointState"
+        if wanted[0].msgtype != kind:
+            raise CompareError(f"{path}: {topic} is {wanted[0].msgtype}, expected {kind}")
+        for conn, _time, raw in reader.messages(connections=wanted):
+            msg: Any = typestore().deserialize_cdr(raw, conn.msgtype)
+            names = names or tuple(msg.name)
+            if tuple(msg.name) == names and len(msg.position) == len(names):
+                stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+                rows.append(list(msg.position))
+    if not rows:
+        return None
+    return names, np.array(stamps), np.array(rows, dtype=float)
 
 
 @contextmanager

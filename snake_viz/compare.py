@@ -49,6 +49,8 @@ ODOM_TOPIC = "/sim/odom"
 #: Default topics of the two series.
 SIM_TOPIC = "/sim/joint_states"
 MEASURED_TOPIC = "/measured/joint_states"
+#: The prediction's elastic coordinates (dynamics_node on a robot with ``elastic:`` links).
+DEFLECTIONS_TOPIC = "/sim/link_deflections"
 
 
 class CompareError(VizError, ValueError):

@@ -7,6 +7,8 @@ paper's Figure 4 layout: one panel per joint, simulation versus measurement over
 ``summary.json`` and ``config.yaml`` (the run's configuration). A robot on the floor adds the
 comparison of the tail's paths (:class:`PathSection`, :mod:`snake_viz.path_compare`): its
 numbers in ``summary.md`` and ``summary.json``, both paths and the path error in ``path.png``.
+A prediction with elastic links adds each link's largest and RMS tip deflection and twist
+(:class:`DeflectionSection`).
 
 Each report names the servo model of the prediction (:func:`servo_model_of`): the
 ``servo:`` section of the robot config it was given, which is the one dynamics_node loads
@@ -26,13 +28,15 @@ from typing import Any
 import numpy as np
 import yaml
 
-from snake_dynamics.errors import ModelError
+from snake_dynamics.errors import ModelError, StateError
+from snake_dynamics.flexible.snake import TipDeflection, tip_summary, tips_of_named
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
 
 from .compare import (
     DEFAULT_LAG_SPAN_S,
     DEFAULT_MAX_GAP_S,
+    DEFLECTIONS_TOPIC,
     ODOM_TOPIC,
     Aligned,
     CompareError,
@@ -115,6 +119,71 @@ def path_section(
 
 
 @dataclass(frozen=True)
+class DeflectionSection:
+    """The prediction's elastic links in a report: each link's tip over the run (F117),
+    from dynamics_node's quasi-static ``link_deflections`` (docs/flexible.md).
+
+    Attributes:
+        tips: each elastic link's largest and RMS tip deflection and twist.
+        samples: the messages they are taken over.
+        duration: the span of their stamps [s].
+    """
+
+    tips: tuple[TipDeflection, ...]
+    samples: int
+    duration: float
+
+    def lines(self) -> list[str]:
+        """The section's lines, for the terminal and summary.md."""
+        head = (
+            f"link deflections ({DEFLECTIONS_TOPIC}, quasi-static): {self.samples} messages "
+            f"over {self.duration:.2f} s"
+        )
+        return [head] + [
+            f"{tip.link}: tip deflection max {tip.max_bend * 1e3:.3f} mm, RMS "
+            f"{tip.rms_bend * 1e3:.3f} mm; twist max {tip.max_twist * 1e3:.3f} mrad, RMS "
+            f"{tip.rms_twist * 1e3:.3f} mrad"
+            for tip in self.tips
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The section for summary.json (SI units: m, rad, s)."""
+        return {
+            "topic": DEFLECTIONS_TOPIC,
+            "samples": self.samples,
+            "duration_s": self.duration,
+            "links": {
+                tip.link: {
+                    "max_tip_deflection_m": tip.max_bend,
+                    "rms_tip_deflection_m": tip.rms_bend,
+                    "max_tip_twist_rad": tip.max_twist,
+                    "rms_tip_twist_rad": tip.rms_twist,
+                }
+                for tip in self.tips
+            },
+        }
+
+
+def deflection_section(
+    deflections: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None,
+) -> DeflectionSection | None:
+    """The report's section on the elastic links, from
+    :func:`snake_viz.bag_series.read_deflections` (None: no deflections, no section).
+
+    Raises:
+        CompareError: an elastic coordinate whose name says neither its link nor its kind.
+    """
+    if deflections is None:
+        return None
+    names, t, modal = deflections
+    try:
+        links, tips = tips_of_named(names, modal)
+    except StateError as exc:
+        raise CompareError(f"{DEFLECTIONS_TOPIC}: {exc}") from None
+    return DeflectionSection(tip_summary(links, tips), int(t.size), float(t.max() - t.min()))
+
+
+@dataclass(frozen=True)
 class ReportSummary:
     """What a report says in numbers (all per joint, in joint order).
 
@@ -131,6 +200,7 @@ class ReportSummary:
         travel: how far the predicted snake's tail went (a floating robot), or None.
         path: the comparison on the floor, or None (a robot with a fixed base).
         timing: how the run's clocks held (:mod:`snake_viz.timing`), or None (not judged).
+        deflections: the prediction's elastic links, or None (no ``link_deflections``).
     """
 
     folder: Path
@@ -145,6 +215,7 @@ class ReportSummary:
     travel: Travel | None = None
     path: PathSection | None = None
     timing: Timing | None = None
+    deflections: DeflectionSection | None = None
 
     def table(self) -> str:
         """A fixed-width per-joint table for a terminal."""
@@ -163,6 +234,8 @@ class ReportSummary:
             lines.append(travel_line(self.travel))
         if self.path is not None:
             lines += self.path.lines()
+        if self.deflections is not None:
+            lines += self.deflections.lines()
         if self.timing is not None:
             lines.append(self.timing.line())
         return "\n".join(lines)
@@ -216,10 +289,12 @@ class Report:
         travel: Travel | None = None,
         path: PathSection | None = None,
         timing: Timing | None = None,
+        deflections: DeflectionSection | None = None,
     ) -> ReportSummary:
         """Write every file; returns the :class:`ReportSummary`. ``travel``: the predicted
         snake's (a floating robot's), reported too; ``path``: the comparison on the floor;
-        ``timing``: whether the run's clocks held (``trusted`` in summary.json).
+        ``timing``: whether the run's clocks held (``trusted`` in summary.json);
+        ``deflections``: the prediction's elastic links.
 
         ``config["robot_config"]`` (a path, or None) names the robot config; the servo model
         named is the robot's (see :func:`servo_model_of`).
@@ -240,6 +315,7 @@ class Report:
             travel=travel,
             path=path,
             timing=timing,
+            deflections=deflections,
         )
         servo = config["servo_model"]
         files = [self._csv(al), self._markdown(comparison, summary, servo["describe"])]
@@ -302,6 +378,10 @@ class Report:
         if summary.path is not None:
             lines += ["", "## On the floor", ""]
             lines += [f"- {line[0].upper() + line[1:]}." for line in summary.path.lines()]
+        if summary.deflections is not None:
+            head, *links = summary.deflections.lines()
+            lines += ["", "## Elastic links", "", head[0].upper() + head[1:] + ":", ""]
+            lines += [f"- {line}." for line in links]
         if summary.timing is not None:
             line = summary.timing.line()
             lines += ["", line[0].upper() + line[1:] + "."]
@@ -334,6 +414,8 @@ class Report:
             }
         if summary.path is not None:
             data["path"] = summary.path.as_dict()
+        if summary.deflections is not None:
+            data["deflections"] = summary.deflections.as_dict()
         if summary.timing is not None:
             data |= summary.timing.as_dict()
         path = self.folder / "summary.json"

@@ -70,7 +70,7 @@ from snake_ros.common import (
 )
 from snake_ros.paths import load_robot
 
-from .compare import ODOM_TOPIC
+from .compare import DEFLECTIONS_TOPIC, ODOM_TOPIC
 from .defaults import DEFAULT_PORT
 from .errors import VizError
 from .path_compare import POSE_TOPIC, QUATERNION_TOLERANCE
@@ -88,8 +88,6 @@ REQUIRED = (
 )
 #: The streamed joint-state topics: canonical name (also the JSON ``topic`` field).
 TOPICS = ("/sim/joint_states", "/measured/joint_states")
-#: The prediction's elastic coordinates (dynamics_node on a robot with ``elastic:`` links).
-DEFLECTIONS_TOPIC = "/sim/link_deflections"
 #: The base poses: canonical name -> message type (the prediction's, the robot's).
 POSE_TOPICS: dict[str, type[Odometry] | type[PoseStamped]] = {
     ODOM_TOPIC: Odometry,

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from snake_dynamics.errors import ModelError
+from snake_dynamics.errors import ModelError, StateError
 from snake_dynamics.flexible.dynamics import FlexibleModel
 from snake_dynamics.flexible.model import (
     MATERIALS,
@@ -322,15 +322,81 @@ class ElasticRun:
 
     def lines(self) -> list[str]:
         """One summary line per elastic link: its largest tip deflection and twist."""
-        out = []
-        for i, name in enumerate(self.tip_names):
-            bend = np.hypot(self.tips[:, i, 1], self.tips[:, i, 2]).max()
-            twist = np.abs(self.tips[:, i, 0]).max()
-            out.append(
-                f"{name}: tip deflection up to {1e3 * bend:.3g} mm, twist up to "
-                f"{1e3 * twist:.3g} mrad"
+        return [
+            f"{tip.link}: tip deflection up to {1e3 * tip.max_bend:.3g} mm, twist up to "
+            f"{1e3 * tip.max_twist:.3g} mrad"
+            for tip in tip_summary(self.tip_names, self.tips)
+        ]
+
+
+@dataclass(frozen=True)
+class TipDeflection:
+    """One elastic link's tip over a run (F117): its deflection (the distance from the
+    undeformed axis, hypot(y, z)) [m] and its twist [rad], largest and RMS over the samples.
+    """
+
+    link: str
+    max_bend: float
+    rms_bend: float
+    max_twist: float
+    rms_twist: float
+
+
+def tip_summary(tip_names: Sequence[str], tips: FloatArray) -> tuple[TipDeflection, ...]:
+    """Each link's :class:`TipDeflection` from its tip (twist, y, z) [rad, m, m], (N, links,
+    3) (F117), N >= 1."""
+    out = []
+    for i, name in enumerate(tip_names):
+        bend = np.hypot(tips[:, i, 1], tips[:, i, 2])
+        twist = np.abs(tips[:, i, 0])
+        out.append(
+            TipDeflection(
+                name,
+                float(bend.max()),
+                float(np.sqrt(np.mean(bend**2))),
+                float(twist.max()),
+                float(np.sqrt(np.mean(twist**2))),
             )
-        return out
+        )
+    return tuple(out)
+
+
+#: The kinds of elastic coordinate, in the order a link's tip (F117) holds them.
+MODE_KINDS = ("torsion", "xy", "xz")
+
+
+def tips_of_named(names: Sequence[str], modal: FloatArray) -> tuple[tuple[str, ...], FloatArray]:
+    """Each link's tip (twist, y, z) from elastic coordinates named ``link/kind_j`` (as
+    :func:`modal_names` and dynamics_node's ``link_deflections`` name them): the sums of each
+    kind's coordinates, every shape being 1 at the tip (F117).
+
+    Args:
+        names: the coordinates' names, (n_e,).
+        modal: their values [rad or m], (N, n_e).
+
+    Returns:
+        The links in the order they first appear, and their tips, (N, links, 3).
+
+    Raises:
+        StateError: a name not of the form ``link/torsion_j``, ``link/xy_j`` or ``link/xz_j``.
+    """
+    links: list[str] = []
+    kinds: list[tuple[int, int]] = []
+    for name in names:
+        link, _, mode = name.rpartition("/")
+        kind, _, number = mode.rpartition("_")
+        if not link or kind not in MODE_KINDS or not number.isdigit():
+            raise StateError(
+                f"elastic coordinate {name!r} is not link/torsion_j, link/xy_j or link/xz_j"
+            )
+        if link not in links:
+            links.append(link)
+        kinds.append((links.index(link), MODE_KINDS.index(kind)))
+    values = np.atleast_2d(np.asarray(modal, dtype=float))
+    tips = np.zeros((values.shape[0], len(links), 3))
+    for column, (link_index, kind_index) in enumerate(kinds):
+        tips[:, link_index, kind_index] += values[:, column]
+    return tuple(links), tips
 
 
 def modal_names(arm: FlexibleArm, names: Sequence[str]) -> tuple[str, ...]:
@@ -339,8 +405,8 @@ def modal_names(arm: FlexibleArm, names: Sequence[str]) -> tuple[str, ...]:
     for i, _ in arm.elastic_slices():
         link = arm.links[i]
         assert isinstance(link, ElasticLink)
-        for kind, count in (("torsion", link.torsion_modes), ("xy", link.xy_modes),
-                            ("xz", link.xz_modes)):  # fmt: skip
+        counts = (link.torsion_modes, link.xy_modes, link.xz_modes)
+        for kind, count in zip(MODE_KINDS, counts, strict=True):
             out += [f"{names[i]}/{kind}_{j + 1}" for j in range(count)]
     return tuple(out)
 
