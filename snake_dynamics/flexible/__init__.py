@@ -7,7 +7,13 @@ the elastic coordinates (:mod:`.kernel`, :mod:`.dynamics`), and the paper's 4-DO
 """
 
 from snake_dynamics.flexible.arm import paper_arm, paper_manoeuvre, run_paper_manoeuvre
-from snake_dynamics.flexible.dynamics import FlexibleModel, FlexibleResult, PDManoeuvre, warm_up
+from snake_dynamics.flexible.dynamics import (
+    FlexibleModel,
+    FlexibleResult,
+    PDManoeuvre,
+    StageInputs,
+    warm_up,
+)
 from snake_dynamics.flexible.model import (
     ALUMINIUM,
     ElasticLink,
@@ -32,6 +38,7 @@ __all__ = [
     "PDManoeuvre",
     "RigidLink",
     "Section",
+    "StageInputs",
     "TorsionModes",
     "arm_from_dict",
     "arm_from_yaml",

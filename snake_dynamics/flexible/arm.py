@@ -107,4 +107,4 @@ def run_paper_manoeuvre(
     q0[:4] = Q_START
     man = paper_manoeuvre()
     step = dt if dt is not None else model.stable_step(q0, man.kp, man.kd)
-    return model.simulate_pd(man, q0, np.zeros(model.n), t_end, step, linearized, every)
+    return model.simulate(man.inputs(step, t_end), q0, np.zeros(model.n), linearized, every)

@@ -176,6 +176,17 @@ def _simulate_inputs(
         u = u + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
 
 
+def _step_count(dt: float, t_end: float, every: int) -> int:
+    """The RK4 steps of a run of ``t_end`` [s] at ``dt`` [s], stored every ``every`` steps.
+
+    Raises:
+        SimulationError: dt or t_end not > 0, or every < 1.
+    """
+    if not (dt > 0 and t_end > 0 and every >= 1):
+        raise SimulationError(f"need dt > 0, t_end > 0 and every >= 1, got {dt}, {t_end}, {every}")
+    return round(t_end / dt)
+
+
 @dataclass(frozen=True)
 class PDManoeuvre:
     """A PD controller on the joints whose targets jump at given times.
@@ -191,6 +202,40 @@ class PDManoeuvre:
     kd: FloatArray
     switch_times: FloatArray
     targets: FloatArray
+
+    def inputs(self, dt: float, t_end: float) -> StageInputs:
+        """The manoeuvre's targets at every RK4 stage of a run of ``t_end`` [s] at step
+        ``dt`` [s] (no feed-forward, no target rates).
+
+        Raises:
+            SimulationError: dt or t_end not > 0.
+        """
+        n_steps = _step_count(dt, t_end, 1)
+        nj = self.kp.shape[0]
+        stage_t = np.arange(2 * n_steps + 1) * (0.5 * dt)
+        switch = np.asarray(self.switch_times, dtype=float)
+        which = np.maximum(np.searchsorted(switch, stage_t + 1e-12, side="right") - 1, 0)
+        table = np.zeros((stage_t.size, 3 * nj))
+        table[:, nj : 2 * nj] = np.asarray(self.targets)[which]
+        return StageInputs(self.kp, self.kd, table, dt)
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    """The joint torques of a run, tau = tau_ff + kp (q_ref - q) + kd (u_ref - u): a
+    feed-forward and a PD on the joints, sampled at every RK4 stage time j dt/2.
+
+    Attributes:
+        kp: proportional gains [N m/rad], (nj,).
+        kd: derivative gains [N m s/rad], (nj,).
+        table: [tau_ff [N m]; q_ref [rad]; u_ref [rad/s]] at every stage, (2 steps + 1, 3 nj).
+        dt: the RK4 step [s].
+    """
+
+    kp: FloatArray
+    kd: FloatArray
+    table: FloatArray
+    dt: float
 
 
 @dataclass(frozen=True)
@@ -283,53 +328,17 @@ class FlexibleModel:
         lam = float(np.abs(np.linalg.eigvals(a)).max())
         return reach / max(lam, 1e-12)
 
-    def simulate_pd(
-        self,
-        manoeuvre: PDManoeuvre,
-        q0: FloatArray,
-        u0: FloatArray,
-        t_end: float,
-        dt: float,
-        linearized: bool = False,
+    def simulate(
+        self, inputs: StageInputs, q0: FloatArray, u0: FloatArray, linearized: bool = False,
         every: int = 1,
-    ) -> FlexibleResult:
-        """Integrate (F111) by RK4 at step dt [s] under the PD manoeuvre, compiled.
-
-        Raises:
-            SimulationError: bad step or a run that left the finite numbers.
-        """
-        n_steps = self._steps(dt, t_end, every)
-        stage_t = np.arange(2 * n_steps + 1) * (0.5 * dt)
-        switch = np.asarray(manoeuvre.switch_times, dtype=float)
-        which = np.maximum(np.searchsorted(switch, stage_t + 1e-12, side="right") - 1, 0)
-        inputs = np.zeros((stage_t.size, 3 * self.n_joints))
-        inputs[:, self.n_joints : 2 * self.n_joints] = np.asarray(manoeuvre.targets)[which]
-        return self.simulate_inputs(
-            manoeuvre.kp, manoeuvre.kd, inputs, q0, u0, dt, linearized, every
-        )
-
-    def simulate_inputs(
-        self,
-        kp: FloatArray,
-        kd: FloatArray,
-        inputs: FloatArray,
-        q0: FloatArray,
-        u0: FloatArray,
-        dt: float,
-        linearized: bool = False,
-        every: int = 1,
-    ) -> FlexibleResult:
-        """Integrate (F111) by RK4 at step dt [s], compiled, under the joint torques
-        tau = tau_ff + kp (q_ref - q) + kd (u_ref - u) (a feed-forward and a PD on the joints).
+    ) -> FlexibleResult:  # fmt: skip
+        """Integrate (F111) by RK4 under the joint torques of ``inputs``, compiled.
 
         Args:
-            kp: proportional gains [N m/rad], (nj,).
-            kd: derivative gains [N m s/rad], (nj,).
-            inputs: [tau_ff [N m]; q_ref [rad]; u_ref [rad/s]] at every stage time j dt/2,
-                (2 steps + 1, 3 nj); the run lasts steps dt.
+            inputs: the controller and its samples at every stage (:class:`StageInputs`);
+                the run lasts their steps of their dt.
             q0: initial coordinates, (n,).
             u0: initial speeds, (n,).
-            dt: the step [s].
             linearized: the linearised model instead of the nonlinear one.
             every: store every this many steps.
 
@@ -337,13 +346,14 @@ class FlexibleModel:
             SimulationError: bad step or inputs, or a run that left the finite numbers.
         """
         nj = self.n_joints
-        table = np.ascontiguousarray(inputs, dtype=float)
+        table = np.ascontiguousarray(inputs.table, dtype=float)
         if table.ndim != 2 or table.shape[1] != 3 * nj or table.shape[0] % 2 != 1:
             raise SimulationError(
                 f"inputs must be (2 steps + 1, {3 * nj}) stage samples, got {table.shape}"
             )
+        dt = inputs.dt
         n_steps = (table.shape[0] - 1) // 2
-        self._steps(dt, n_steps * dt, every)
+        _step_count(dt, n_steps * dt, every)
         q0 = self._check("q0", q0, self.n)
         u0 = self._check("u0", u0, self.n)
         rows = n_steps // every + 1
@@ -353,7 +363,8 @@ class FlexibleModel:
         a = self.arrays
         _simulate_inputs(
             a.as_tuple(), a.stiffness, a.damping, nj, linearized,
-            np.ascontiguousarray(kp, dtype=float), np.ascontiguousarray(kd, dtype=float),
+            np.ascontiguousarray(inputs.kp, dtype=float),
+            np.ascontiguousarray(inputs.kd, dtype=float),
             table, q0, u0, float(dt), n_steps, int(every), q_out, u_out, tau_out,
         )  # fmt: skip
         if not (np.all(np.isfinite(q_out)) and np.all(np.isfinite(u_out))):
@@ -362,14 +373,6 @@ class FlexibleModel:
             )
         t = np.arange(rows, dtype=float) * (dt * every)
         return FlexibleResult(t, q_out, u_out, tau_out, float(dt), linearized)
-
-    @staticmethod
-    def _steps(dt: float, t_end: float, every: int) -> int:
-        if not (dt > 0 and t_end > 0 and every >= 1):
-            raise SimulationError(
-                f"need dt > 0, t_end > 0 and every >= 1, got {dt}, {t_end}, {every}"
-            )
-        return round(t_end / dt)
 
     def static_deflection(self, q_joints: FloatArray, iterations: int = 8) -> FloatArray:
         """The coordinates at rest under gravity with the joints held at ``q_joints`` [rad]:
@@ -395,4 +398,4 @@ def warm_up() -> None:
     model = FlexibleModel(FlexibleArm((hub, beam)))
     hold = PDManoeuvre(np.ones(2), np.ones(2), np.zeros(1), np.zeros((1, 2)))
     for linearized in (False, True):
-        model.simulate_pd(hold, np.zeros(model.n), np.zeros(model.n), 2e-4, 1e-4, linearized)
+        model.simulate(hold.inputs(1e-4, 2e-4), np.zeros(model.n), np.zeros(model.n), linearized)

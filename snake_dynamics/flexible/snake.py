@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, StateError
-from snake_dynamics.flexible.dynamics import FlexibleModel
+from snake_dynamics.flexible.dynamics import FlexibleModel, StageInputs
 from snake_dynamics.flexible.model import (
     MATERIALS,
     ElasticLink,
@@ -475,7 +475,7 @@ def simulate_elastic(
         inputs[j, :nj] = feed(t)
         inputs[j, nj : 2 * nj] = q
         inputs[j, 2 * nj :] = qd
-    run = flex.simulate_inputs(kp, kd, inputs, q0, u0, h, every=sub)
+    run = flex.simulate(StageInputs(kp, kd, inputs, h), q0, u0, every=sub)
     qdd = np.array(
         [flex.accelerations(q, u, tau) for q, u, tau in zip(run.q, run.u, run.tau, strict=True)]
     )

@@ -100,7 +100,7 @@ def test_stiffer_links_approach_the_rigid_chain() -> None:
                 q + h * (v + h / 6 * (k1 + k2 + k3)),
                 v + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4),
             )
-        final = model.simulate_pd(man, q0, np.zeros(model.n), t_end, dt, every=1).q[-1, :nj]
+        final = model.simulate(man.inputs(dt, t_end), q0, np.zeros(model.n)).q[-1, :nj]
         errors.append(float(np.abs(final - q).max()))
     assert errors[1] < errors[0] / 5 and errors[1] < 1e-6, errors
 
@@ -141,7 +141,7 @@ def test_energy_is_conserved_to_rk4_s_order() -> None:
     # at dt / 2 the fastest torsion modes are not yet in RK4's asymptotic range; measured
     # drifts over 0.05 s at dt/2 .. dt/16: 4.3e-6, 1.6e-6, 6.2e-8, 2.0e-9 J of 19 J
     for step in (dt / 4, dt / 8):
-        run = model.simulate_pd(man, q0, u0, 0.05, step, every=1)
+        run = model.simulate(man.inputs(step, 0.05), q0, u0)
         e = np.array([sum(model.energy(q, u)) for q, u in zip(run.q, run.u, strict=True)])
         drifts.append(float(np.abs(e - e0).max()))
     kinetic0 = model.energy(q0, u0)[0]
