@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState
 
-from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm
+from snake_dynamics.flexible.snake import LinkDeflections, elastic_arm, tips_of_named
 from snake_dynamics.robot import Robot
 
 from .test_node_inputs import RELIABLE, Graph, graph  # noqa: F401
@@ -53,6 +53,9 @@ def test_dynamics_node_publishes_the_link_deflections(
     # -0.085 rad, the Simulator alone): 2.375 mm against 2.421 mm straight
     assert modal[1] + modal[2] == pytest.approx(sag[1] + sag[2], rel=0.05)
     assert sag[1] + sag[2] < -2e-3
+    # what snake compare makes of a bag of them: the same names, each link's tip (F117)
+    links, tips = tips_of_named(list(last.name), np.array([m.position for m in heard]))
+    assert links == ("link_5", "link_6") and tips[-1, 0, 1] == modal[1] + modal[2]
     assert graph.process is not None and graph.log is not None
     graph.process.send_signal(signal.SIGINT)
     assert graph.process.wait(timeout=30) == 0, graph.log.read_text()
