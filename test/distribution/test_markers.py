@@ -82,28 +82,41 @@ def test_an_unmarked_test_that_needs_ros_or_the_firmware_fails_in_the_quick_run(
     assert "make is blocked: this run leaves out the tests marked simavr" in out.stdout
 
 
+class _Selected:
+    """A pytest plugin that keeps the node ids of the tests its session selected."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.ids = [item.nodeid for item in session.items]
+
+
 @pytest.mark.ros  # its reference collection imports rclpy
 def test_make_test_s_two_runs_together_collect_every_test() -> None:
     """`make test` runs the tests that need no ROS, firmware or browser on both cores, then the
     rest one at a time. The first run blocks rclpy, so a module that skips itself without rclpy
     would hide its unmarked tests from both runs: they must be marked ``ros``. Reference:
-    pytest's collection of the same selection with rclpy available."""
+    pytest's collection of the same selection with rclpy available, in this process (whose
+    own collection imported the test modules already), against the first run's in a child
+    process, where rclpy is blocked."""
     quick = "not ros and not simavr and not browser"
     # the same selection, written so that no marker is left out (nothing gets blocked)
     unblocked = f"({quick}) or (ros and simavr and browser and slow)"
-
-    def collected(markexpr: str) -> list[str]:
-        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q"]
-        out = subprocess.run(
-            [*command, "-m", markexpr, "test"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert out.returncode == 0, out.stdout + out.stderr
-        return [line for line in out.stdout.splitlines() if "::" in line]
-
-    selected = collected(unblocked)
-    assert len(selected) > 700
-    assert collected(quick) == selected
+    options = ["-p", "no:cacheprovider", "--co", "-q"]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "-m", quick, "test"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    blocked = [line for line in out.stdout.splitlines() if "::" in line]
+    reference = _Selected()
+    with pytest.MonkeyPatch.context() as env:
+        env.chdir(ROOT)
+        status = pytest.main([*options, "-m", unblocked, "test"], plugins=[reference])
+    assert status == pytest.ExitCode.OK
+    assert len(reference.ids) > 700
+    assert blocked == reference.ids
