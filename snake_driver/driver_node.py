@@ -24,12 +24,13 @@ diagnostics key ``estop_confirmed`` (or the flag ``estop``).
 The operator's stop state comes beside the service, on ``/estop`` (std_msgs/Bool, true: stop;
 reliable, transient local, keep last 1: :data:`snake_ros.common.STOP_QOS`), which
 operator_node publishes as a heartbeat: a late joiner or a repaired link gets the latest state
-first. True latches the e-stop; false releases one it latched (never one of ``~/estop``) and
-is the operator's fresh intent after a trip: once targets have flowed, a lost link to the
-MCU, an MCU restart or the firmware's watchdog tripping (the commands stopped: the station's
-link down) leaves the servos disarmed until ``~/enable`` true or a false stop state heard
-after the trip; targets flowing alone never re-arm them (docs/safety.md, "The e-stop and
-arming"). Before each period's targets the node takes the stop states waiting in the
+first. True latches the e-stop; false releases one it latched (never one of ``~/estop``).
+Once targets have flowed, a lost link to the MCU, an MCU restart or the firmware's watchdog
+tripping (the commands stopped: the station's link down) *trips* the link: the servos stay
+disarmed until an act of the operator, ``~/enable`` true (``snake estop --release`` calls
+it) or a release of the stop state (false after true) heard after the trip. Neither targets
+flowing again nor the heartbeat's false heard again re-arm them (docs/safety.md, "The e-stop
+and arming"). Before each period's targets the node takes the stop states waiting in the
 middleware, so a stop is acted on before any command queued behind it. Diagnostics:
 ``estop_latched``, ``estop_source`` (service, topic or none), ``stop_state`` and
 ``stop_state_age_s`` (the latest heard, none before the first), ``tripped`` (why, or no),
@@ -149,8 +150,8 @@ class DriverNode(Node):
             self,
             "enable_on_connect",
             True,
-            "enable the servos on connecting (after a trip only ~/enable true or the operator's "
-            "stop state false re-arms them)",
+            "enable the servos on connecting (after a trip only ~/enable true or `snake estop "
+            "--release` re-arms them)",
         )
         link_timeout = declare_float(
             self,
@@ -355,8 +356,8 @@ class DriverNode(Node):
 
     def on_stop_state(self, msg: Bool, info: MessageInfo) -> None:
         """The operator's stop state (``/estop``, a heartbeat): true latches the e-stop, false
-        releases one it latched and ends a trip it arrived after (:meth:`DriverLink.operator_stop`,
-        aged by its arrival in the middleware)."""
+        releases one it latched, and a release (false after true) ends a trip it arrived after
+        (:meth:`DriverLink.operator_stop`, aged by its arrival in the middleware)."""
         received_ns = int(info.get("received_timestamp", 0))
         age = (time.time_ns() - received_ns) * 1e-9 if received_ns > 0 else 0.0
         events = self.link.operator_stop(bool(msg.data), min(max(age, 0.0), 1.0))
@@ -572,8 +573,8 @@ class DriverNode(Node):
             return Level.WARN, "e-stop latched by ~/estop: ~/enable true to re-arm"
         if link.tripped:
             return Level.WARN, (
-                f"disarmed after a trip ({link.tripped}): ~/enable true, or the operator's "
-                "stop state false, re-arms"
+                f"disarmed after a trip ({link.tripped}): ~/enable true or `snake estop "
+                "--release` re-arms"
             )
         if m is not None and m.flags & (Flag.ESTOP | Flag.WATCHDOG_TRIPPED):
             return Level.WARN, "e-stop or watchdog tripped"

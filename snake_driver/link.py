@@ -42,9 +42,13 @@ released when the stop state says false again, one latched by ``estop()`` only b
 **Nothing re-arms by itself after a trip.** Once targets have flowed, a lost session, an
 MCU restart, or telemetry showing the firmware's watchdog tripped *trips* the link
 (``tripped`` says why, a ``tripped`` event): it sends no targets and no ENABLE (a new
-session starts disarmed, and disarms an MCU it finds still armed) until the operator's
-intent is fresh again: ``enable(True)``, or ``operator_stop(False)`` heard after the trip.
-Then the next targets go with an ENABLE. A watchdog that trips before the first targets
+session starts disarmed, and disarms an MCU it finds still armed) until a deliberate act of
+the operator: ``enable(True)`` (the driver's ``~/enable`` true, which ``snake estop
+--release`` calls), a *release* of the stop state heard after the trip (false after true),
+or ``resume()`` (a program that is its own operator, such as ``snake identify``). The stop
+state false heard again, the heartbeat, is the current state, not an act: it ends no trip,
+so a link that returns (the MCU's, or the station's) re-arms nothing. Then the next targets
+go with an ENABLE. A watchdog that trips before the first targets
 ever sent (a gait that starts after the driver) is no trip: ``enable_on_connect`` is the
 intent of the start, and the first targets arm the firmware. An ENABLE that was lost (the
 firmware reports disarmed, no watchdog trip, no e-stop) is sent again beside targets: the
@@ -214,15 +218,14 @@ class Measurement:
 class LinkEvent:
     """Something worth a log line.
 
-    ``kind`` is connected (the handshake completed), lost (a failed read or write, or no
-    valid frame for ``link_timeout``), no_answer (an open transport whose device answered no
-    PING within ``link_timeout``; the message says why, e.g. an echo), open_failed,
-    mcu_reset (the MCU restarted behind an open link), tripped (a lost session, an MCU
-    restart or the firmware's watchdog after targets flowed: disarmed until the operator's
-    intent is fresh), rearmed, stop_state (the operator's stop state latched or released
-    the e-stop), send_failed (a message that cannot be encoded), error_report (the
-    firmware refused a frame) or line_busy (frames skipped: more to send than the line
-    carries).
+    ``kind`` is connected (the handshake completed), lost (a failed read or write, or no valid
+    frame for ``link_timeout``), no_answer (an open transport whose device answered no PING
+    within ``link_timeout``; the message says why, e.g. an echo), open_failed, mcu_reset (the
+    MCU restarted behind an open link), tripped (a lost session, an MCU restart or the
+    firmware's watchdog after targets flowed: disarmed until the operator re-arms), rearmed,
+    stop_state (the operator's stop state latched or released the e-stop, or its release ended a
+    trip), send_failed (a message that cannot be encoded), error_report (the firmware refused a
+    frame) or line_busy (frames skipped: more to send than the line carries).
     """
 
     kind: str
@@ -241,8 +244,8 @@ class LinkStats:
         timeouts: sessions lost because no valid frame came for ``link_timeout``.
         mcu_resets: MCU restarts seen behind an open link.
         rearms: ENABLEs sent again beside targets: one the firmware lost, or the first after a
-            trip once the operator's intent was fresh.
-        trips: trips (see the module docstring): disarmed until fresh intent.
+            trip once the operator re-armed.
+        trips: trips (see the module docstring): disarmed until the operator re-arms.
         frames_sent: frames written.
         bytes_sent: bytes written [B].
         frames_skipped_line_busy: frames that a newer one supersedes (targets, pings in a
@@ -302,7 +305,7 @@ class DriverLink:
         now: host clock of the telemetry stamps [s] (the driver node passes ROS time).
         key: 16-byte key for authenticated mode, or None.
         enable_on_connect: arm the servos (ENABLE(1)) in the sessions until ``enable`` or
-            ``estop`` says otherwise, or a trip until the intent is fresh.
+            ``estop`` says otherwise, or a trip until the operator re-arms.
         min_backoff: first reconnect delay [s].
         max_backoff: longest reconnect delay [s].
         link_timeout: an open link without a valid frame from the MCU for this long is
@@ -324,7 +327,7 @@ class DriverLink:
         estop_source: what latched the e-stop: "service" (``estop``), "topic"
             (``operator_stop``), "" while none is latched.
         tripped: why the link is tripped ("" if not): no targets, no ENABLE until
-            ``enable(True)`` or ``operator_stop(False)`` after the trip.
+            ``enable(True)``, a release of the stop state after the trip, or ``resume()``.
         stop_state: the operator's stop state last heard (None: never).
         estop_confirmed: telemetry has shown the firmware's e-stop flag since the latest
             ESTOP was sent.
@@ -519,7 +522,7 @@ class DriverLink:
         return self.want_enabled and not self.estopped and not self.tripped
 
     def _trip(self, why: str) -> list[LinkEvent]:
-        """Hold the servos disarmed until the operator's intent is fresh (see the module
+        """Hold the servos disarmed until the operator re-arms them (see the module
         docstring); only once targets have flowed, and not under an e-stop or a trip."""
         if not self._targets_flowed or not self.want_enabled or self.estopped or self.tripped:
             return []
@@ -529,8 +532,8 @@ class DriverLink:
         return [
             LinkEvent(
                 "tripped",
-                f"{why}: the servos stay disarmed until the operator's intent is fresh "
-                "(~/enable true, or the stop state false heard after this)",
+                f"{why}: the servos stay disarmed until ~/enable true or `snake estop "
+                "--release` re-arms them (the stop state's heartbeat does not)",
             )
         ]
 
@@ -704,8 +707,8 @@ class DriverLink:
         """ENABLE again, before targets, when the latest telemetry shows the firmware disarmed
         or its watchdog tripped while the servos are to be armed and no trip holds them: the
         session's ENABLE was lost, the watchdog tripped before the first targets (a gait that
-        starts after the driver), or the operator's intent is fresh after a trip (the firmware
-        refuses targets until an ENABLE). Never past an e-stop, latched here or reported by
+        starts after the driver), or the operator re-armed after a trip (the firmware refuses
+        targets until an ENABLE). Never past an e-stop, latched here or reported by
         the firmware; not within ``REARM_S`` of an ENABLE."""
         flags = self._mcu_flags
         if flags is None or not self._may_arm or flags & Flag.ESTOP:
@@ -756,9 +759,11 @@ class DriverLink:
 
         True latches the e-stop (``estop``) unless one is latched already. False releases an
         e-stop the stop state latched (as ``enable(True)``, if the servos are to be armed),
-        never one of ``estop``, and ends a trip older than this: the operator's intent is
-        fresh, and the next targets go with an ENABLE."""
+        never one of ``estop``. A *release*, false heard after true, that arrived after a trip
+        ends it (``resume``): the operator's act. False heard again (the heartbeat) is only
+        the current state: it ends no trip (see the module docstring)."""
         t = self.monotonic() - max(0.0, age)
+        released = not stop and self.stop_state is True
         self.stop_state, self._stop_heard_at = stop, t
         if stop:
             if self.estopped:
@@ -773,9 +778,17 @@ class DriverLink:
                 self.estopped, self.estop_source, self.tripped = False, "", ""
                 return [event]
             return [event, *self.enable(True)]
-        if self.tripped and t > self._tripped_at:
-            self.tripped = ""  # fresh intent: the next targets arm the firmware (_rearm)
+        if released and self.tripped and t > self._tripped_at:
+            self.resume()
+            return [
+                LinkEvent("stop_state", "the operator's stop state was released: the trip ends")
+            ]
         return []
+
+    def resume(self) -> None:
+        """The operator's deliberate go: end a trip, so that the next targets go with an
+        ENABLE (``_rearm``); never releases an e-stop (``enable(True)`` does)."""
+        self.tripped = ""
 
     @property
     def mcu_quiet_us(self) -> int | None:

@@ -5,8 +5,8 @@ state each time, on ``/estop`` with :data:`snake_ros.common.STOP_QOS` (reliable,
 local, keep last 1): driver_node, a late joiner or one behind a link that was down, gets the
 latest state first and within a period of the link's return, without waiting for the
 middleware to repair what was lost. A stop is a state, not an event: it holds until the
-operator releases it, and a state heard after a trip is the operator's fresh intent
-(docs/safety.md, "The e-stop and arming").
+operator releases it. Heard again, it is the current state, not an act: after a trip only
+the release (``~/enable`` true) re-arms the robot (docs/safety.md, "The e-stop and arming").
 
 Services (``snake estop`` calls them):
 

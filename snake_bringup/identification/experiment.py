@@ -171,14 +171,13 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
     """
     names = link.servos.joint_names
     period = 1.0 / COMMAND_RATE
-    # snake identify is the operator here, and each take it plays is its fresh intent: the
+    # snake identify is the operator here, and each take it plays is its deliberate go: the
     # firmware's watchdog trips in the pause before it (writing the last take's bag), which
-    # holds the servos disarmed until the operator's intent is fresh (docs/safety.md). The
-    # reports of the pause are read first, so that the trip they show comes before the
-    # intent, not after it; never past an e-stop
+    # holds the servos disarmed until the operator re-arms them (docs/safety.md). The
+    # reports of the pause are read first, so that the trip they show comes before the go,
+    # not after it; resume() never releases an e-stop
     read_pause(link, say, label)
-    for event in link.operator_stop(False):
-        say(f"link: {event.message}")
+    link.resume()
     take = Take([], [])
     start = time.monotonic()
     total = duration + REST_S

@@ -8,8 +8,9 @@ Reference: a link stub over a firmware emulated in a few lines, on an MCU clock 
 ``rate`` times the host's, with the rules of firmware/core (a watchdog that trips
 ``watchdog_ms`` after the last frame acted on, ENABLE beside the first targets of a fresh
 intent, targets refused while tripped or e-stopped) and of snake_driver.link.DriverLink (a
-trip read after targets flowed holds the targets until an operator_stop(False) after it; a
-latched e-stop sends none); it counts the targets sent and refused.
+trip read after targets flowed holds the targets until a resume() after it, which ends the
+trip, never the e-stop; a latched e-stop sends none); it counts the targets sent and
+refused.
 """
 
 from __future__ import annotations
@@ -82,7 +83,6 @@ class LinkStub:
         self.read_flags = Flag.ENABLED if self.enabled else Flag.ESTOP
         self.acted_on: tuple[int, int] | None = None  # as DriverLink's mcu_quiet_us
         self.newest_us: int | None = None
-        self.tripped_at = 0.0
 
     def mcu_us(self, host_t: float | None = None) -> int:
         return int(((time.monotonic() if host_t is None else host_t) - self.t0) * self.rate * 1e6)
@@ -111,12 +111,9 @@ class LinkStub:
             return None
         return self.newest_us - self.acted_on[1]
 
-    def operator_stop(self, stop: bool) -> list[object]:
-        assert not stop
+    def resume(self) -> None:
         self.intent_at = time.monotonic()
-        if self.tripped and self.intent_at > self.tripped_at:
-            self.tripped = ""  # fresh intent ends the trip, not the e-stop
-        return []
+        self.tripped = ""  # the operator's go ends the trip, not the e-stop
 
     def send_targets(self, targets: dict[str, float], duration_ms: int) -> tuple[list[str], list]:
         assert set(targets) == set(JOINTS)
@@ -163,7 +160,7 @@ class LinkStub:
                 self.armed_seen = False
                 if not (self.estopped or self.tripped):
                     self.tripped = "the firmware's watchdog tripped"
-                    self.tripped_at = self.trip_read_at = now
+                    self.trip_read_at = now
         return reports, []
 
 

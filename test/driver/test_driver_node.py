@@ -165,11 +165,13 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
 ) -> None:
     """``command_timeout`` 0.3 s (a station's link lost): once the commands stop, the driver
     sends the MCU no more targets, so the firmware's watchdog (500 ms) trips, as its
-    telemetry reports: a trip. Commands again do not re-arm it (they did before issue 35);
-    the operator's stop state false on /estop, heard after the trip, does, with the next
-    commands. The stop state true latches the e-stop (source topic), false releases it. The
-    module's driver (0: never) keeps the robot on its last targets instead (test_estop_...
-    pauses on that); the stop states reach it too and leave it as it was."""
+    telemetry reports: a trip. Commands again do not re-arm it (they did before issue 35),
+    nor does the operator's heartbeat, the stop state false on /estop heard again and again
+    (the current state, no act of the operator; the driver re-armed on it before). Its
+    release does: the stop state true latches the e-stop (source topic), false releases it
+    and ends the trip, with the next commands. The module's driver (0: never) keeps the robot
+    on its last targets instead (test_estop_... pauses on that); the stop states reach it too
+    and leave it as it was."""
     timed = ["-p", "command_timeout:=0.3", "-r", "__ns:=/timed"]
     with own_driver(firmware_build, timed, tmp_path / DRIVER_LOG) as own:
         node = rclpy.create_node("command_timeout_test")
@@ -195,15 +197,19 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
             assert spin_until(node, commanded, 30.0), "the driver never reported an armed robot"
             assert spin_until(node, tripped, 15.0), "the watchdog never tripped"
             mark = len(seen)
-            # three diagnostics (about 3 s) of commands: still tripped, the driver says why
-            assert spin_until(node, lambda: commanded() or len(seen) >= mark + 3, 15.0)
+
+            def heartbeat() -> bool:
+                stop.publish(Bool(data=False))  # the station's heartbeat, at 20 Hz here
+                return commanded() or len(seen) >= mark + 3
+
+            # three diagnostics (about 3 s) of commands and heartbeats: still tripped, the
+            # driver says why
+            assert spin_until(node, heartbeat, 15.0)
             assert all(v["watchdog_tripped"] == "True" for v in seen[mark:]), "re-armed"
             assert "watchdog" in seen[-1]["tripped"] and seen[-1]["trips"] == "1"
-            stop.publish(Bool(data=False))  # the operator's intent, fresh
-            assert spin_until(node, commanded, 15.0), "the stop state false did not re-arm it"
-            assert seen[-1]["tripped"] == "no" and seen[-1]["stop_state"] == "False"
+            assert seen[-1]["stop_state"] == "False"
 
-            stop.publish(Bool(data=True))  # the operator's stop
+            stop.publish(Bool(data=True))  # the operator's stop ...
 
             def latched() -> bool:
                 pub.publish(command([0.2] * 8))
@@ -213,10 +219,11 @@ def test_commands_that_stop_for_command_timeout_let_the_watchdog_trip(
                 )
 
             assert spin_until(node, latched, 15.0), "the stop state true latched nothing"
-            stop.publish(Bool(data=False))
+            stop.publish(Bool(data=False))  # ... and its release
             assert spin_until(
                 node, lambda: commanded() and seen[-1]["estop_latched"] == "False", 15.0
-            ), "the stop state false did not release its own e-stop"
+            ), "the stop state's release did not release its own e-stop and re-arm"
+            assert seen[-1]["tripped"] == "no" and seen[-1]["trips"] == "1"
         finally:
             node.destroy_node()
 

@@ -1112,8 +1112,8 @@ def arming(messages: list[Message]) -> list[Message]:
 def test_after_a_watchdog_trip_targets_alone_never_re_arm_the_firmware() -> None:
     """The commands stopped (a station's link down) and the firmware's watchdog tripped:
     targets flowing again send no ENABLE and no targets (the old link re-armed with the first
-    of them); the operator's stop state false heard after the trip, or ~/enable true, is
-    fresh intent: the next targets go with an ENABLE."""
+    of them); the operator's deliberate go (resume(), as snake identify's take), or ~/enable
+    true, re-arms: the next targets go with an ENABLE."""
     clock = FakeClock()
     link, mcu, targets, _ = connected_link(clock)
     clock.t += 0.6  # no targets for longer than the watchdog's 500 ms
@@ -1128,7 +1128,7 @@ def test_after_a_watchdog_trip_targets_alone_never_re_arm_the_firmware() -> None
     assert [e.kind for e in events] == ["tripped"] and "watchdog" in link.tripped
     assert link.stats.rearms == 0 and link.stats.trips == 1
 
-    assert link.operator_stop(False) == []  # the operator's heartbeat: run
+    link.resume()  # the operator's go
     assert not link.tripped
     link.send_targets(targets)
     assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
@@ -1146,27 +1146,73 @@ def test_after_a_watchdog_trip_targets_alone_never_re_arm_the_firmware() -> None
     assert [type(m) for m in arming(mcu.messages()[sent:])] == [Enable, SetTargets]
 
 
-def test_a_stop_state_heard_before_the_trip_does_not_re_arm() -> None:
-    """Fresh intent is a stop state false heard *after* the trip: one that arrived before it
-    (handed over late) leaves the servos disarmed."""
+def test_after_a_trip_the_stop_state_s_heartbeat_never_re_arms_only_a_release_does() -> None:
+    """The firmware's watchdog tripped (the station's link down); the link returns and the
+    operator's heartbeat, the stop state false, is heard again and again: the current state,
+    not an act of the operator, so no ENABLE and no targets (the old link re-armed on the
+    first false heard after the trip). A release of the stop state (true, then false, heard
+    after the trip) re-arms with the next targets, as ~/enable true does
+    (test_after_a_watchdog_trip_targets_alone_never_re_arm_the_firmware)."""
     clock = FakeClock()
     link, mcu, targets, _ = connected_link(clock)
+    assert link.operator_stop(False) == []  # the heartbeat before the outage
     clock.t += 0.6
     mcu.report(Flag.WATCHDOG_TRIPPED)
-    link.poll(0.0)
+    (tripped,) = link.poll(0.0)[1]
+    assert tripped.kind == "tripped"
+    assert "~/enable true or `snake estop --release`" in tripped.message
+    sent = len(mcu.messages())
+    for _ in range(20):  # 2 s of heartbeats (10 Hz) and targets after the link returned
+        clock.t += 0.1
+        mcu.report(Flag.WATCHDOG_TRIPPED)
+        assert link.operator_stop(False) == [] and link.poll(0.0)[1] == []
+        link.send_targets(targets)
+    assert arming(mcu.messages()[sent:]) == [], "the heartbeat re-armed the firmware"
+    assert link.tripped and link.stats.rearms == 0
+
+    assert [e.kind for e in link.operator_stop(True)] == ["stop_state"]  # the press ...
+    assert [e.kind for e in link.operator_stop(False)] == ["stop_state"]  # ... the release
+    assert not link.tripped and not link.estopped
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])] == [Estop, Enable, SetTargets]
+
+
+def test_a_release_ends_a_trip_only_if_heard_after_it_and_never_an_estop() -> None:
+    """A stop pressed, then ~/enable true at the driver (the stop state still true): after a
+    trip, the stop state's release that arrived before the trip (handed over late) ends
+    nothing; one that arrived after it ends the trip, but not an e-stop of ~/estop latched
+    meanwhile, and neither does resume(): only ~/enable true."""
+    clock = FakeClock()
+    link, mcu, targets, _ = connected_link(clock)
+    link.operator_stop(True)
+    link.enable(True)
+    clock.t += 0.6
+    mcu.report(Flag.WATCHDOG_TRIPPED)
+    assert [e.kind for e in link.poll(0.0)[1]] == ["tripped"]
     clock.t += 0.05
-    link.operator_stop(False, age=0.1)  # it arrived 0.1 s ago: before the trip
+    assert link.operator_stop(False, age=0.1) == []  # it arrived 0.1 s ago: before the trip
     assert link.tripped
     sent = len(mcu.messages())
     link.send_targets(targets)
     assert arming(mcu.messages()[sent:]) == []
+
+    link.estop()
+    assert link.operator_stop(True) == []  # latches nothing: ~/estop's e-stop is kept
+    assert [e.kind for e in link.operator_stop(False)] == ["stop_state"]  # the trip ends
+    assert not link.tripped and link.estopped and link.estop_source == "service"
+    link.resume()
+    link.send_targets(targets)
+    assert link.estopped and not any(isinstance(m, Enable) for m in mcu.messages()[sent:])
+    link.enable(True)
+    link.send_targets(targets)
+    assert [type(m) for m in arming(mcu.messages()[sent:])][-2:] == [Enable, SetTargets]
 
 
 def test_after_a_lost_link_the_new_session_starts_disarmed() -> None:
     """No valid frame for link_timeout (a Wi-Fi outage between the driver and the MCU's
     bridge): the session is lost and made again, but the new one sends no ENABLE (the old
     link armed every session) and no targets; it disarms an MCU it finds still armed; the
-    operator's stop state false then re-arms with the next targets."""
+    operator's ~/enable true then re-arms with the next targets."""
     clock = FakeClock()
     link, mcu, targets, _ = connected_link(clock)
     mcu.down = True
@@ -1194,7 +1240,9 @@ def test_after_a_lost_link_the_new_session_starts_disarmed() -> None:
     assert arming(mcu.messages()[sent:]) == [Enable(False)], "the new session armed the MCU"
     assert lost == ["lost", "tripped"] and link.stats.connects == 2 and link.tripped
 
-    link.operator_stop(False)
+    link.operator_stop(False)  # the heartbeat, heard again: the current state, no act
+    assert link.tripped
+    link.enable(True)
     mcu.report(Flag(0))  # disarmed, as the ENABLE(0) left it
     link.poll(0.0)
     clock.t += 0.02

@@ -5,10 +5,10 @@ The real firmware in simavr behind the emulator's socat UDP bridge, tools/wifi_l
 the impairment of test_two_hosts.py: 5-30 ms, 2 % loss, 0.2 bursts/s of 100 ms, 1 %
 reordered, seeded; then a 2 s outage, longer than the firmware's watchdog (500 ms) and the
 driver's ``link_timeout`` (1 s): the session is lost, and the new one leaves the firmware
-disarmed while targets flow again, until the operator's stop state (false) is heard after the
-trip; then a second 2 s outage with the e-stop pressed during it: the robot does not move
-after the link returns, and the firmware reports the e-stop within a stated bound of its
-first report after the outage.
+disarmed while targets flow again and the operator's heartbeat (the stop state false) is heard
+again, until the operator re-arms it (``~/enable`` true); then a second 2 s outage with the
+e-stop pressed during it: the robot does not move after the link returns, and the firmware
+reports the e-stop within a stated bound of its first report after the outage.
 
 What is modelled: a *transparent* serial-to-Wi-Fi bridge. socat sends each read of the pty
 as one datagram, as an ESP8266/ESP32 bridge in transparent mode does without a packing
@@ -199,9 +199,12 @@ def test_the_driver_s_udp_link_to_the_mcu_under_a_wifi_like_impairment() -> None
             held = driver.measurements[first:]
             assert not any(armed(m) for m in held), "armed after the outage, with no operator"
             assert all(at(m, b) for m in held) and link.tripped
-            # the operator's stop state, false, heard after the trip: the next targets arm it
+            # the operator's heartbeat, the stop state false, heard again: no act, no re-arm;
+            # ~/enable true is one: the next targets arm it
             driver.events += link.operator_stop(False)
-            assert driver.reach(a, WAIT_S), "target a not reached after the operator's intent"
+            assert link.tripped, "the heartbeat re-armed"
+            driver.events += link.enable(True)
+            assert driver.reach(a, WAIT_S), "target a not reached after ~/enable true"
             resumed = driver.last
             assert resumed is not None and armed(resumed)
 
@@ -310,7 +313,7 @@ def test_the_driver_s_udp_link_to_the_mcu_under_a_wifi_like_impairment() -> None
     assert firmware.bad_auth == firmware.replayed == firmware.bad_payload == 0
 
     # the outages: the session lost twice and made again, the same MCU (no restart anywhere);
-    # one trip (the second outage came under the e-stop), one re-arm (the operator's intent)
+    # one trip (the second outage came under the e-stop), ~/enable true its only way out
     kinds = {e.kind for e in driver.events}
     assert kinds <= {"connected", "lost", "no_answer", "rearmed", "tripped", "stop_state"}
     assert link_stats.connects == 3 and link_stats.disconnects == link_stats.timeouts == 2
