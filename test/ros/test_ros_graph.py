@@ -253,17 +253,6 @@ def angle_only(sample: JointTrajectory) -> tuple[np.ndarray, np.ndarray, np.ndar
     return sample.q, zero, zero
 
 
-def test_snake_sim_started_the_nodes_and_said_what_it_skipped(graph: Graph) -> None:
-    # the nodes may publish before the runner has seen every ready line (a loaded machine)
-    graph.spin_until(lambda: "all nodes ready" in graph.stdout.read_text(), 60.0, "all ready")
-    text = graph.stdout.read_text()
-    assert "started /sim/gait_node" in text and "started /sim/dynamics_node" in text
-    assert "all nodes ready" in text
-    for optional in ("/sim/robot_state_publisher", "/world_to_sim"):  # RViz: --no-rviz
-        if f"started {optional}" not in text:  # present on a full ROS install
-            assert re.search(f"skipped {optional}: .+", text), text
-
-
 def _shifted_gait(commands: list[Stamped], t_ref: float) -> Callable[[float], Any]:
     """The configured gait on this recording's time axis (s - t_ref), its phase read from
     the commands: joint_2 (the first yaw joint, phase 0) is A sin(w t) for t since the start.
@@ -711,8 +700,18 @@ def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(listener:
     assert "0.000 s skipped" in logs[0].read_text()  # within max_lag: nothing skipped
 
 
-def test_ctrl_c_stops_every_child_cleanly(graph: Graph) -> None:
-    pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", graph.stdout.read_text())]
+def test_snake_sim_starts_the_nodes_says_what_it_skipped_and_ctrl_c_stops_them(
+    graph: Graph,
+) -> None:
+    """The runner's own account from start to end, on one bring-up."""
+    # the nodes may publish before the runner has seen every ready line (a loaded machine)
+    graph.spin_until(lambda: "all nodes ready" in graph.stdout.read_text(), 60.0, "all ready")
+    text = graph.stdout.read_text()
+    assert "started /sim/gait_node" in text and "started /sim/dynamics_node" in text
+    for optional in ("/sim/robot_state_publisher", "/world_to_sim"):  # RViz: --no-rviz
+        if f"started {optional}" not in text:  # present on a full ROS install
+            assert re.search(f"skipped {optional}: .+", text), text
+    pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", text)]
     assert len(pids) >= 2
     graph.process.send_signal(signal.SIGINT)
     assert graph.process.wait(timeout=60) == 130
