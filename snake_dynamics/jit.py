@@ -5,6 +5,10 @@ the floating, flexible and simulator kernels) decorates its kernels with :func:`
 so the flags are written once. ``cache=True``: the first call in a fresh checkout compiles
 for a few seconds, later processes load the cache (which does not notice a change in a
 callee of another module: delete the ``__pycache__/*.nb[ic]`` files after editing one).
+
+A kernel's part that takes the floating workspace (a tuple of 19 arrays) is :func:`inlined`
+into its compiled callers: a call copies every array's pointer, shape and strides, about a
+sixth of the crawl's rate (bench/notes/2026-12-07-servo-crawl-kernel.md).
 """
 
 from __future__ import annotations
@@ -17,6 +21,15 @@ import numba
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+_FLAGS: dict[str, Any] = {"cache": True, "fastmath": True, "nogil": True, "error_model": "numpy"}
+
+
 def compiled(fn: _F) -> _F:
     """numba.njit with an on-disk cache, typed for mypy."""
-    return cast(_F, numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")(fn))
+    return cast(_F, numba.njit(**_FLAGS)(fn))
+
+
+def inlined(fn: _F) -> _F:
+    """:func:`compiled`, and inlined into every compiled caller (numba's ``inline="always"``,
+    at the IR level) instead of called; a call from Python runs it as :func:`compiled` does."""
+    return cast(_F, numba.njit(inline="always", **_FLAGS)(fn))

@@ -19,7 +19,7 @@ from snake_dynamics.floating.workspace import (
     ground_on_chain,
     solve6,
 )
-from snake_dynamics.jit import compiled
+from snake_dynamics.jit import compiled, inlined
 from snake_dynamics.mfm.spatial import (
     articulated_backward_pass,
     articulated_forward_pass,
@@ -49,7 +49,7 @@ def aba_floating(
     aba_at_chain(params, rotation0, nu, tau, wrenches, work, nu_dot)
 
 
-@compiled
+@inlined
 def aba_at_chain(
     params: FloatingParams,
     rotation0: FloatArray,
@@ -72,7 +72,7 @@ def aba_at_chain(
     articulated_forward_pass(s, c, u_vec, d, u, acc, nu_dot[6:])
 
 
-@compiled
+@inlined
 def forward_dynamics_on_ground(
     params: FloatingParams,
     ground: FloatArray,

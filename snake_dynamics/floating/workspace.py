@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from snake_dynamics.ground.kernel import ground_wrench_kernel
-from snake_dynamics.jit import compiled
+from snake_dynamics.jit import compiled, inlined
 from snake_dynamics.mfm.spatial import (
     body_frames,
     external_forces,
@@ -67,7 +67,7 @@ def floating_workspace(n: int) -> FloatingWorkspace:
     )
 
 
-@compiled
+@inlined
 def quaternion_matrix(quat: FloatArray, out: FloatArray) -> None:
     """out = R_0 of the quaternion (x, y, z, w), normalised first (as scipy does)."""
     norm = math.sqrt(quat[0] ** 2 + quat[1] ** 2 + quat[2] ** 2 + quat[3] ** 2)
@@ -83,7 +83,7 @@ def quaternion_matrix(quat: FloatArray, out: FloatArray) -> None:
     out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@compiled
+@inlined
 def chain_twists(
     params: FloatingParams, q: FloatArray, nu: FloatArray, work: FloatingWorkspace
 ) -> None:
@@ -119,7 +119,7 @@ def chain_twists(
         ck[5] = w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
 
 
-@compiled
+@inlined
 def world_motion(
     rotation0: FloatArray, position0: FloatArray, nu: FloatArray, work: FloatingWorkspace
 ) -> None:
@@ -148,7 +148,7 @@ def world_motion(
                 rot_w[b, i, j] = ri[0] * rot[b, 0, j] + ri[1] * rot[b, 1, j] + ri[2] * rot[b, 2, j]
 
 
-@compiled
+@inlined
 def body_forces(
     params: FloatingParams,
     rotation0: FloatArray,
@@ -203,7 +203,7 @@ def body_forces(
         p0[3 + i] = p0[3 + i] - m0 * g0[i] - local[0, i]
 
 
-@compiled
+@inlined
 def solve6(a: FloatArray, b: FloatArray, x: FloatArray) -> None:
     """x = a⁻¹ b for a symmetric positive definite 6x6 (Cholesky; ``a`` is overwritten)."""
     for j in range(6):
@@ -229,7 +229,7 @@ def solve6(a: FloatArray, b: FloatArray, x: FloatArray) -> None:
         x[i] = acc / a[i, i]
 
 
-@compiled
+@inlined
 def ground_on_chain(
     params: FloatingParams,
     ground: FloatArray,

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.ground.model import VERTICAL_TOL, Ground
-from snake_dynamics.jit import compiled
+from snake_dynamics.jit import inlined
 
 FloatArray = NDArray[np.float64]
 
@@ -46,7 +46,7 @@ _TANH_P = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441
 _TANH_Q = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
 
 
-@compiled
+@inlined
 def fast_tanh(x: float) -> float:
     """tanh(x) within 2 ulp of the C library's, about a third of its time inline: Cephes'
     rational form below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) up to 20, +-1 beyond (where the
@@ -61,7 +61,7 @@ def fast_tanh(x: float) -> float:
     return x + x * s * ((p0 * s + p1) * s + p2) / (((s + q0) * s + q1) * s + q2)
 
 
-@compiled
+@inlined
 def ground_wrench_kernel(
     ground: FloatArray,
     lengths: FloatArray,
