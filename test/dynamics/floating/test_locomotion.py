@@ -18,6 +18,7 @@ from support.planar_snake import PlanarSnake, lateral_undulation, simulate
 import snake_dynamics as sd
 from snake_dynamics.errors import ModelError, SimulationError
 from snake_dynamics.floating import literal as fl
+from snake_dynamics.floating import simulate_prescribed_fast
 from snake_dynamics.floating import state as fs
 from snake_dynamics.ground import Ground, stable_step
 from snake_dynamics.model import SnakeModel
@@ -119,12 +120,12 @@ def planar_twin(ground: Ground, n_links: int = 10) -> SnakeModel:
     return dataclasses.replace(model, inertias=np.array([spin] * n_links))
 
 
-@pytest.mark.slow
 def test_on_the_ground_the_3d_snake_moves_as_the_planar_reference() -> None:
     """Reference check (c): viscous friction c_t = 1, c_n = 10 N s/m at the link centres,
     lateral undulation (30 deg, 120 deg/s, 40 deg); the 3D MFM snake, resting on the ground
     on its contact springs, travels as the planar model of Liljebaeck et al. (the issue
-    asks for 2 %; measured 3e-9 relative), head first, and stays planar."""
+    asks for 2 %; measured 3e-9 relative), head first, and stays planar. The run is the
+    literal equations' compiled twin (equal to them: test_recursive.py), 1/50 of the CPU."""
     alpha, omega, delta = math.radians(30), math.radians(120), math.radians(40)
     reference = simulate(
         PlanarSnake(10, 0.07, 1.0, 0.0016, c_t=1.0, c_n=10.0),
@@ -134,7 +135,7 @@ def test_on_the_ground_the_3d_snake_moves_as_the_planar_reference() -> None:
     )
     ground = Ground(mu_along=0.0, mu_across=0.0, viscous_along=1.0, viscous_across=10.0)
     model = planar_twin(ground)
-    run = fl.simulate_prescribed(
+    run = simulate_prescribed_fast(
         model,
         undulation(9, alpha, omega, delta),
         9.0,
@@ -152,26 +153,28 @@ def test_on_the_ground_the_3d_snake_moves_as_the_planar_reference() -> None:
 
 
 def _coulomb_speed(mu_along: float, mu_across: float, delta: float) -> float:
-    """Forward speed of a 7-body all-yaw snake on Coulomb friction, 1 Hz undulation."""
+    """Forward speed of a 7-body all-yaw snake on Coulomb friction, 1 Hz undulation (the
+    compiled twin of the literal equations)."""
     ground = Ground(mu_along=mu_along, mu_across=mu_across)
     model = SnakeModel.uniform(
         6, 0.3, 0.1, 0.02, axes="z", gravity=G, base="floating", ground=ground
     )
     motion = undulation(6, math.radians(30), 2 * math.pi, delta)
-    run = fl.simulate_prescribed(
+    run = simulate_prescribed_fast(
         model, motion, 3.0, 2e-3, fs.rest_state(model, (0, 0, 0.02)), every=5
     )
     return run.forward_speed(1.0, 3.0)
 
 
-@pytest.mark.slow
 def test_the_laws_of_snake_locomotion() -> None:
     """Reference check (d) on the 3D model: isotropic viscous friction gives no net travel;
-    on Coulomb friction the travel reverses with the wave and grows with mu_across / mu_along."""
+    on Coulomb friction the travel reverses with the wave and grows with mu_across / mu_along.
+    The runs are the literal equations' compiled twin (equal to them: test_recursive.py):
+    0.4 CPU s instead of 45."""
     isotropic = Ground(mu_along=0.0, mu_across=0.0, viscous_along=5.0, viscous_across=5.0)
     model = planar_twin(isotropic, n_links=6)
     motion = undulation(5, math.radians(30), math.radians(120), math.radians(40))
-    run = fl.simulate_prescribed(model, motion, 3.0, 4e-3, fs.rest_state(model, (0, 0, 0.02)))
+    run = simulate_prescribed_fast(model, motion, 3.0, 4e-3, fs.rest_state(model, (0, 0, 0.02)))
     assert np.linalg.norm(run.com[-1, :2] - run.com[0, :2]) < 1e-6  # RK4's error: 4e-9 m
     forward = _coulomb_speed(0.05, 0.5, 0.7)
     backward = _coulomb_speed(0.05, 0.5, -0.7)
