@@ -277,7 +277,6 @@ class CrawlingSimulator(Simulator):
         model = self.model
         check_step(self._h, model)
         self.floating = FastFloatingModel(model)
-        self._packed = self.servo.packed
         lying = lying_state(model)
         self._y = np.concatenate(
             [lying.position, lying.quaternion, np.zeros(6 + 2 * model.n_joints)]
@@ -312,11 +311,6 @@ class CrawlingSimulator(Simulator):
         self._t0, self._count = float(t), 0
         self._q, self._qd = q_arr, qd_arr
         self._u = np.concatenate([np.zeros(n), q_arr, np.zeros(n)])
-
-    @property
-    def tau(self) -> FloatArray:
-        """The servo torques at the current state [N m], shape (n,) (eq. 241)."""
-        return np.asarray(recursive.servo_torque(self._packed, self._u, self._q, self._qd))
 
     @property
     def y(self) -> FloatArray:

@@ -430,6 +430,7 @@ class Simulator:
         self.servo = servo_model(stiffness, damping, servo, n)
         self.substeps = self._substeps()
         self._h = dt / self.substeps  # the RK4 step [s]
+        self._packed = self.servo.packed  # the servo law's parameters, compiled form (241)
         self._pack()
         self.reset(t0, np.zeros(n), np.zeros(n))
 
@@ -444,7 +445,7 @@ class Simulator:
 
     def _pack(self) -> None:
         """The arrays the compiled steps take, once :attr:`substeps` is known."""
-        self._params: recursive.ServoParams = (self.fast_model.params, self.servo.packed)
+        self._params: recursive.ServoParams = (self.fast_model.params, self._packed)
         self._u = np.zeros(3 * self.model.n_joints)
 
     @property
@@ -464,8 +465,9 @@ class Simulator:
 
     @property
     def tau(self) -> FloatArray:
-        """The torques applied at the current state by the servo model [N m], shape (n,)."""
-        return np.asarray(recursive.servo_torque(self._params[1], self._u, self._q, self._qd))
+        """The torques applied at the current state by the servo model [N m], shape (n,)
+        (eq. 241)."""
+        return np.asarray(recursive.servo_torque(self._packed, self._u, self._q, self._qd))
 
     def reset(self, t: float, q: ArrayLike, qd: ArrayLike) -> None:
         """Restart from angles q [rad] and rates q_dot [rad/s] at time t [s].

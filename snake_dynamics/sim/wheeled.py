@@ -119,7 +119,6 @@ class WheeledSimulator(Simulator):
         return wheeled_substeps(self.snake, self.servo, self.dt)
 
     def _pack(self) -> None:
-        self._packed = self.servo.packed
         k_ = self.snake.constants
         self._constants: tuple[FloatArray, FloatArray, FloatArray, FloatArray] = (
             np.array(k_.half),
@@ -163,11 +162,6 @@ class WheeledSimulator(Simulator):
         )
         self._q = np.diff(z[2 : n + 2])
         self._qd = np.diff(np.array(rec[1]))
-
-    @property
-    def tau(self) -> FloatArray:
-        """The servo torques at the current state [N m], shape (n,)."""
-        return np.asarray(recursive.servo_torque(self._packed, self._u, self._q, self._qd))
 
     @property
     def z(self) -> FloatArray:
