@@ -185,13 +185,14 @@ def test_the_laws_of_snake_locomotion() -> None:
 
 def test_resting_on_the_ground_the_contacts_carry_the_weight() -> None:
     """A straight snake lowered onto the ground settles with its contact springs carrying
-    its weight, each point sunk m g / (contacts k), and does not slide."""
+    its weight, each point sunk m g / (contacts k), and does not slide. The run is the
+    literal equations' compiled twin (equal to them: test_recursive.py)."""
     ground = Ground()
     model = SnakeModel.uniform(
         4, 0.3, 0.1, 0.02, axes="xz", gravity=G, base="floating", ground=ground
     )
     still = lambda t: (np.zeros(4), np.zeros(4), np.zeros(4))  # noqa: E731
-    run = fl.simulate_prescribed(model, still, 1.0, 2e-3, fs.rest_state(model, (0, 0, 0.021)))
+    run = simulate_prescribed_fast(model, still, 1.0, 2e-3, fs.rest_state(model, (0, 0, 0.021)))
     end = fs.FloatingState(run.position[-1], run.quaternion[-1], run.q[-1], run.nu[-1])
     wrenches = fl.ground_force_list(model, ground, end)
     assert wrenches[:, 2].sum() == pytest.approx(model.masses.sum() * 9.81, rel=1e-6)
