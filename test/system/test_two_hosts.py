@@ -9,7 +9,8 @@ compare_node on the robot's /clock), ``snake record`` and a listener: this file 
 ``python test_two_hosts.py station``, which prints what it receives as JSON lines and calls
 the driver's services, or the station's operator_node's, when told on its stdin. Its test
 order is the story: the graph finds itself, the measured joints cross, an e-stop crosses, an
-outage trips the firmware's watchdog and the graph resumes once the operator's stop state
+outage trips the firmware's watchdog and the graph resumes once the operator releases
+(operator_node's ~/enable, as ``snake estop --release``), not when the stop state's heartbeat
 crosses again, an e-stop pressed during an outage holds the robot until its stop state
 arrives (within a stated bound), a stranger on the station's host (this file run as
 ``python test_two_hosts.py stranger``: a client with no credentials) gets no key and changes
@@ -549,8 +550,9 @@ def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> 
     """3 s without the link: the driver gets no commands, sends no targets, and the firmware's
     watchdog trips (nothing moves on stale commands): the driver holds the servos disarmed
     (a trip). Afterwards the same processes carry on: measured joints arrive, the operator's
-    stop state (false, a heartbeat heard after the trip) re-arms the firmware with the next
-    targets, the joints follow the gait."""
+    heartbeat (the stop state false) crosses again and re-arms nothing, being no act of the
+    operator; the release (operator_node's ~/enable true, as ``snake estop --release``)
+    re-arms the firmware with the next targets, the joints follow the gait."""
     processes = (hosts.robot, hosts.station, hosts.recorder, hosts.listener.proc)
     pids = {p.pid: children(p.pid) for p in processes}
     before = len(driver_log(hosts.out))
@@ -564,7 +566,27 @@ def test_an_outage_trips_the_watchdog_and_the_graph_resumes(hosts: TwoHosts) -> 
         WAIT_S,
         "the driver to find the firmware's watchdog tripped",
     )
-    wait_for(lambda: moving(hosts, end), WAIT_S, "the joints to follow the gait again")
+
+    def heard_tripped() -> list[float]:
+        """When the driver's diagnostics since the link returned arrived that show it tripped
+        with the heartbeat heard again (a stop state younger than the outage's trip could
+        be) [s, CLOCK_MONOTONIC]."""
+        return [
+            t
+            for t, v in hosts.listener.diagnostics
+            if t > end
+            and v.get("tripped", "no") != "no"
+            and v.get("stop_state") == "False"
+            and float(v["stop_state_age_s"]) < 0.5
+        ]
+
+    heard = wait_for(lambda: heard_tripped()[1:], WAIT_S, "a second of heartbeats, tripped")
+    # what the driver said from then on (one published before the outage may arrive after it)
+    held = hosts.listener.diagnostics_after(heard[0])
+    assert not any(armed(v) for v in held), "the heartbeat re-armed the firmware"
+    assert not moving(hosts, end), "the joints moved before the release"
+    released = release(hosts)
+    wait_for(lambda: moving(hosts, released["t"]), WAIT_S, "the joints to follow the gait again")
     assert all(p.poll() is None for p in processes)
     assert {p.pid: children(p.pid) for p in processes} == pids, "a process was restarted"
     stats = hosts.link.stats()
@@ -589,6 +611,18 @@ def armed(values: dict[str, str]) -> bool:
         "False",
         "False",
     )
+
+
+def release(hosts: TwoHosts) -> dict[str, Any]:
+    """Release the operator's stop (operator_node's ~/enable true, as ``snake estop
+    --release``), asked again while refused (until the driver has answered the latest e-stop
+    call); returns the answer."""
+
+    def released() -> dict[str, Any] | None:
+        answer = hosts.listener.ask("release")
+        return answer if answer["release"]["success"] else None
+
+    return wait_for(released, WAIT_S, "operator_node to release the stop")
 
 
 def test_an_estop_pressed_during_an_outage_holds_the_robot_until_it_arrives(
@@ -668,16 +702,12 @@ def test_an_estop_pressed_during_an_outage_holds_the_robot_until_it_arrives(
 
     # the release: refused until the driver has answered the e-stop call, then the robot
     # moves again (the later tests need the gait)
-    def released() -> dict[str, Any] | None:
-        answer = hosts.listener.ask("release")
-        return answer if answer["release"]["success"] else None
-
-    release = wait_for(released, WAIT_S, "operator_node to release the stop")
-    wait_for(lambda: moving(hosts, release["t"]), WAIT_S, "the joints to move again")
+    released = release(hosts)
+    wait_for(lambda: moving(hosts, released["t"]), WAIT_S, "the joints to move again")
     wait_for(
         lambda: any(
             v.get("estop_latched") == "False" and armed(v)
-            for v in hosts.listener.diagnostics_after(release["t"])
+            for v in hosts.listener.diagnostics_after(released["t"])
         ),
         WAIT_S,
         "the driver's diagnostics to show the release and the firmware armed",
