@@ -184,7 +184,7 @@ def test_targets_after_a_watchdog_trip_arm_the_firmware_again(firmware) -> None:
     started after the driver): the firmware holds and refuses targets until an ENABLE; the
     link sends one with the first targets, and none past an e-stop. (No targets had flowed:
     this is no trip. A watchdog tripped after targets flowed holds the servos until the
-    operator's fresh intent: test_after_a_watchdog_trip_targets_alone_never_re_arm_...)"""
+    operator's act: test_after_a_watchdog_trip_targets_alone_never_re_arm_...)"""
     _, pty = firmware
     _, servos = load_servo_map(ROOT / "config/robot.yaml")
     link = DriverLink(SerialTransport(pty), servos, now=time.monotonic)
@@ -554,7 +554,7 @@ def test_an_mcu_restart_behind_an_open_bridge_is_configured_again(
         deadline = time.monotonic() + 4.0
         while time.monotonic() < deadline:
             if link.tripped:
-                link.enable(True)  # the operator's fresh intent after the trip
+                link.enable(True)  # the operator's act after the trip
             link.send_targets(target)
             measurements += run_for(link, 0.02, arrivals, events)
         # every report of the new MCU (the old one's last ones arrived at once)
