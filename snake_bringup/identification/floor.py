@@ -348,7 +348,8 @@ def report_section(result: FloorResult) -> str:
     lines += [
         "",
         f"Fit: {fit.evaluations} predictions of the paths and the joints (the identified "
-        "servos on the robot config's body, each crawl from its first measured pose).",
+        "servos on the robot config's body; each crawl's path error after the rigid motion "
+        "in the plane that fits it best, eq. 248).",
         "",
         f"Validation crawl ({gait}, {described}; not used by the fit), marker (tail CM):",
         "",

@@ -9,10 +9,12 @@ floor", eqs. 243-245; no ROS, no I/O).
   on a ground, from the marker's first measured pose, and samples the marker (the tail's CM)
   at the pose sensor's instants (eq. 243).
 * :func:`path_error` is the distance between the measured and the predicted marker in the
-  plane at each pose sample (eq. 244); :func:`joint_error` the measured joints' distance from
+  plane at each pose sample (eq. 244), :func:`aligned_error` the same after the rigid motion
+  that fits the whole path (eq. 248); :func:`joint_error` the measured joints' distance from
   the predicted ones, as a length (eq. 246).
 * :func:`fit_ground` finds the friction coefficients that make :func:`predict_crawl` closest
-  to the measured path and joints over one or more takes (eq. 245).
+  to the measured path (aligned) and joints over one or more takes (eq. 245), searching the
+  friction's level on its own (:func:`level_search`, eq. 262).
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ SEARCH_POINTS = 8
 #: soft-L1 loss): a crawl mispredicted by centimetres on every floor (sidewinding under
 #: servos that are not the robot's) must not drag the others off what they fit well.
 ROBUST_SCALE = 0.005
+#: The level search's reach and tolerance (eq. 262): ln of the common factor, +-0.4 (a
+#: factor 0.67-1.49, the least squares' start a grid step of 1.69 off at worst) to 0.002.
+LEVEL_SPAN = 0.4
+LEVEL_TOL = 2e-3
 
 
 @dataclass(frozen=True)
@@ -236,6 +242,13 @@ def aligned_path(predicted: FloatArray, measured: FloatArray) -> FloatArray:
     return np.asarray(rotation.apply(np.hstack([predicted - p0, pad]))[:, :2] + m0)
 
 
+def aligned_error(predicted: FloatArray, recording: PathRecording) -> FloatArray:
+    """|measured - aligned predicted| of the marker in the plane at every pose sample [m]:
+    eq. 244's error of the prediction moved by eq. 248's rigid motion (the start pose that
+    fits the whole path, not the first pose's noise)."""
+    return path_error(aligned_path(predicted, recording.xy), recording)
+
+
 def joint_error(model: SnakeModel, predicted: FloatArray, recording: PathRecording) -> FloatArray:
     """The measured joints' distance from the predicted ones as a length (eq. 246): L̄ times
     each joint's error with its mean removed (a pot's constant offset, eq. 209), L̄ the links'
@@ -259,8 +272,9 @@ class GroundFit:
         ground: the fitted floor (the start's other parameters kept).
         fitted: the names of the fitted parameters.
         stderr: each fitted parameter's standard error.
-        rms_before: each take's RMS path error with the starting floor [m].
-        rms_after: each take's RMS path error with the fitted floor [m].
+        rms_before: each take's RMS path error with the starting floor, aligned (eq. 248)
+            [m].
+        rms_after: each take's RMS path error with the fitted floor, aligned [m].
         joint_rms_before: each take's RMS joint error with the starting floor [rad] (NaN
             for a take without measured joints).
         joint_rms_after: the same with the fitted floor [rad].
@@ -327,6 +341,40 @@ def coarse_search(
     return best
 
 
+def level_search(
+    fun: Callable[[FloatArray], FloatArray],
+    x: FloatArray,
+    scale: float = ROBUST_SCALE,
+) -> FloatArray:
+    """The friction's level along the fit's weak direction (eq. 262): every coefficient
+    scaled by one factor e^c, c within +-:data:`LEVEL_SPAN` (scipy's bounded Brent search,
+    to :data:`LEVEL_TOL`). A floor with every coefficient scaled alike crawls nearly the
+    same path, and the cost (245) is smooth along that valley but kinked across it (a body
+    lifting a moment later lands elsewhere): the least squares' finite-difference gradient,
+    taken across the valley, points the wrong way along it and stops short of its floor.
+
+    Args:
+        fun: the residuals of a point (ln of each fitted coefficient).
+        x: the point to search from.
+        scale: :func:`robust_cost`'s scale [m].
+
+    Returns:
+        ``x`` moved along (1, ..., 1) to the least cost, or ``x`` itself where no point
+        of the search costs less.
+    """
+    from scipy.optimize import minimize_scalar
+
+    ones = np.ones_like(x)
+    start = robust_cost(fun(x), scale)
+    found = minimize_scalar(
+        lambda c: robust_cost(fun(x + c * ones), scale),
+        bounds=(-LEVEL_SPAN, LEVEL_SPAN),
+        method="bounded",
+        options={"xatol": LEVEL_TOL},
+    )
+    return x + float(found.x) * ones if float(found.fun) < start else x
+
+
 def fit_ground(
     model: SnakeModel,
     servo: ServoModel,
@@ -339,11 +387,13 @@ def fit_ground(
     robust_scale: float = ROBUST_SCALE,
 ) -> GroundFit:
     """The floor's friction coefficients that best predict the measured paths and joints
-    (eq. 245: nonlinear least squares over the path errors (244) and the joint errors (246)
-    of every take, scipy's trust-region reflective method, the coefficients as logs). A
-    crawl's path barely tells a floor from one with every coefficient scaled alike (slow
-    crawls are nearly quasi-static: the friction forces' directions and ratios set the
-    path); the servos' load, in the measured joints, tells their level.
+    (eq. 245: nonlinear least squares over the path errors after the rigid motion that fits
+    each whole path (248: the start pose, not the first pose's noise) and the joint errors
+    (246) of every take, scipy's trust-region reflective method, the coefficients as logs;
+    from the coarse search's start (247), then the level search (262) and the least squares
+    again). A crawl's path barely tells a floor from one with every coefficient scaled
+    alike (slow crawls are nearly quasi-static: the friction forces' directions and ratios
+    set the path); the servos' load, in the measured joints, tells their level.
 
     Args:
         model: the robot's body.
@@ -382,7 +432,7 @@ def fit_ground(
     def errors(ground: Ground) -> list[tuple[FloatArray, FloatArray]]:
         def one(take: PathRecording) -> tuple[FloatArray, FloatArray]:
             predicted = predict_crawl(model, servo, ground, take, dt)
-            return path_error(predicted.xy, take), joint_error(model, predicted.q, take)
+            return aligned_error(predicted.xy, take), joint_error(model, predicted.q, take)
 
         return in_parallel(one, takes)
 
@@ -409,16 +459,23 @@ def fit_ground(
     x0 = np.log([first[name] for name in names])
     before, joints_before = rms_each(errors(floor(x0)))
     loss = ("linear", 1.0) if math.isinf(robust_scale) else ("soft_l1", robust_scale)
-    result = least_squares(
-        fun,
-        coarse_search(fun, x0, names, robust_scale),
-        x_scale=1.0,
-        diff_step=1e-2,
-        ftol=1e-6,
-        xtol=1e-3,
-        loss=loss[0],
-        f_scale=loss[1],
-    )
+
+    def polish(start_x: FloatArray) -> Any:
+        return least_squares(
+            fun,
+            start_x,
+            x_scale=1.0,
+            diff_step=1e-2,
+            ftol=1e-6,
+            xtol=1e-3,
+            loss=loss[0],
+            f_scale=loss[1],
+        )
+
+    result = polish(coarse_search(fun, x0, names, robust_scale))
+    level = level_search(fun, result.x, robust_scale)
+    if not np.array_equal(level, result.x):
+        result = polish(level)
     fitted_ground = floor(result.x)
     sd = standard_errors(result.jac, result.cost)
     stderr = {

@@ -10,22 +10,28 @@ import threading
 import numpy as np
 import pytest
 
+from snake_bringup.identification.floor import CRAWLS, crawl
 from snake_dynamics.errors import IdentificationError
 from snake_dynamics.gaits import make_gait
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import NOMINAL, ServoModel
+from snake_dynamics.sim import random_plant
 from snake_dynamics.sim.floor_identification import (
     PathRecording,
+    aligned_error,
     aligned_path,
     fit_ground,
     joint_error,
+    level_search,
     path_error,
     predict_crawl,
     predict_path,
     robust_cost,
 )
-from snake_dynamics.sim.identification import in_parallel
+from snake_dynamics.sim.identification import in_parallel, seen_from_the_command
+from snake_dynamics.sim.plant import RANDOM_POSE_SENSOR, Potentiometer, plant_from_dict
+from snake_ros.paths import robot_config
 
 MODEL = SnakeModel.uniform(4, 0.1, 0.1, 0.02, axes="xz")
 SERVO = ServoModel.uniform(NOMINAL, 4)
@@ -146,10 +152,96 @@ def test_a_take_may_start_rolled_about_the_body() -> None:
 
 
 def test_the_aligned_path_undoes_a_rigid_motion_of_the_start() -> None:
-    measured = take("sidewinding", TRUE, 0.0, 0).xy
+    one = take("sidewinding", TRUE, 0.0, 0)
+    measured = one.xy
     c, s = np.cos(0.3), np.sin(0.3)
     moved = measured @ np.array([[c, s], [-s, c]]) + [0.1, -0.4]
     np.testing.assert_allclose(aligned_path(moved, measured), measured, atol=1e-12)
+    assert aligned_error(moved, one).max() < 1e-12 < path_error(moved, one).min()
+
+
+def test_the_level_search_walks_the_valley_the_least_squares_stops_in() -> None:
+    """Eq. 262 on a cost with the fit's shape: a shallow valley along ln mu_across - ln
+    mu_along = ln 3 with its floor at mu_along 0.2, and a steep kinked wall across it.
+    From a point on the valley 25 % low the search lands on the level within its
+    tolerance; from the minimum it stays put."""
+    truth = np.log([0.2, 0.6])
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        level, ratio = 0.5 * (x[0] + x[1] - truth.sum()), x[1] - x[0] - (truth[1] - truth[0])
+        return np.array([1e-3 * level, 0.05 * np.sqrt(abs(ratio))])
+
+    found = level_search(fun, truth + np.log(0.75))
+    np.testing.assert_allclose(found, truth, atol=2e-3)
+    assert np.array_equal(level_search(fun, truth), truth)
+
+
+#: Random plants (servos, mass scale, floor) no other test draws: seeds of random_plant.
+UNSEEN_SEEDS = (103, 105)
+
+
+def crawls_on_a_random_plant(
+    seed: int,
+) -> tuple[SnakeModel, ServoModel, Ground, list[PathRecording]]:
+    """``snake identify``'s two fitted crawls (3 s, ramped from rest) of the table robot on
+    the plant ``random_plant(seed, floor=True)`` draws, as the crawler moves its body (the
+    table's times the plant's mass scale) with its servos seen from the command (eq. 210),
+    each from its own start pose; measured as the plant's pose sensor (its position and
+    heading noise, its share of dropped samples) and pots (their noise, each off by a
+    constant) would: the body, servos and measurements the floor fit gets from a perfect
+    servo stage."""
+    table = SnakeModel.from_yaml(robot_config("robot_table"))
+    params = plant_from_dict(
+        random_plant(np.random.default_rng(seed), floor=True), table.joint_names, f"seed {seed}"
+    )
+    assert params.ground is not None
+    body = dataclasses.replace(
+        table, masses=table.masses * params.mass_scale, inertias=table.inertias * params.mass_scale
+    )
+    servo = seen_from_the_command(params.servo)
+    pot = Potentiometer()
+    sensor = RANDOM_POSE_SENSOR
+    rng = np.random.default_rng(seed)
+    takes = []
+    for _, gait, gait_params in CRAWLS:
+        trajectory = crawl(table, gait, gait_params, 3.0)
+        t = np.arange(0.0, 3.0 + 1e-9, 0.02)  # the telemetry's reports
+        reference = np.array([trajectory.evaluate(float(x)).q for x in t])
+        pose_t = np.arange(0.01, 2.99, 1.0 / float(sensor["rate"]))
+        start, yaw = rng.uniform(-0.5, 0.5, 2), float(rng.uniform(-np.pi, np.pi))
+        blank = PathRecording(
+            t, reference, pose_t, np.tile(start, (pose_t.size, 1)), np.full(pose_t.size, yaw)
+        )
+        truth = predict_crawl(body, servo, params.ground, blank)
+        kept = rng.random(pose_t.size) >= float(sensor["dropout"])
+        kept[0] = True
+        xy = truth.xy + rng.normal(0.0, float(sensor["position_noise"]), truth.xy.shape)
+        headings = yaw + rng.normal(0.0, float(sensor["yaw_noise"]), pose_t.size)
+        noise = pot.noise_mv / pot.mv_per_rad
+        measured = (
+            truth.q + rng.normal(0.0, 0.02, table.n_joints) + rng.normal(0.0, noise, truth.q.shape)
+        )
+        takes.append(
+            PathRecording(t, reference, pose_t[kept], xy[kept], headings[kept], measured=measured)
+        )
+    return body, servo, params.ground, takes
+
+
+@pytest.mark.slow  # 30-60 s a seed: make test runs it, make unit does not
+@pytest.mark.parametrize("seed", UNSEEN_SEEDS)
+def test_the_fit_recovers_a_random_floor_under_random_servos(seed: int) -> None:
+    """The floor fit from the table robot's config floor (0.1, 0.5) recovers both
+    coefficients of a floor drawn within random_plant's ranges within 10 % (issue 37's
+    check; within 1.7 % on the eight seeds of bench/notes/2026-12-07-floor-fit-bias.md,
+    where the first-pose anchoring and the least squares' early stop left them between 19 %
+    low and 24 % high), and the aligned path error comes down to the sensor's noise."""
+    body, servo, floor, takes = crawls_on_a_random_plant(seed)
+    start = SnakeModel.from_yaml(robot_config("robot_table")).ground
+    assert start is not None
+    fit = fit_ground(body, servo, takes, start)
+    assert fit.ground.mu_along == pytest.approx(floor.mu_along, rel=0.10)
+    assert fit.ground.mu_across == pytest.approx(floor.mu_across, rel=0.10)
+    assert np.all(fit.rms_after < 3.0 * np.sqrt(2.0) * float(RANDOM_POSE_SENSOR["position_noise"]))
 
 
 @pytest.mark.parametrize("cores", [{0}, {0, 1}])
