@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import mujoco
 import numpy as np
@@ -97,7 +98,9 @@ class MujocoPlant(Plant):
             frictionloss=effects.frictionloss,
             motors=True,
         )
-        self.mjcf = snake_mjcf(self.model, options)
+        # held (no floor in the plant file): a fixed tail, whatever floor the config gives
+        held = ground is None
+        self.mjcf = snake_mjcf(replace(self.model, ground=None) if held else self.model, options)
         self.mj_model = mujoco.MjModel.from_xml_string(self.mjcf)
         self.mj_data = mujoco.MjData(self.mj_model)
         m, n = self.mj_model, self.model.n_joints
@@ -108,7 +111,7 @@ class MujocoPlant(Plant):
         self._servo_q = np.array([j.qposadr[0] for j in servo], dtype=np.intp)
         self._servo_v = np.array([j.dofadr[0] for j in servo], dtype=np.intp)
         self._bodies = np.array([m.body(f"body_{b}").id for b in range(n + 1)], dtype=np.intp)
-        self._free = ground is not None
+        self._free = not held
         self._step_count = 0
         self._t0 = 0.0
         self.torque = np.zeros(n)  # the motors' torques of the last step [N m]
