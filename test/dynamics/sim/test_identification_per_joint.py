@@ -20,7 +20,7 @@ from snake_bringup.plant_bridge import build_plant
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.robot import Robot
 from snake_dynamics.servo import NOMINAL, ServoModel
-from snake_dynamics.sim import PulseMap
+from snake_dynamics.sim import PulseMap, identification
 from snake_dynamics.sim.identification import (
     PER_JOINT,
     SEPARATED,
@@ -137,7 +137,9 @@ def test_the_held_mujoco_robot_is_fixed_at_its_tail_and_moves_as_the_model(
 
 
 @pytest.mark.slow
-def test_both_fits_on_the_held_mujoco_robot_stay_as_cheap_as_their_start(tmp_path: Path) -> None:
+def test_both_fits_on_the_held_mujoco_robot_stay_as_cheap_as_their_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every effect at its default (spread, backlash, gear friction, rotor inertia, battery,
     brackets): the shared fit from the nominal servo and the per-joint fit from it end on
     servos whose prediction needs no more RK4 steps than twice the nominal's (a free base
@@ -146,7 +148,9 @@ def test_both_fits_on_the_held_mujoco_robot_stay_as_cheap_as_their_start(tmp_pat
     parameters it does not separate keep the shared value; the others have a standard
     error within SEPARATED of their value. How close each joint's K and T_s come to the
     plant's law: bench/notes/2026-12-07-mujoco-servo-fit.md (the battery's sag pulls T_s
-    down)."""
+    down). The per-joint fit takes 4 of its steps here (it starts from the shared fit, near
+    its optimum; its 15 cost 195 predictions, 2 min on an idle core)."""
+    monkeypatch.setattr(identification, "MAX_STEPS", 4)
     rec, _ = held_mujoco_recording(tmp_path)
     body = held_body()
     shared = fit_servo(body, rec, NOMINAL)
