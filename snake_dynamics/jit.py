@@ -14,7 +14,7 @@ sixth of the crawl's rate (bench/notes/2026-12-07-servo-crawl-kernel.md).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import numba
 
@@ -22,6 +22,11 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 _FLAGS: dict[str, Any] = {"cache": True, "fastmath": True, "nogil": True, "error_model": "numpy"}
+#: numba's IR inlining where numba is at least requirements.txt's 0.68 (the crawl compiles in
+#: 19 s of CPU there, as without it). Debian 12's numba 0.56 had not compiled the crawl with
+#: it after 10 min (`snake simulate --ground` in test_debian_python; 30 s without), so an
+#: older numba calls these kernels instead: the same results, a sixth slower.
+INLINE: Literal["always", "never"] = "always" if numba.version_info.short >= (0, 68) else "never"
 
 
 def compiled(fn: _F) -> _F:
@@ -31,5 +36,6 @@ def compiled(fn: _F) -> _F:
 
 def inlined(fn: _F) -> _F:
     """:func:`compiled`, and inlined into every compiled caller (numba's ``inline="always"``,
-    at the IR level) instead of called; a call from Python runs it as :func:`compiled` does."""
-    return cast(_F, numba.njit(inline="always", **_FLAGS)(fn))
+    at the IR level; see :data:`INLINE`) instead of called; a call from Python runs it as
+    :func:`compiled` does."""
+    return cast(_F, numba.njit(inline=INLINE, **_FLAGS)(fn))
