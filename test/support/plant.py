@@ -21,6 +21,16 @@ from snake_ros.paths import robot_config
 from support import cli
 
 CHANNELS = 16
+#: The MuJoCo plant's ``effects:`` with every effect off: as close to the MFM plant as its
+#: engine allows.
+EFFECTS_OFF: dict[str, Any] = {
+    "servo_spread": 0.0,
+    "backlash": 0.0,
+    "frictionloss": 0.0,
+    "armature": 0.0,
+    "battery": None,
+    "bracket": None,
+}
 
 
 def pulses(

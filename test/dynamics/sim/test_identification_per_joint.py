@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from support.plant import EFFECTS_OFF
 
 from snake_bringup.plant_bridge import build_plant
 from snake_dynamics.model import SnakeModel
@@ -42,15 +43,6 @@ pytest.importorskip("mujoco")
 PERIOD, PHASE = 0.02, 0.0073
 #: A pulse's width at the range's centre [s]: the servo reads its target at the pulse's end.
 PULSE = 0.0015
-#: Every effect off: the MuJoCo plant as close to the MFM plant as its engine allows.
-OFF: dict[str, Any] = {
-    "servo_spread": 0.0,
-    "backlash": 0.0,
-    "frictionloss": 0.0,
-    "armature": 0.0,
-    "battery": None,
-    "bracket": None,
-}
 
 
 def _width(pulse: PulseMap, q: float) -> float:
@@ -129,7 +121,7 @@ def test_the_held_mujoco_robot_is_fixed_at_its_tail_and_moves_as_the_model(
     effect off, the model driven by the plant's own servo law predicts each joint within
     1.5 deg RMS over the experiment (measured 0.43-1.07 deg, as the MFM plant's 0.42-1.03:
     the 20 ms pulses' timing and the deadband's rest; a free base put joint 1 17 deg off)."""
-    rec, plant = held_mujoco_recording(tmp_path, OFF)
+    rec, plant = held_mujoco_recording(tmp_path, EFFECTS_OFF)
     assert plant.mj_model.nv == plant.model.n_joints
     rms = rms_error(predict(held_body(), law_in_the_body_s_units(plant), rec), rec.measured)
     print("RMS [deg]", np.round(np.degrees(rms), 3))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.plant import (
+    EFFECTS_OFF,
     assert_plant_file_refused,
     assert_served_as_stepped,
     assert_snake_refuses_plant,
@@ -59,14 +60,6 @@ def _mujoco_plant(doc: dict[str, Any], robot: Path = ROBOT) -> MujocoPlant:
 
 #: A servo without deadband (an isolated effect shows without it) and the plant's others.
 EXACT_SERVO = {"defaults": {"deadband": 0.0, "dead_time": 0.008}}
-OFF: dict[str, Any] = {
-    "servo_spread": 0.0,
-    "backlash": 0.0,
-    "frictionloss": 0.0,
-    "armature": 0.0,
-    "battery": None,
-    "bracket": None,
-}
 
 
 @pytest.mark.slow
@@ -121,7 +114,7 @@ def test_backlash_is_a_dead_zone_of_its_width() -> None:
     plant = _mujoco_plant(
         {
             "servo": EXACT_SERVO,
-            "effects": {**OFF, "backlash": b, "armature": 0.003, "bracket": {}},
+            "effects": {**EFFECTS_OFF, "backlash": b, "armature": 0.003, "bracket": {}},
         }
     )
     head = plant.model.n_joints - 1
@@ -147,7 +140,12 @@ def test_the_bracket_gives_under_a_load_as_its_spring_past_the_play() -> None:
     plant = _mujoco_plant(
         {
             "servo": EXACT_SERVO,
-            "effects": {**OFF, "backlash": b, "armature": 0.003, "bracket": {"stiffness": k}},
+            "effects": {
+                **EFFECTS_OFF,
+                "backlash": b,
+                "armature": 0.003,
+                "bracket": {"stiffness": k},
+            },
         }
     )
     head = plant.model.n_joints - 1
@@ -169,7 +167,7 @@ def test_gear_friction_holds_a_joint_against_a_torque_below_it() -> None:
     0.045 N m turns it by a tenth of a radian."""
     moved = []
     for torque in (0.02, 0.045):
-        plant = _mujoco_plant({"effects": {**OFF, "frictionloss": 0.03, "armature": 0.003}})
+        plant = _mujoco_plant({"effects": {**EFFECTS_OFF, "frictionloss": 0.03, "armature": 0.003}})
         head = plant.model.n_joints
         plant.mj_data.xfrc_applied[plant.mj_model.body(f"body_{head}").id, 3:] = [0, 0, torque]
         start = plant.q[head - 1]
@@ -186,7 +184,7 @@ def test_the_battery_sags_the_stall_torque_with_the_total_current() -> None:
     more servos pull, the lower it is: two servos stalled sag it less than eight."""
     scales = []
     for pulling in (2, 8):
-        plant = _mujoco_plant({"servo": EXACT_SERVO, "effects": {**OFF, "battery": {}}})
+        plant = _mujoco_plant({"servo": EXACT_SERVO, "effects": {**EFFECTS_OFF, "battery": {}}})
         battery = plant.effects.battery
         assert battery is not None
         n = plant.model.n_joints
@@ -215,7 +213,7 @@ def test_the_battery_sags_the_stall_torque_with_the_total_current() -> None:
 def test_each_joint_gets_its_own_servo_within_the_spread() -> None:
     """``servo_spread`` s: each joint's K, D, T_s and w_0 within [1 - s, 1 + s] of the plant
     file's (eq. 249), no two joints alike, dead time and deadband shared; the seed decides."""
-    doc = {"effects": {**OFF, "servo_spread": 0.15, "seed": 7}}
+    doc = {"effects": {**EFFECTS_OFF, "servo_spread": 0.15, "seed": 7}}
     plant, again = _mujoco_plant(doc), _mujoco_plant(doc)
     file_servo = plant.params.servo
     for name in ("stiffness", "damping", "stall_torque", "no_load_speed"):
