@@ -97,9 +97,10 @@ def register(sub: Subparsers) -> None:
         "--servo-fit",
         choices=SERVO_FITS,
         default=SERVO_FITS[0],
-        help="shared: one servo for every joint (default); per-joint (not yet verified "
-        "against a plant: docs/cli.md): each joint's own stiffness, damping, stall torque "
-        "and no-load speed after the shared fit (dead time and deadband shared)",
+        help="shared: one servo for every joint (default); per-joint: each joint's own "
+        "stiffness, damping, stall torque and no-load speed after the shared fit (dead time "
+        "and deadband shared; on the MuJoCo robot it fits the joints closer but predicts "
+        "crawls no better: docs/cli.md)",
     )
     p.add_argument(
         "--from-bags",

@@ -58,7 +58,7 @@ def _mujoco_plant(doc: dict[str, Any], robot: Path = ROBOT) -> MujocoPlant:
     return plant
 
 
-#: A servo without deadband (an isolated effect shows without it) and the plant's others.
+#: A servo without deadband (an isolated effect shows without it).
 EXACT_SERVO = {"defaults": {"deadband": 0.0, "dead_time": 0.008}}
 
 
