@@ -10,7 +10,8 @@ Target: >= 20x for the 20-body model. On the ground (``on_the_ground`` of the co
 step's joints (``FastBaseTracker``, eqs. 228, 239, ``ground_model: prescribed``). Target:
 >= 5x for the 20-body model. Under the servos on the ground (``ground_model: servos``, the
 node's default for such a robot) the node's ``CrawlingSimulator`` (eqs. 240-242) integrates
-joints and base together. Targets: >= 10x for the 8-joint robot, >= 5x for the 20-body one.
+joints and base together. Targets: >= 20x paced for the 8-joint robot, >= 10x for the
+20-body one (issue 38).
 On wheels (config/robot_wheels.yaml) the node's ``WheeledSimulator`` (eqs. 415-417) does
 the work instead.
 
