@@ -17,7 +17,7 @@ import numpy as np
 from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
-from snake_dynamics.sim.floor_identification import PathRecording, aligned_path, predict_crawl
+from snake_dynamics.sim.floor_identification import PathRecording, aligned_error, predict_crawl
 from snake_dynamics.sim.identification import residuals
 
 from .experiment import IdentifyError
@@ -74,11 +74,10 @@ def predict_take(model: Model, take: PathRecording) -> Prediction:
     if take.measured is None:
         raise IdentifyError("a held-out crawl's bag has no measured joint states")
     got = predict_crawl(model.body, model.servo, model.ground, take)
-    error = aligned_path(got.xy, take.xy) - take.xy
     return Prediction(
         float(np.sqrt(np.mean(residuals(got.q, take.measured) ** 2))),
         float(np.hypot(*(got.xy[-1] - got.xy[0]))),
-        float(np.sqrt(np.mean(np.sum(error**2, axis=1)))),
+        float(np.sqrt(np.mean(aligned_error(got.xy, take) ** 2))),
     )
 
 
