@@ -20,7 +20,7 @@ import numpy as np
 from snake_dynamics import make_gait
 from snake_dynamics.flexible.snake import ElasticRun, elastic_arm, simulate_elastic
 from snake_dynamics.gaits import gait_parameters
-from snake_dynamics.mfm.integrators import DivergenceError, simulate_gait
+from snake_dynamics.mfm.integrators import DivergenceError, motion_samples, simulate_gait
 from snake_ros.paths import load_robot
 
 from ..errors import UsageError
@@ -241,7 +241,7 @@ def run(
         if bar is not None and bar.tty:
             bar.stream.write("\n")  # end the unfinished bar's line
     wall = time.perf_counter() - wall
-    commanded = np.array([trajectory(float(t)).q for t in result.t])
+    commanded = np.asarray(motion_samples(trajectory, result.t)[0])
     summary = summarise(
         result,
         commanded,

@@ -1,7 +1,10 @@
 """Time integration of eq. (84) with classical RK4, the paper's integrator.
 
 Inputs (torques) are evaluated at the RK4 stage times t, t + dt/2 and t + dt; with
-trajectory kinks on step boundaries the scheme keeps its 4th-order accuracy.
+trajectory kinks on step boundaries the scheme keeps its 4th-order accuracy. They are
+sampled at every stage time before the loop: a torque function once per stage time, a table
+of torques (:func:`stage_times`) as given, a periodic gait (the reference, the prescribed
+torques of eq. 81) at every stage time in one call.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError, StateError
+from snake_dynamics.gaits import PeriodicGait
 from snake_dynamics.mfm import kinetics, recursive
 from snake_dynamics.mfm.kinematics import joint_vector
 from snake_dynamics.model import SnakeModel
@@ -25,6 +29,8 @@ from snake_dynamics.servo import ServoModel, ServoParams
 FloatArray = NDArray[np.float64]
 #: tau = tau_fn(t) [N m] at time t [s]
 TorqueFn = Callable[[float], ArrayLike]
+#: t [s] -> (q [rad], q_dot [rad/s], q_ddot [rad/s^2]) of n joints, e.g. a gait.
+Motion = Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
 ProgressFn = Callable[[float], None]
 
 
@@ -96,15 +102,11 @@ class Servo:
 
     stiffness: ArrayLike
     damping: ArrayLike
-    reference: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
+    reference: Motion
     model: ServoModel | None = None
 
     @classmethod
-    def of(
-        cls,
-        model: ServoModel,
-        reference: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]],
-    ) -> Servo:
+    def of(cls, model: ServoModel, reference: Motion) -> Servo:
         """The servos of ``model`` tracking ``reference``."""
         return cls(model.column("stiffness"), model.column("damping"), reference, model)
 
@@ -224,7 +226,33 @@ def step_count(t_end: float, dt: float) -> int:
     return int(steps)
 
 
-def _samples(model: SnakeModel, values: list[Any], times: list[float], name: str) -> FloatArray:
+def stage_times(t_end: float, dt: float) -> FloatArray:
+    """The RK4 stage times of a run, t_j = j dt/2 for j = 0 .. 2 steps [s]: where
+    :func:`simulate` samples its inputs (a torque table's rows).
+
+    Raises:
+        SimulationError: see :func:`step_count`.
+    """
+    return np.arange(2 * step_count(t_end, dt) + 1, dtype=np.float64) * (0.5 * dt)
+
+
+def motion_samples(motion: Motion, times: FloatArray) -> tuple[Any, Any, Any]:
+    """q [rad], q_dot [rad/s] and q_ddot [rad/s^2] of ``motion`` at every time of ``times``
+    [s], each a sequence of len(times) rows.
+
+    A :class:`PeriodicGait` is evaluated at every time in one call (its ``evaluate``
+    broadcasts a column of times against its joints: the same operations on the same
+    numbers as one call per time, bit for bit) and gives (m, n) arrays; any other motion is
+    called once per time and gives lists of what it returned.
+    """
+    if type(motion) is PeriodicGait:
+        late = motion.evaluate(times[:, None])  # type: ignore[arg-type]
+        return late.q, late.qd, late.qdd
+    samples = [motion(float(ti)) for ti in times]
+    return [s[0] for s in samples], [s[1] for s in samples], [s[2] for s in samples]
+
+
+def _samples(model: SnakeModel, values: Any, times: FloatArray, name: str) -> FloatArray:
     """Per-joint vectors sampled at ``times`` as one (len(times), n) array, validated at once.
 
     Raises:
@@ -245,7 +273,7 @@ def simulate(
     model: SnakeModel,
     q0: ArrayLike,
     qd0: ArrayLike,
-    tau_fn: TorqueFn | None,
+    tau_fn: TorqueFn | FloatArray | None,
     t_end: float,
     dt: float,
     *,
@@ -259,8 +287,10 @@ def simulate(
         model: the snake.
         q0: initial joint angles [rad], shape (n,).
         qd0: initial joint rates [rad/s], shape (n,).
-        tau_fn: joint torques tau(t) [N m], evaluated at the RK4 stage times; None for
-            tau = 0 (a passive snake, or pure servo feedback).
+        tau_fn: joint torques tau(t) [N m], evaluated at the RK4 stage times; or those
+            torques as a table, one row per time of :func:`stage_times` (t_end, dt), shape
+            (2 steps + 1, n) (no Python call per stage time); None for tau = 0 (a passive
+            snake, or pure servo feedback).
         t_end: duration [s], a whole number of steps.
         dt: time step [s].
         servo: optional servo feedback added to ``tau_fn`` (see :class:`Servo`), evaluated
@@ -295,20 +325,17 @@ def simulate(
         accel, params = _literal_servo_accel, (model, servos.packed)
 
     # Open-loop inputs, sampled at every stage time t = j dt/2 (RK4 uses t, t+dt/2, t+dt).
-    stage_t = np.arange(2 * steps + 1, dtype=np.float64) * (0.5 * dt)
+    stage_t = stage_times(t_end, dt)
     inputs = np.zeros((2 * steps + 1, 3 * n))
-    times = stage_t.tolist()
     if tau_fn is not None:
-        inputs[:, :n] = _samples(model, [tau_fn(tj) for tj in times], times, "tau_fn")
+        inputs[:, :n] = _torque_samples(model, tau_fn, stage_t)
     if servo is not None:  # each servo sees the reference its dead time late (eq. 201)
         for delay in np.unique(servos.dead_times):
-            late = [tj - float(delay) for tj in times]
-            reference = [servo.reference(tj) for tj in late]
+            late = stage_t - float(delay)
+            q_late, qd_late, _ = motion_samples(servo.reference, late)
             cols = np.flatnonzero(servos.dead_times == delay)
-            q_ref = _samples(model, [r[0] for r in reference], late, "reference q")
-            qd_ref = _samples(model, [r[1] for r in reference], late, "reference qd")
-            inputs[:, n + cols] = q_ref[:, cols]
-            inputs[:, 2 * n + cols] = qd_ref[:, cols]
+            inputs[:, n + cols] = _samples(model, q_late, late, "reference q")[:, cols]
+            inputs[:, 2 * n + cols] = _samples(model, qd_late, late, "reference qd")[:, cols]
     t = stage_t[::2]
     qs, qds, qdds = (np.full((steps + 1, n), np.nan) for _ in range(3))
     qs[0], qds[0] = q, qd
@@ -354,6 +381,26 @@ def simulate(
     return _result(model, servos, inputs, t, qs, qds, qdds)
 
 
+def _torque_samples(
+    model: SnakeModel, tau_fn: TorqueFn | FloatArray, times: FloatArray
+) -> FloatArray:
+    """:func:`simulate`'s torques at the stage times ``times`` [s], shape (len(times), n).
+
+    Raises:
+        StateError: a table of another shape, or a bad sample (named with its time).
+    """
+    if callable(tau_fn):
+        return _samples(model, [tau_fn(tj) for tj in times.tolist()], times, "tau_fn")
+    rows = (times.size, model.n_joints)
+    if not isinstance(tau_fn, np.ndarray) or tau_fn.shape != rows:
+        shape = tau_fn.shape if isinstance(tau_fn, np.ndarray) else type(tau_fn).__name__
+        raise StateError(
+            f"tau_fn must be a function of t [s] or a table of torques at stage_times(t_end, "
+            f"dt), shape {rows}; got {shape}"
+        )
+    return _samples(model, tau_fn, times, "tau_fn")
+
+
 def _result(
     model: SnakeModel,
     servos: ServoModel,
@@ -390,9 +437,7 @@ def _result(
     )
 
 
-def prescribed_torques(
-    model: SnakeModel, trajectory: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]]
-) -> TorqueFn:
+def prescribed_torques(model: SnakeModel, trajectory: Motion) -> TorqueFn:
     """tau(t) = inverse_dynamics(q(t), q_dot(t), q_ddot(t)): the paper's validation input.
 
     Args:
@@ -415,9 +460,32 @@ def prescribed_torques(
     return tau
 
 
+def prescribed_torque_table(model: SnakeModel, trajectory: Motion, times: FloatArray) -> FloatArray:
+    """:func:`prescribed_torques` at every time of ``times`` [s] at once (eq. 81): a torque
+    table for :func:`simulate` when ``times`` is :func:`stage_times`.
+
+    Args:
+        model: the snake.
+        trajectory: t -> (q, q_dot, q_ddot), e.g. a gait (a :class:`PeriodicGait` is
+            sampled in one call, see :func:`motion_samples`).
+        times: sample times [s], shape (m,).
+
+    Returns:
+        Joint torques [N m], shape (m, n).
+
+    Raises:
+        StateError: a trajectory sample that is not n finite numbers, named with its time.
+    """
+    q, qd, qdd = (
+        _samples(model, values, times, f"trajectory {name}")
+        for values, name in zip(motion_samples(trajectory, times), ("q", "qd", "qdd"), strict=True)
+    )
+    return recursive.inverse_dynamics_rows(recursive.FastModel(model).params, q, qd, qdd)
+
+
 def simulate_gait(
     model: SnakeModel,
-    gait: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]],
+    gait: Motion,
     t_end: float,
     dt: float,
     *,
@@ -439,7 +507,7 @@ def simulate_gait(
         model,
         start[0],
         start[1],
-        prescribed_torques(model, gait),
+        prescribed_torque_table(model, gait, stage_times(t_end, dt)),
         t_end,
         dt,
         servo=servo,

@@ -350,6 +350,19 @@ def servo_torques(servo: FloatArray, us: FloatArray, qs: FloatArray, qds: FloatA
     return out
 
 
+@compiled
+def inverse_dynamics_rows(
+    params: Params, qs: FloatArray, qds: FloatArray, qdds: FloatArray
+) -> FloatArray:
+    """tau of eq. (81) at every sample, no wrenches: states (m, n) each -> torques (m, n)
+    [N m] (:func:`_rnea` row by row, one call from Python)."""
+    axes, offsets, masses, inertias, gravity, no_wrench = params
+    out = np.empty(qs.shape)
+    for i in range(qs.shape[0]):
+        out[i] = _rnea(axes, offsets, masses, inertias, gravity, qs[i], qds[i], qdds[i], no_wrench)
+    return out
+
+
 #: (model arrays, packed servo parameters (5, n)) for :func:`servo_accel_kernel`.
 ServoParams = tuple[Params, FloatArray]
 

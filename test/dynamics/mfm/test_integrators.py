@@ -84,3 +84,72 @@ def test_a_bad_torque_sample_is_named_with_its_stage_time() -> None:
     servo = integrators.Servo(1.0, 0.1, lambda t: (gait(t)[0][:7], gait(t)[1], gait(t)[2]))
     with np.testing.assert_raises_regex(sd.StateError, r"reference q\(0\) must have shape"):
         integrators.simulate(model, np.zeros(8), np.zeros(8), None, 0.01, 0.001, servo=servo)
+
+
+def test_a_torque_table_at_the_stage_times_gives_the_functions_run() -> None:
+    # The table is the function's own samples at stage_times: the same inputs, the same run.
+    model = sd.SnakeModel.from_yaml("config/robot.yaml")
+    torque = np.linspace(-0.05, 0.05, 8)
+
+    def tau(t: float) -> np.ndarray:
+        return torque * np.sin(7.0 * t)
+
+    stages = integrators.stage_times(0.5, 0.001)
+    assert stages.shape == (1001,) and stages[1] == 0.0005 and stages[-1] == 0.5
+    table = np.array([tau(t) for t in stages.tolist()])
+    by_function = integrators.simulate(model, np.zeros(8), np.zeros(8), tau, 0.5, 0.001)
+    by_table = integrators.simulate(model, np.zeros(8), np.zeros(8), table, 0.5, 0.001)
+    for name in ("q", "qd", "qdd", "tau", "kinetic", "potential"):
+        np.testing.assert_array_equal(getattr(by_table, name), getattr(by_function, name))
+    assert np.ptp(by_table.q) > 1e-3  # the input moved the snake
+
+
+def test_a_bad_torque_table_is_one_line_with_the_shape_or_stage_time() -> None:
+    model = sd.SnakeModel.from_yaml("config/robot.yaml")
+    zero = np.zeros(8)
+    with np.testing.assert_raises_regex(
+        sd.StateError, r"stage_times\(t_end, dt\), shape \(21, 8\); got \(20, 8\)"
+    ):
+        integrators.simulate(model, zero, zero, np.zeros((20, 8)), 0.01, 0.001)
+    with np.testing.assert_raises_regex(sd.StateError, r"got list"):
+        integrators.simulate(model, zero, zero, [[0.0] * 8] * 21, 0.01, 0.001)  # type: ignore[arg-type]
+    table = np.zeros((21, 8))
+    table[3, 2] = np.inf
+    with np.testing.assert_raises_regex(sd.StateError, r"tau_fn\(0\.0015\) must be finite"):
+        integrators.simulate(model, zero, zero, table, 0.01, 0.001)
+
+
+def test_the_prescribed_torque_table_is_the_torque_function_at_every_time() -> None:
+    model = random_model(np.random.default_rng(5), 8, gravity=True)
+    times = integrators.stage_times(0.2, 0.001)
+    for gait in (
+        sd.gaits.make_gait("serpenoid", model),  # sampled in one call
+        sd.staggered_quintic(8, amplitude=0.4, duration=0.1, stagger=0.01),  # one call a time
+    ):
+        by_time = integrators.prescribed_torques(model, gait)
+        table = integrators.prescribed_torque_table(model, gait, times)
+        np.testing.assert_array_equal(table, np.array([by_time(t) for t in times.tolist()]))
+        assert np.max(np.abs(table)) > 1e-3
+    seven = sd.gaits.make_gait("serpenoid", random_model(np.random.default_rng(5), 7))
+    with np.testing.assert_raises_regex(sd.StateError, r"trajectory q\(0\) must have shape \(8,\)"):
+        integrators.prescribed_torque_table(model, seven, times)
+
+
+def test_the_validation_loop_of_a_periodic_gait_is_its_per_time_run() -> None:
+    # simulate_gait samples a periodic gait and its torques at every stage time at once; the
+    # run is the one of the torque function and the reference called once per stage time.
+    model = sd.SnakeModel.from_yaml("config/robot.yaml")
+    gait = sd.gaits.make_gait("serpenoid", model)
+
+    def per_time(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return gait(t)  # not a PeriodicGait: one call per time
+
+    start = gait(0.0)
+    reference = integrators.simulate(
+        model, start.q, start.qd, integrators.prescribed_torques(model, per_time), 1.0, 0.001,
+        servo=integrators.Servo(2.0, 0.05, per_time),
+    )  # fmt: skip
+    batched = integrators.simulate_gait(model, gait, 1.0, 0.001, stiffness=2.0, damping=0.05)
+    for name in ("q", "qd", "qdd", "tau"):
+        np.testing.assert_array_equal(getattr(batched, name), getattr(reference, name))
+    assert np.ptp(batched.q) > 0.1
