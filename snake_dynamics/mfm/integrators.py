@@ -337,7 +337,7 @@ def simulate(
             inputs[:, n + cols] = _samples(model, q_late, late, "reference q")[:, cols]
             inputs[:, 2 * n + cols] = _samples(model, qd_late, late, "reference qd")[:, cols]
     t = stage_t[::2]
-    qs, qds, qdds = (np.full((steps + 1, n), np.nan) for _ in range(3))
+    qs, qds, qdds = (np.empty((steps + 1, n)) for _ in range(3))
     qs[0], qds[0] = q, qd
     chunk = max(1, steps // 100)  # report progress about every 1%
     for first in range(0, steps, chunk):
@@ -422,7 +422,7 @@ def _result(
         qdds: joint accelerations [rad/s^2], shape (N, n).
     """
     # the applied torque (the servo law's, or tau_ff alone under a zero PD) at every sample
-    samples = np.ascontiguousarray(inputs[: 2 * t.size : 2])
+    samples = inputs[: 2 * t.size : 2]  # a strided view: no copy
     applied = recursive.servo_torques(servos.packed, samples, qs, qds)
     energies = recursive.energies(model, qs, qds)
     return SimulationResult(
