@@ -425,8 +425,9 @@ def hardware_graph(
     if allow_open_domain:
         link["allow_open_domain"] = True
     nodes = [
-        # listeners: the driver, and dynamics_node
-        _gait_node(robot_params, gait, "", 2 if dynamics else 1, compensate, gait_parameters),
+        # listeners: the driver; with dynamics, dynamics_node and compare_node (it judges the
+        # command stamps): the gait waits for the prediction, which then starts at rest
+        _gait_node(robot_params, gait, "", 3 if dynamics else 1, compensate, gait_parameters),
         NodeSpec(
             PACKAGE,
             "driver_node",
@@ -592,7 +593,7 @@ def demo_graph(
         gait_parameters=gait_parameters,
         allow_open_domain=True,  # an emulated robot: nothing on the network can hurt it
     )
-    listeners = {"wait_for_subscribers": 3}  # the recorder listens too
+    listeners = {"wait_for_subscribers": 4}  # the recorder listens too
     return (
         recorder,
         *(

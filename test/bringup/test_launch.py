@@ -474,12 +474,14 @@ def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folde
     assert [s.full_name for s in demo[1:]] == [s.full_name for s in robot]
     (compare,) = [s for s in demo if s.executable == "compare_node"]
     assert compare.parameters[-1] == {"report_dir": str(tmp_path), "report_name": "compare"}
+    # the gait waits for every subscriber of /joint_commands: the recorder, the driver,
+    # dynamics_node and compare_node (a prediction that joined mid-gait began away from rest)
     (gait_node,) = [s for s in demo if s.executable == "gait_node"]
-    assert gait_node.parameters[-1] == {"wait_for_subscribers": 3}
+    assert gait_node.parameters[-1] == {"wait_for_subscribers": 4}
     table = demo_graph(
         endpoint, tmp_path, "sidewinding", gait_parameters={"sidewinding": {"frequency": 0.4}}
     )
     (gait_node,) = [s for s in table if s.executable == "gait_node"]
     params = gait_node.parameters[1]
     assert isinstance(params, dict) and params["sidewinding.frequency"] == 0.4
-    assert gait_node.parameters[-1] == {"wait_for_subscribers": 3}
+    assert gait_node.parameters[-1] == {"wait_for_subscribers": 4}
