@@ -14,16 +14,14 @@ from numpy.typing import NDArray
 from snake_dynamics.floating.workspace import (
     FloatingParams,
     FloatingWorkspace,
+    articulated_backward_pass,
+    articulated_forward_pass,
     body_forces,
     chain_twists,
     ground_on_chain,
     solve6,
 )
 from snake_dynamics.jit import compiled, inlined
-from snake_dynamics.mfm.spatial import (
-    articulated_backward_pass,
-    articulated_forward_pass,
-)
 
 FloatArray = NDArray[np.float64]
 

@@ -17,14 +17,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from snake_dynamics.ground.kernel import ground_wrench_kernel
-from snake_dynamics.jit import compiled, inlined
-from snake_dynamics.mfm.spatial import (
-    body_frames,
-    external_forces,
-    force_cross_inertia,
-)
+from snake_dynamics.jit import compiled, inlined, inlined_twin
+from snake_dynamics.mfm import spatial
 
 FloatArray = NDArray[np.float64]
+
+# mfm.spatial's kernels, inlined into the floating kernels (the fixed base calls them)
+body_frames = inlined_twin(spatial.body_frames)
+external_forces = inlined_twin(spatial.external_forces)
+force_cross_inertia = inlined_twin(spatial.force_cross_inertia)
+articulated_backward_pass = inlined_twin(spatial.articulated_backward_pass)
+articulated_forward_pass = inlined_twin(spatial.articulated_forward_pass)
 
 
 #: The model arrays the floating kernels take: (axes, offsets, masses, inertias, gravity,
