@@ -522,21 +522,17 @@ def simulate_crawling(
     base = momentum_free_base_velocity(model, pose.rotation, q0, qd0)
     sim.reset(0.0, q0, qd0, pose._replace(nu=np.concatenate([base, qd0])))
     inputs = MotionInput(motion, sim.servo.dead_times) if source is None else source
-    steps = round(t_end / dt)
-    times, states, taus = [sim.time], [sim.base_state], [sim.tau]
+    steps, n = round(t_end / dt), model.n_joints
+    # the kept states of eq. (240) as rows, their times and torques, in blocks
+    times, ys, taus = [np.array([sim.time])], [sim.y[None]], [sim.tau[None]]
     done = 0
     while isinstance(inputs, MotionInput) and steps - done >= every:
         batches = min(BATCHES, (steps - done) // every)
-        ends, ys, us = sim.run_batches(batches, every, inputs)
-        n = model.n_joints
-        qs, qds = ys[:, BASE : BASE + n], ys[:, BASE + n :]
-        times.extend(float(t) for t in ends)
-        states.extend(
-            FloatingState(y[:3].copy(), y[3:7].copy(), y[BASE : BASE + n].copy(),
-                          np.concatenate([y[7:BASE], y[BASE + n :]]))
-            for y in ys
-        )  # fmt: skip
-        taus.extend(recursive.servo_torques(sim.servo.packed, us, qs.copy(), qds.copy()))
+        ends, y_ends, us = sim.run_batches(batches, every, inputs)
+        qs, qds = y_ends[:, BASE : BASE + n].copy(), y_ends[:, BASE + n :].copy()
+        times.append(ends)
+        ys.append(y_ends)
+        taus.append(recursive.servo_torques(sim.servo.packed, us, qs, qds))
         for _ in range(batches):
             done += every
             if progress is not None:
@@ -545,24 +541,24 @@ def simulate_crawling(
         batch = min(every, steps - done)
         sim.advance(batch, inputs)
         done += batch
-        times.append(sim.time)
-        states.append(sim.base_state)
-        taus.append(sim.tau)
+        times.append(np.array([sim.time]))
+        ys.append(sim.y[None])
+        taus.append(sim.tau[None])
         if progress is not None:
             progress(done / steps)
-    positions = np.array([s.position for s in states])
-    quaternions = np.array([s.quaternion for s in states])
-    qs = np.array([s.q for s in states])
+    y = np.concatenate(ys)
+    positions, quaternions = y[:, :3].copy(), y[:, 3:7].copy()
+    qs = y[:, BASE : BASE + n].copy()
     com, heading = mass_centre_and_heading(sim.floating.params, positions, quaternions, qs)
     return FloatingRun(
-        np.array(times),
+        np.concatenate(times),
         positions,
         quaternions,
         qs,
-        np.array([s.nu for s in states]),
+        np.concatenate([y[:, 7:BASE], y[:, BASE + n :]], axis=1),
         com,
         heading,
-        np.array(taus),
+        np.concatenate(taus),
     )
 
 
