@@ -143,14 +143,37 @@ class PeriodicGait(Gait):
         return int(self.offsets.size)
 
     def evaluate(self, t: float) -> JointTrajectory:
+        """q, q_dot, q_ddot at time t [s], shape (n,) each; at a column of times, shape (m, 1)
+        (:func:`snake_dynamics.mfm.integrators.motion_samples`: every RK4 stage time of a
+        run), rows of shape (m, n), with the sine taken only for the joints that move: a
+        joint of amplitude 0 (the serpenoid's pitch joints) rests at its offset. The same
+        values either way (zeros without their sign), half the sines of a crawl's sampling.
+        """
         omega = 2.0 * math.pi * self.frequency
-        arg = omega * t + self.phases
-        s, c = np.sin(arg), np.cos(arg)
-        return JointTrajectory(
-            self.offsets + self.amplitudes * s,
-            self.amplitudes * omega * c,
-            -self.amplitudes * omega**2 * s,
+        if np.ndim(t) == 0:
+            return _sinusoids(self.offsets, self.amplitudes, self.phases, omega, t)
+        moving = np.flatnonzero(self.amplitudes)
+        part = _sinusoids(
+            self.offsets[moving], self.amplitudes[moving], self.phases[moving], omega, t
         )
+        shape = np.broadcast_shapes(np.shape(t), self.offsets.shape)
+        rows = JointTrajectory(np.empty(shape), np.zeros(shape), np.zeros(shape))
+        rows.q[...] = self.offsets
+        for whole, moved in zip(rows, part, strict=True):
+            whole[..., moving] = moved
+        return rows
+
+
+def _sinusoids(
+    offsets: FloatArray, amplitudes: FloatArray, phases: FloatArray, omega: float, t: float
+) -> JointTrajectory:
+    """q = o + A sin(omega t + phi), its rate and acceleration, per joint (:class:`PeriodicGait`
+    with omega = 2 pi f [rad/s])."""
+    arg = omega * t + phases
+    s, c = np.sin(arg), np.cos(arg)
+    return JointTrajectory(
+        offsets + amplitudes * s, amplitudes * omega * c, -amplitudes * omega**2 * s
+    )
 
 
 @dataclass(frozen=True)
