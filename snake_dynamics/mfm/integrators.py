@@ -339,6 +339,9 @@ def simulate(
     t = stage_t[::2]
     qs, qds, qdds = (np.empty((steps + 1, n)) for _ in range(3))
     qs[0], qds[0] = q, qd
+    # the fast kernel gives each step's energies from its first stage; literal: after the run
+    energy = np.empty((steps + 1, 2))
+    kernel_energy = method == "fast"
     chunk = max(1, steps // 100)  # report progress about every 1%
     for first in range(0, steps, chunk):
         last = min(first + chunk, steps)
@@ -352,6 +355,7 @@ def simulate(
                 qs[first + 1 : last + 1],
                 qds[first + 1 : last + 1],
                 qdds[first:last],
+                energy[first:last],
             )
         else:
             for i in range(first, last):
@@ -373,12 +377,23 @@ def simulate(
                 f"the state left the finite numbers at t = {t[bad]:.6g} s (open-loop replay of a "
                 "long snake is unstable: add servo feedback, or reduce dt)",
                 t=float(t[bad]),
-                result=_result(model, servos, inputs, t[:bad], qs[:bad], qds[:bad], qdds[:bad]),
+                result=_result(
+                    model,
+                    servos,
+                    inputs,
+                    t[:bad],
+                    qs[:bad],
+                    qds[:bad],
+                    qdds[:bad],
+                    energy[:bad] if kernel_energy else None,
+                ),
             )
         if progress is not None:
             progress(last / steps)
     qdds[steps] = accel(params, qs[steps], qds[steps], inputs[-1])
-    return _result(model, servos, inputs, t, qs, qds, qdds)
+    if kernel_energy:
+        energy[steps] = recursive.energies(model, qs[steps], qds[steps])[0]
+    return _result(model, servos, inputs, t, qs, qds, qdds, energy if kernel_energy else None)
 
 
 def _torque_samples(
@@ -409,6 +424,7 @@ def _result(
     qs: FloatArray,
     qds: FloatArray,
     qdds: FloatArray,
+    energy: FloatArray | None,
 ) -> SimulationResult:
     """The :class:`SimulationResult` of the first len(t) samples of a run.
 
@@ -420,11 +436,12 @@ def _result(
         qs: joint angles [rad], shape (N, n).
         qds: joint rates [rad/s], shape (N, n).
         qdds: joint accelerations [rad/s^2], shape (N, n).
+        energy: kinetic and potential energy [J], shape (N, 2), or None to compute them.
     """
     # the applied torque (the servo law's, or tau_ff alone under a zero PD) at every sample
     samples = inputs[: 2 * t.size : 2]  # a strided view: no copy
     applied = recursive.servo_torques(servos.packed, samples, qs, qds)
-    energies = recursive.energies(model, qs, qds)
+    energies = recursive.energies(model, qs, qds) if energy is None else energy
     return SimulationResult(
         t=t,
         q=qs,

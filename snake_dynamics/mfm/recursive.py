@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import StateError
-from snake_dynamics.jit import compiled
+from snake_dynamics.jit import compiled, inlined
 from snake_dynamics.mfm.kinematics import joint_vector
 from snake_dynamics.mfm.kinetics import body_wrenches
 from snake_dynamics.mfm.spatial import (
@@ -157,6 +157,45 @@ def aba_workspace(n: int) -> AbaWorkspace:
     return _workspace_views(workspace(n), n)
 
 
+@inlined
+def _aba_frames(
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    q: FloatArray,
+    qd: FloatArray,
+    work: AbaWorkspace,
+) -> None:
+    """:func:`_aba`'s first part: the frames, twists and M-blocks of q and the velocities of
+    q_dot, into ``work``."""
+    rot, pos, s, art, v, c = work[0], work[1], work[2], work[3], work[4], work[5]
+    body_frames(axes, offsets, masses, inertias, q, rot, pos, s, art)
+    velocities(s, qd, v, c)
+
+
+@inlined
+def _aba_passes(
+    masses: FloatArray,
+    gravity: FloatArray,
+    tau: FloatArray,
+    wrenches: FloatArray,
+    work: AbaWorkspace,
+    qdd: FloatArray,
+) -> None:
+    """:func:`_aba`'s second part, on the frames in ``work``: the bias forces, the backward
+    and the forward pass (the M-blocks become articulated inertias)."""
+    rot, pos, s, art, v, c, bias, u_vec, d, u, gyro, root_art, root_bias = work
+    external_forces(masses, gravity, rot, pos, wrenches, bias)
+    for k in range(qdd.shape[0]):
+        force_cross_inertia(v[k], art[k], gyro)
+        for i in range(6):
+            bias[k, i] = gyro[i] - bias[k, i]
+    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root_art, root_bias)
+    gyro[:] = 0.0  # reused: the spatial acceleration, zero at the inertial base
+    articulated_forward_pass(s, c, u_vec, d, u, gyro, qdd)
+
+
 @compiled
 def _aba(
     axes: FloatArray,
@@ -172,18 +211,31 @@ def _aba(
     qdd: FloatArray,
 ) -> None:
     """qdd = q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
-    n = q.shape[0]
-    rot, pos, s, art, v, c, bias, u_vec, d, u, gyro, root_art, root_bias = work
-    body_frames(axes, offsets, masses, inertias, q, rot, pos, s, art)
-    velocities(s, qd, v, c)
-    external_forces(masses, gravity, rot, pos, wrenches, bias)
-    for k in range(n):
-        force_cross_inertia(v[k], art[k], gyro)
+    _aba_frames(axes, offsets, masses, inertias, q, qd, work)
+    _aba_passes(masses, gravity, tau, wrenches, work, qdd)
+
+
+@compiled
+def _energy_sums(
+    masses: FloatArray, gravity: FloatArray, pos: FloatArray, inert: FloatArray, v: FloatArray
+) -> tuple[float, float]:
+    """Kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J] of a state's
+    frames (:func:`body_frames`' positions and M-blocks, :func:`velocities`' twists)."""
+    kinetic = potential = 0.0  # sums in locals: one through an array is not vectorised
+    for k in range(v.shape[0]):
+        blk, vk = inert[k], v[k]
         for i in range(6):
-            bias[k, i] = gyro[i] - bias[k, i]
-    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root_art, root_bias)
-    gyro[:] = 0.0  # reused: the spatial acceleration, zero at the inertial base
-    articulated_forward_pass(s, c, u_vec, d, u, gyro, qdd)
+            kinetic += vk[i] * (
+                blk[i, 0] * vk[0]
+                + blk[i, 1] * vk[1]
+                + blk[i, 2] * vk[2]
+                + blk[i, 3] * vk[3]
+                + blk[i, 4] * vk[4]
+                + blk[i, 5] * vk[5]
+            )
+        for i in range(3):
+            potential -= masses[k + 1] * gravity[i] * pos[k + 1, i]
+    return 0.5 * kinetic, potential
 
 
 @compiled
@@ -196,7 +248,7 @@ def _energies(
     qs: FloatArray,
     qds: FloatArray,
 ) -> FloatArray:
-    """Per sample: kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J]."""
+    """Per sample: kinetic (eq. 65) and potential energy [J] (:func:`_energy_sums`)."""
     n = qs.shape[1]
     out = np.empty((qs.shape[0], 2))
     rot, pos = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
@@ -204,21 +256,7 @@ def _energies(
     for row in range(qs.shape[0]):
         body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
         velocities(s, qds[row], v, c)
-        kinetic = potential = 0.0  # sums in locals: one through out[row] is not vectorised
-        for k in range(n):
-            blk, vk = inert[k], v[k]
-            for i in range(6):
-                kinetic += vk[i] * (
-                    blk[i, 0] * vk[0]
-                    + blk[i, 1] * vk[1]
-                    + blk[i, 2] * vk[2]
-                    + blk[i, 3] * vk[3]
-                    + blk[i, 4] * vk[4]
-                    + blk[i, 5] * vk[5]
-                )
-            for i in range(3):
-                potential -= masses[k + 1] * gravity[i] * pos[k + 1, i]
-        out[row, 0], out[row, 1] = 0.5 * kinetic, potential
+        out[row, 0], out[row, 1] = _energy_sums(masses, gravity, pos, inert, v)
     return out
 
 
@@ -376,11 +414,17 @@ def _servo_accel(
     work: AbaWorkspace,
     tau: FloatArray,
     qdd: FloatArray,
+    energy: FloatArray,
 ) -> None:
-    """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u; ``tau``: scratch (n,)."""
+    """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u (:func:`_aba`);
+    ``tau``: scratch (n,); ``energy`` of size 2 (else empty: not computed) gets the state's
+    :func:`_energy_sums` from the same frames."""
     (axes, offsets, masses, inertias, gravity, no_wrench), servo = params
     servo_torque_into(servo, u, q, qd, tau)
-    _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work, qdd)
+    _aba_frames(axes, offsets, masses, inertias, q, qd, work)
+    if energy.size == 2:  # before the backward pass turns the M-blocks into articulated ones
+        energy[0], energy[1] = _energy_sums(masses, gravity, work[1], work[3], work[4])
+    _aba_passes(masses, gravity, tau, no_wrench, work, qdd)
 
 
 @compiled
@@ -390,7 +434,7 @@ def servo_accel_kernel(
     """q_ddot (eq. 84) under :func:`servo_torque` with input u = [tau_ff; q_ref; q_dot_ref]."""
     n = q.shape[0]
     qdd = np.empty(n)
-    _servo_accel(params, q, qd, u, aba_workspace(n), np.empty(n), qdd)
+    _servo_accel(params, q, qd, u, aba_workspace(n), np.empty(n), qdd, qdd[:0])
     return qdd
 
 
@@ -404,6 +448,7 @@ def rk4_servo_steps(
     qs: FloatArray,
     qds: FloatArray,
     qdds: FloatArray,
+    energies: FloatArray,
 ) -> None:
     """Classical RK4 steps of eq. (84) under :func:`servo_torque` (a zero PD: pure tau).
 
@@ -421,6 +466,8 @@ def rk4_servo_steps(
         qs: out: angles after each step, shape (m, n).
         qds: out: rates after each step, shape (m, n).
         qdds: out: accelerations at the start of each step, shape (m, n).
+        energies: out: kinetic (eq. 65) and potential energy at the start of each step [J],
+            from the first stage's frames, shape (m, 2); or shape (0, 2): not computed.
 
     Compiled with fastmath: NaN and inf are not detected here; the caller checks the rows.
     """
@@ -432,19 +479,20 @@ def rk4_servo_steps(
     half, sixth = 0.5 * dt, dt / 6.0
     for i in range(qs.shape[0]):
         u0, u_half, u1 = inputs[2 * i], inputs[2 * i + 1], inputs[2 * i + 2]
-        _servo_accel(params, q, qd, u0, work, tau, a1)
+        energy = energies[i] if energies.shape[0] else a1[:0]
+        _servo_accel(params, q, qd, u0, work, tau, a1, energy)
         for k in range(n):
             v2[k] = qd[k] + half * a1[k]
             q_stage[k] = q[k] + half * qd[k]
-        _servo_accel(params, q_stage, v2, u_half, work, tau, a2)
+        _servo_accel(params, q_stage, v2, u_half, work, tau, a2, a2[:0])
         for k in range(n):
             v3[k] = qd[k] + half * a2[k]
             q_stage[k] = q[k] + half * v2[k]
-        _servo_accel(params, q_stage, v3, u_half, work, tau, a3)
+        _servo_accel(params, q_stage, v3, u_half, work, tau, a3, a3[:0])
         for k in range(n):
             v4[k] = qd[k] + dt * a3[k]
             q_stage[k] = q[k] + dt * v3[k]
-        _servo_accel(params, q_stage, v4, u1, work, tau, a4)
+        _servo_accel(params, q_stage, v4, u1, work, tau, a4, a4[:0])
         for k in range(n):
             q[k] += sixth * (qd[k] + 2.0 * v2[k] + 2.0 * v3[k] + v4[k])
             qd[k] += sixth * (a1[k] + 2.0 * a2[k] + 2.0 * a3[k] + a4[k])

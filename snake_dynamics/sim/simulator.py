@@ -499,7 +499,9 @@ class Simulator:
         if inputs.shape != (rows, 3 * n):
             raise SimulationError(f"inputs must have shape ({rows}, {3 * n})")
         qs, qds, qdds = (np.empty((steps * sub, n)) for _ in range(3))
-        recursive.rk4_servo_steps(self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds)
+        recursive.rk4_servo_steps(
+            self._params, self._q, self._qd, inputs, self._h, qs, qds, qdds, np.empty((0, 2))
+        )
         qs, qds = qs[sub - 1 :: sub], qds[sub - 1 :: sub]  # at the ends of the steps
         done = finite_rows(qs, qds)
         if done > 0:
@@ -537,7 +539,7 @@ class Simulator:
         zero = np.zeros(n)
         out = np.empty((1, n))
         recursive.rk4_servo_steps(
-            self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out
+            self._params, zero, zero, np.zeros((3, 3 * n)), self.dt, out, out, out, np.empty((0, 2))
         )
         recursive.servo_torque(self._params[1], np.zeros(3 * n), zero, zero)  # tau
         self.fast_model.inverse_dynamics(zero, zero, zero)
