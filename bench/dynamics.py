@@ -1,13 +1,19 @@
 """Benchmark of the MFM dynamics against Pinocchio and MuJoCo; prints JSON.
 
-Forward dynamics: median microseconds per call for n = 5, 10, 20, 40, 80 of the literal
-MFM (B, M*, N*, F* as printed), the fast MFM (recursive, compiled: the entry that writes into
+Every figure is process time (CPU seconds of this process; every side is single-threaded,
+and what other work on a shared machine takes from the cores is not counted), and each
+ratio compares figures timed in turn in the same run.
+
+Forward dynamics: median microseconds per call for n = 5, 10, 20, 40, 80 of the literal MFM
+(B, M*, N*, F* as printed), the fast MFM (recursive, compiled: the entry that writes into
 preallocated arrays, ``recursive.forward_dynamics_into``, like ``pin.aba`` into its data, and
 the allocating ``FastModel.forward_dynamics``), ``pin.aba`` and MuJoCo ``mj_forward``
-(setting qpos, qvel and qfrc_applied included). Simulation: wall
-time for 10 s at dt = 1 ms, n = 20, fast MFM ``simulate`` versus MuJoCo's RK4 integrator
-stepped from Python, passive (tau = 0) and with a prescribed torque input (median of three
-runs of each, in turn). Each ratio compares figures timed in turn in the same run.
+(setting qpos, qvel and qfrc_applied included). Simulation: 10 s at dt = 1 ms, n = 20, fast
+MFM ``simulate`` versus MuJoCo's RK4 integrator stepped from Python, passive (tau = 0) and
+with a prescribed torque input (median of five runs of each, in turn). The input is sampled
+before the loop on both sides, timed with the run: a table at ``stage_times`` for
+``simulate``, a row a step set into ``qfrc_applied`` for MuJoCo; ``simulate`` with the same
+input as a Python function of t (called at every stage time) is reported too.
 
 Usage: python bench/dynamics.py [--quick] [--output bench/results/dynamics.json]
 """
@@ -39,32 +45,32 @@ SIZES = [5, 10, 20, 40, 80]
 
 
 def median_us(fn: Callable[[], object], calls: int, repeats: int = 7) -> float:
-    """Median over ``repeats`` blocks of the mean time per call [us]."""
+    """Median over ``repeats`` blocks of the mean process time per call [us]."""
     fn()
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(calls):
             fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
+        samples.append((time.process_time() - start) / calls * 1e6)
     return statistics.median(samples)
 
 
 def interleaved_us(
     fns: dict[str, Callable[[], object]], calls: int, repeats: int = 9
 ) -> dict[str, float]:
-    """Per function, the median over ``repeats`` rounds of the mean time per call [us]; each
-    round times every function in turn, so that other work on the machine slows them alike
-    and a ratio of two holds when the absolute figures do not."""
+    """Per function, the median over ``repeats`` rounds of the mean process time per call
+    [us]; each round times every function in turn, so that other work on the machine slows
+    them alike and a ratio of two holds when the absolute figures do not."""
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for fn in fns.values():
         fn()
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = time.process_time()
             for _ in range(calls):
                 fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+            samples[name].append((time.process_time() - start) / calls * 1e6)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -122,30 +128,40 @@ def simulation_costs() -> dict[str, float]:
     torque = rng.uniform(-0.01, 0.01, n)
     integrators.simulate(model, q0, qd0, None, 0.01, dt)  # load the compiled kernels
 
-    def mfm_run(with_input: bool) -> float:
-        tau_fn = (lambda t: torque * np.sin(t)) if with_input else None
-        start = time.perf_counter()
+    def by_time(t: float) -> np.ndarray:
+        return np.asarray(torque * np.sin(t))
+
+    def mfm_run(tau_input: str) -> float:
+        start = time.process_time()
+        tau_fn: integrators.TorqueFn | np.ndarray | None = None
+        if tau_input == "table":
+            tau_fn = np.outer(np.sin(integrators.stage_times(t_end, dt)), torque)
+        elif tau_input == "function":
+            tau_fn = by_time
         integrators.simulate(model, q0, qd0, tau_fn, t_end, dt)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     def mujoco_run(with_input: bool) -> float:
         mm, md = mujoco_model(model, rk4=True)
         md.qpos[:], md.qvel[:] = q0, qd0
         steps = round(t_end / dt)
-        start = time.perf_counter()
+        start = time.process_time()
+        table = np.outer(np.sin(np.arange(steps) * dt), torque) if with_input else None
         for i in range(steps):
-            if with_input:
-                md.qfrc_applied[:] = torque * np.sin(i * dt)
+            if table is not None:
+                md.qfrc_applied[:] = table[i]
             mujoco.mj_step(mm, md)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
-    runs: dict[str, list[float]] = {"mfm_p": [], "mj_p": [], "mfm_i": [], "mj_i": []}
-    for _ in range(3):  # in turn, so that other work on the machine slows both alike
-        for with_input, suffix in ((False, "p"), (True, "i")):
-            runs[f"mfm_{suffix}"].append(mfm_run(with_input))
-            runs[f"mj_{suffix}"].append(mujoco_run(with_input))
-    mfm_passive, mujoco_passive, mfm_input, mujoco_input = (
-        statistics.median(runs[key]) for key in ("mfm_p", "mj_p", "mfm_i", "mj_i")
+    runs: dict[str, list[float]] = {"mfm_p": [], "mj_p": [], "mfm_i": [], "mj_i": [], "mfm_f": []}
+    for _ in range(5):  # in turn, so that other work on the machine slows both alike
+        runs["mfm_p"].append(mfm_run("none"))
+        runs["mj_p"].append(mujoco_run(False))
+        runs["mfm_i"].append(mfm_run("table"))
+        runs["mj_i"].append(mujoco_run(True))
+        runs["mfm_f"].append(mfm_run("function"))
+    mfm_passive, mujoco_passive, mfm_input, mujoco_input, mfm_function = (
+        statistics.median(runs[key]) for key in ("mfm_p", "mj_p", "mfm_i", "mj_i", "mfm_f")
     )
     return {
         "n": n,
@@ -155,8 +171,10 @@ def simulation_costs() -> dict[str, float]:
         "mujoco_rk4_passive_s": mujoco_passive,
         "fast_mfm_simulate_with_input_s": mfm_input,
         "mujoco_rk4_with_input_s": mujoco_input,
+        "fast_mfm_simulate_with_input_function_s": mfm_function,
         "passive_over_mujoco": mfm_passive / mujoco_passive,
         "with_input_over_mujoco": mfm_input / mujoco_input,
+        "with_input_function_over_mujoco": mfm_function / mujoco_input,
     }
 
 
