@@ -20,7 +20,6 @@ floor", eqs. 243-245; no ROS, no I/O).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -278,7 +277,8 @@ class GroundFit:
         joint_rms_before: each take's RMS joint error with the starting floor [rad] (NaN
             for a take without measured joints).
         joint_rms_after: the same with the fitted floor [rad].
-        evaluations: path predictions the fit ran (each covers every take).
+        evaluations: path predictions the fit ran, the start's included (each covers
+            every take; a point the fit comes back to is not predicted again).
     """
 
     ground: Ground
@@ -422,7 +422,6 @@ def fit_ground(
         first["mu_backward"] = start.mu_along
     if any(not (value and value > 0.0) for value in first.values()):
         raise IdentificationError(f"start the floor fit from coefficients > 0, got {first}")
-    count = itertools.count(1)
     sizes = [t.pose_t.size + (0 if t.measured is None else t.measured.size) for t in takes]
 
     def floor(x: FloatArray) -> Ground:
@@ -436,18 +435,25 @@ def fit_ground(
 
         return in_parallel(one, takes)
 
+    # each point's errors, predicted once: the searches and the least squares come back to
+    # points they have had (the start, the grid's best, the level's), None where diverged
+    known: dict[bytes, list[tuple[FloatArray, FloatArray]] | None] = {}
+
     def fun(x: FloatArray) -> FloatArray:
-        k = next(count)
-        try:
-            per_take = errors(floor(x))
-            residual = np.concatenate([np.concatenate(pair) for pair in per_take])
-            path_rms = _rms(np.concatenate([path for path, _ in per_take]))
-        except (IdentificationError, ModelError):
-            residual = np.full(sum(sizes), 1.0)  # far off: step back
-            path_rms = 1.0
-        if progress is not None:
-            progress(k, path_rms)
-        return residual
+        key = np.asarray(x, dtype=np.float64).tobytes()
+        if key not in known:
+            try:
+                known[key] = errors(floor(x))
+            except (IdentificationError, ModelError):
+                known[key] = None
+            if progress is not None:
+                found = known[key]
+                paths = [np.ones(1)] if found is None else [path for path, _ in found]
+                progress(len(known), _rms(np.concatenate(paths)))
+        per_take = known[key]
+        if per_take is None:
+            return np.full(sum(sizes), 1.0)  # far off: step back
+        return np.concatenate([np.concatenate(pair) for pair in per_take])
 
     def rms_each(per_take: list[tuple[FloatArray, FloatArray]]) -> tuple[FloatArray, FloatArray]:
         paths = np.array([_rms(path) for path, _ in per_take])
@@ -457,7 +463,8 @@ def fit_ground(
         return paths, joints
 
     x0 = np.log([first[name] for name in names])
-    before, joints_before = rms_each(errors(floor(x0)))
+    known[x0.tobytes()] = start_errors = errors(floor(x0))
+    before, joints_before = rms_each(start_errors)
     loss = ("linear", 1.0) if math.isinf(robust_scale) else ("soft_l1", robust_scale)
 
     def polish(start_x: FloatArray) -> Any:
@@ -481,7 +488,7 @@ def fit_ground(
     stderr = {
         name: float(getattr(fitted_ground, name) * s) for name, s in zip(names, sd, strict=True)
     }
-    after, joints_after = rms_each(errors(fitted_ground))
+    after, joints_after = rms_each(known.get(result.x.tobytes()) or errors(fitted_ground))
     return GroundFit(
-        fitted_ground, names, stderr, before, after, joints_before, joints_after, next(count) - 1
+        fitted_ground, names, stderr, before, after, joints_before, joints_after, len(known)
     )
