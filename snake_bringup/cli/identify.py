@@ -88,6 +88,13 @@ def register(sub: Subparsers) -> None:
         "(default: 3)",
     )
     p.add_argument(
+        "--held-out",
+        action="store_true",
+        help="after the floor's crawls, play two 15 s crawls of gaits neither fit saw and "
+        "predict them with the config, the identified servos and floor (and the plant's "
+        "truth): 32 s more of the robot's time (default: off)",
+    )
+    p.add_argument(
         "--fit-backward",
         action="store_true",
         help="fit the floor's mu_backward too (sliding towards the tail; default: "
@@ -131,6 +138,7 @@ def register(sub: Subparsers) -> None:
             crawl_time=a.crawl_time,
             fit_backward=a.fit_backward,
             servo_fit=a.servo_fit,
+            held_out=a.held_out,
         )
     )
 
@@ -155,6 +163,7 @@ def run(
     crawl_time: float,
     fit_backward: bool,
     servo_fit: str = SERVO_FITS[0],
+    held_out: bool = False,
 ) -> int:
     """Identify, with progress on stderr (unless ``quiet``); print the report."""
 
@@ -183,6 +192,7 @@ def run(
         crawl_time=crawl_time,
         floor_fitted=("mu_along", "mu_across", *(("mu_backward",) if fit_backward else ())),
         servo_fit=servo_fit,
+        held_out=held_out,
     )
     print(report)
     return 0

@@ -12,8 +12,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt_module
 import math
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import yaml
@@ -28,8 +33,11 @@ from snake_dynamics.sim.identification import (
     PER_JOINT,
     Excitation,
     PerJointFit,
+    Recording,
+    ServoFit,
     fit_servo,
     fit_servo_per_joint,
+    in_parallel,
     predict,
     rms_error,
     seen_from_the_command,
@@ -57,6 +65,8 @@ from .report import report_text, write_fit, write_overlay
 
 #: ``--servo-fit``'s choices: one servo for every joint, or each joint's own (eq. 470).
 SERVO_FITS = ("shared", "per-joint")
+
+_T = TypeVar("_T")
 
 #: The validation gait's parameters where none is given.
 VALIDATION_DEFAULTS = {"amplitude": 0.6, "frequency": 0.8}
@@ -113,6 +123,80 @@ def held_out_models(
     return models
 
 
+@dataclass(frozen=True)
+class ServoStage:
+    """The servo stage's fit.
+
+    Attributes:
+        fit: the shared servo's fit.
+        servo: the identified servos (the shared fit's, or each joint's own).
+        per_joint: the per-joint fit, where asked for.
+    """
+
+    fit: ServoFit
+    servo: ServoModel
+    per_joint: PerJointFit | None
+
+    @property
+    def evaluations(self) -> int:
+        """Predictions of the experiment the fits ran."""
+        return self.fit.evaluations + (0 if self.per_joint is None else self.per_joint.evaluations)
+
+
+def fit_servos(
+    model: SnakeModel,
+    experiment: Recording,
+    config_servo: ServoModel,
+    servo_fit: str,
+    say: Say,
+    stop: threading.Event,
+) -> ServoStage:
+    """Fit the servos to the experiment (:func:`fit_servo` from the config's servo, then with
+    ``servo_fit`` per-joint :func:`fit_servo_per_joint`). It runs beside the robot's takes
+    after the experiment (the validation gait, the floor stage's crawls).
+
+    Raises:
+        IdentifyError: ``stop`` set (the takes beside it failed): at the next prediction.
+        snake_dynamics.errors.SnakeDynamicsError: the fit.
+    """
+
+    def progress(what: str, every: int) -> Callable[[int, float], None]:
+        def report(k: int, rms: float) -> None:
+            if stop.is_set():
+                raise IdentifyError("the servo fit stopped: the takes beside it failed")
+            if k % every == 0:
+                say(f"{what}: prediction {k}, RMS {math.degrees(rms):.3f} deg")
+
+        return report
+
+    fit = fit_servo(model, experiment, _start_params(config_servo), progress=progress("fit", 10))
+    fitted_model = ServoModel.uniform(fit.params, model.n_joints, "identified")
+    per_joint: PerJointFit | None = None
+    if servo_fit == "per-joint":
+        count = len(PER_JOINT) * model.n_joints
+        say(f"fitting each joint's {', '.join(PER_JOINT)} ({count} values)")
+        per_joint = fit_servo_per_joint(
+            model, experiment, fit.params, progress=progress("per-joint fit", 20)
+        )
+        fitted_model = per_joint.servo
+        for name, key in per_joint.unseparated:
+            say(f"{name} {key}: not separated by the experiment; the shared value kept")
+    return ServoStage(fit, fitted_model, per_joint)
+
+
+def clocked(say: Say, what: str, work: Callable[[], _T], predictions: Callable[[_T], int]) -> _T:
+    """``work()``, then one progress line: its predictions, wall time and CPU time (the
+    whole process's over that time, every thread's: while takes play beside it, theirs
+    too; ``bench/identify.py`` reads the line)."""
+    wall, cpu = time.monotonic(), time.process_time()
+    result = work()
+    say(
+        f"{what} done: {predictions(result)} predictions in {time.monotonic() - wall:.1f} s, "
+        f"{time.process_time() - cpu:.1f} s CPU"
+    )
+    return result
+
+
 def identify(
     *,
     robot: Robot,
@@ -130,6 +214,7 @@ def identify(
     crawl_time: float = 3.0,
     floor_fitted: Sequence[str] = ("mu_along", "mu_across"),
     servo_fit: str = SERVO_FITS[0],
+    held_out: bool = False,
 ) -> str:
     """Run the experiment and the validation on the robot (or read their bags), fit, and
     write the overlay, the report and the plots to the output folder.
@@ -156,6 +241,9 @@ def identify(
         servo_fit: ``per-joint``: each joint's own servo after the shared one
             (:func:`snake_dynamics.sim.identification.fit_servo_per_joint`); ``shared``: one
             servo for every joint.
+        held_out: after the floor's crawls, play the held-out crawls (:data:`.heldout.HELD_OUT`,
+            32 s of real time) and predict them (an earlier run's folder: wherever it has
+            their bags).
 
     Returns:
         The report (Markdown), as written to ``report.md``.
@@ -187,93 +275,108 @@ def identify(
     plant_lines: list[str] = []
     floor = wants_floor(floor, endpoint is not None, from_bags)
     floor_plant = None
-    if from_bags is None:
-        if out.exists() and any(out.iterdir()):
-            raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
-        out.mkdir(parents=True, exist_ok=True)
-        servo_plant = plant or robot_config("plant")
-        if endpoint is None:
-            servo_plant, floor_plant = stage_plants(floor, servo_plant, names, out)
-        excitation = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
-        with robot_link(
-            servos,
-            endpoint=endpoint,
-            key_hex=key_hex,
-            robot=config,
-            plant=servo_plant,
-            say=say,
-            plant_report=plant_lines.append,
-        ) as session:
-            for label, trajectory, seconds in (
-                ("experiment", excitation, excitation.duration),
-                ("validation", validation, validation_time),
-            ):
-                take = play(session.link, trajectory, seconds, say, label)
-                reports = write_bag(out / f"{label}_bag", take, servos)
-                say(f"{label}: {len(take.commands)} commands, {reports} reports -> {label}_bag")
-    else:
-        out.mkdir(parents=True, exist_ok=True)
-    experiment = read_recording(bags / "experiment_bag", names)
-    check = read_recording(bags / "validation_bag", names)
-    say(f"fitting {len(FITTED)} parameters to {experiment.t.size} reports x {len(names)} joints")
-    fit = fit_servo(
-        model,
-        experiment,
-        _start_params(config_servo),
-        progress=lambda k, rms: (
-            say(f"fit: prediction {k}, RMS {math.degrees(rms):.3f} deg") if k % 10 == 0 else None
-        ),
-    )
-    before = rms_error(predict(model, config_servo, check), check.measured)
-    fitted_model = ServoModel.uniform(fit.params, len(names), "identified")
-    per_joint: PerJointFit | None = None
-    if servo_fit == "per-joint":
-        say(f"fitting each joint's {', '.join(PER_JOINT)} ({len(PER_JOINT) * len(names)} values)")
-        per_joint = fit_servo_per_joint(
-            model,
-            experiment,
-            fit.params,
-            progress=lambda k, rms: (
-                say(f"per-joint fit: prediction {k}, RMS {math.degrees(rms):.3f} deg")
-                if k % 20 == 0
-                else None
-            ),
+    stop = threading.Event()
+    pending: Future[ServoStage] | None = None
+    experiment: Recording | None = None
+
+    def servo_stage(experiment: Recording) -> Future[ServoStage]:
+        return pool.submit(
+            clocked,
+            say,
+            "servo fit",
+            lambda: fit_servos(model, experiment, config_servo, servo_fit, say, stop),
+            lambda stage: stage.evaluations,
         )
-        fitted_model = per_joint.servo
-        for name, key in per_joint.unseparated:
-            say(f"{name} {key}: not separated by the experiment; the shared value kept")
-    after = rms_error(predict(model, fitted_model, check), check.measured)
+
+    # the servo fit computes while the robot's takes after the experiment play
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            if from_bags is None:
+                if out.exists() and any(out.iterdir()):
+                    raise IdentifyError(f"{out} exists and is not empty; choose a new folder (-o)")
+                out.mkdir(parents=True, exist_ok=True)
+                servo_plant = plant or robot_config("plant")
+                if endpoint is None:
+                    servo_plant, floor_plant = stage_plants(floor, servo_plant, names, out)
+                excitation = Excitation.within(model.joint_limits[:, 0], model.joint_limits[:, 1])
+                with robot_link(
+                    servos,
+                    endpoint=endpoint,
+                    key_hex=key_hex,
+                    robot=config,
+                    plant=servo_plant,
+                    say=say,
+                    plant_report=plant_lines.append,
+                ) as session:
+                    for label, trajectory, seconds in (
+                        ("experiment", excitation, excitation.duration),
+                        ("validation", validation, validation_time),
+                    ):
+                        take = play(session.link, trajectory, seconds, say, label)
+                        reports = write_bag(out / f"{label}_bag", take, servos)
+                        commands = len(take.commands)
+                        say(f"{label}: {commands} commands, {reports} reports -> {label}_bag")
+                        if experiment is None:
+                            experiment = read_recording(out / "experiment_bag", names)
+                            pending = servo_stage(experiment)
+            else:
+                out.mkdir(parents=True, exist_ok=True)
+                experiment = read_recording(bags / "experiment_bag", names)
+                pending = servo_stage(experiment)
+            assert experiment is not None and pending is not None
+            check = read_recording(bags / "validation_bag", names)
+            size = f"{experiment.t.size} reports x {len(names)} joints"
+            say(f"fitting {len(FITTED)} parameters to {size}")
+            unreadable = 0
+            if floor_plant is not None:
+                say(f"floor stage: the robot on the floor of {floor_plant}")
+                unreadable = play_crawls(
+                    model=body,
+                    servos=servos,
+                    config=config,
+                    plant=floor_plant,
+                    key_hex=key_hex,
+                    duration=crawl_time,
+                    out=out,
+                    say=say,
+                    plant_report=plant_lines,
+                    held_out=held_out,
+                )
+        except BaseException:
+            stop.set()  # the fit stops at its next prediction
+            raise
+        stage = pending.result()
+    fit, per_joint, fitted_model = stage.fit, stage.per_joint, stage.servo
+    before, after = (
+        rms_error(predicted, check.measured)
+        for predicted in in_parallel(
+            lambda s: predict(model, s, check), [config_servo, fitted_model]
+        )
+    )
     floor_result: FloorResult | None = None
     if floor_plant is not None or (from_bags is not None and floor):
-        unreadable = 0
-        if floor_plant is not None:
-            say(f"floor stage: the robot on the floor of {floor_plant}")
-            unreadable = play_crawls(
+        floor_result = clocked(
+            say,
+            "floor fit",
+            lambda: fit_floor(
                 model=body,
-                servos=servos,
-                config=config,
-                plant=floor_plant,
-                key_hex=key_hex,
-                duration=crawl_time,
-                out=out,
+                servo=fitted_model,
+                bags=bags,
+                fitted=floor_fitted,
+                unreadable=unreadable,
                 say=say,
-                plant_report=plant_lines,
-            )
-        floor_result = fit_floor(
-            model=body,
-            servo=fitted_model,
-            bags=bags,
-            fitted=floor_fitted,
-            unreadable=unreadable,
-            say=say,
+            ),
+            lambda result: result.fit.evaluations + 2,  # and the validation crawl's two
         )
     judged = None
     if floor_result is not None and (bags / f"{HELD_OUT[0][0]}_bag").exists():
         say(f"predicting {len(HELD_OUT)} held-out crawls")
-        judged = judge(
-            bags,
-            names,
-            held_out_models(body, config_servo, fitted_model, floor_result, robot, floor_plant),
+        models = held_out_models(body, config_servo, fitted_model, floor_result, robot, floor_plant)
+        judged = clocked(
+            say,
+            "held-out crawls",
+            lambda: judge(bags, names, models),
+            lambda _: len(HELD_OUT) * len(models),
         )
     overlay = write_overlay(
         out / "robot_identified.yaml",

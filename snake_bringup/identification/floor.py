@@ -150,12 +150,13 @@ def play_crawls(
     out: Path,
     say: Say,
     plant_report: list[str],
+    held_out: bool = False,
 ) -> int:
     """Start the emulated robot on its floor and play :data:`CRAWLS` and
-    :data:`FLOOR_VALIDATION` (after the first crawl) for ``duration`` seconds each, then the
-    held-out crawls (:data:`.heldout.HELD_OUT`, :data:`.heldout.HELD_OUT_S` each), writing
-    each as a bag (``out/<label>_bag``) with the poses its sensor delivered. Returns the
-    datagrams that were not poses.
+    :data:`FLOOR_VALIDATION` (after the first crawl) for ``duration`` seconds each, then with
+    ``held_out`` the held-out crawls (:data:`.heldout.HELD_OUT`, :data:`.heldout.HELD_OUT_S`
+    each), writing each as a bag (``out/<label>_bag``) with the poses its sensor delivered.
+    Returns the datagrams that were not poses.
 
     Raises:
         IdentifyError: no pose sensor port, a lost link.
@@ -173,8 +174,9 @@ def play_crawls(
         if port is None:
             raise IdentifyError(f"{plant}: the emulated robot reported no pose sensor port")
         with PoseListener(port) as listener:
-            fitted = [(*c, duration) for c in (CRAWLS[0], FLOOR_VALIDATION, *CRAWLS[1:])]
-            for label, gait, params, seconds in (*fitted, *((*c, HELD_OUT_S) for c in HELD_OUT)):
+            takes = [(*c, duration) for c in (CRAWLS[0], FLOOR_VALIDATION, *CRAWLS[1:])]
+            takes += [(*c, HELD_OUT_S) for c in HELD_OUT] if held_out else []
+            for label, gait, params, seconds in takes:
                 listener.take()  # those of the rest before the crawl
                 trajectory = crawl(model, gait, params, seconds)
                 take = play(session.link, trajectory, seconds, say, label)
