@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.load import BusyCores
 from support.markers import BLOCKED_PROGRAMS, BLOCKED_RMW, NoRclpy, leaves_out, stand_ins
 from support.namespaces import netns_unavailable
 from support.ros_domains import claim_ros_domain
@@ -46,18 +46,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def busy_cores() -> Iterator[Callable[[int], None]]:
+def busy_cores() -> Iterator[BusyCores]:
     """``busy_cores(n)`` starts n busy-loop processes beside the test (a loaded machine: on 2
-    cores, n = 2 takes both); they are killed when the test ends."""
-    hogs: list[subprocess.Popen[bytes]] = []
-
-    def start(n: int) -> None:
-        hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n))
-
-    yield start
-    for hog in hogs:
-        hog.kill()
-        hog.wait()
+    cores, n = 2 takes both; ``pause()`` and ``resume()`` them); killed when the test ends."""
+    hogs = BusyCores()
+    try:
+        yield hogs
+    finally:
+        hogs.close()
 
 
 @pytest.fixture(scope="module", autouse=True)
