@@ -18,11 +18,20 @@ and whether the run is trusted; from the plant's end line: the emulated robot's 
 the wall clock, at and after the graph's start.
 
     python bench/graph_cpu.py [--seconds 20] [--repeat 1] [--output FILE.json]
+                              [--keep DIR] [--clock]
+
+``--keep DIR`` keeps each run's demo folder (bag, reports, logs) and output as ``DIR/run<k>``
+for a look at where a jump happened. ``--clock`` also subscribes to /clock and
+/joint_commands from this process (one more reader, best effort) and counts the command
+steps over ``STALL_S``, and of those the ones /clock itself made (no /clock message between
+the two commands): the graph's clock stalled, not gait_node.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import os
 import platform
@@ -31,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +54,61 @@ RUNNING = "running until"
 #: Poll period of the demo's output [s].
 POLL_S = 0.05
 TICKS = os.sysconf("SC_CLK_TCK")
+#: A command step longer than this is counted by ``--clock`` [s].
+STALL_S = 0.06
+
+
+class StampLog:
+    """The stamps [s] of /clock and /joint_commands, heard from this process while it runs
+    (rclpy in a thread of its own, on the demo's ROS domain)."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import qos_profile_sensor_data
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import JointState
+
+        self.clock: list[float] = []
+        self.commands: list[float] = []
+        self._context = rclpy.Context()
+        self._context.init()
+        self._node = rclpy.create_node("graph_cpu_stamps", context=self._context)
+        self._node.create_subscription(
+            Clock, "/clock", lambda m: self.clock.append(stamp_s(m.clock)), qos_profile_sensor_data
+        )
+        self._node.create_subscription(
+            JointState,
+            "/joint_commands",
+            lambda m: self.commands.append(stamp_s(m.header.stamp)),
+            qos_profile_sensor_data,
+        )
+        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self._node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._executor.shutdown()
+        self._node.destroy_node()
+        self._context.try_shutdown()
+        self._thread.join(timeout=5.0)
+
+    def stalls(self) -> dict[str, int]:
+        """Command steps over :data:`STALL_S`, and of those the ones with no /clock between."""
+        clock = sorted(set(self.clock))
+        commands = sorted(set(self.commands))
+        steps = [(a, b) for a, b in itertools.pairwise(commands) if b - a > STALL_S]
+        of_clock = sum(
+            1 for a, b in steps if bisect.bisect_right(clock, a) == bisect.bisect_left(clock, b)
+        )
+        return {"command_steps_over_stall": len(steps), "of_them_clock_stalls": of_clock}
+
+
+def stamp_s(stamp: object) -> float:
+    """A builtin_interfaces/Time as seconds."""
+    return float(stamp.sec) + float(stamp.nanosec) * 1e-9  # type: ignore[attr-defined]
 
 
 def children_of() -> dict[int, list[int]]:
@@ -105,8 +170,10 @@ def machine_ticks() -> tuple[int, int]:
     return sum(values) - idle, sum(values)
 
 
-def one_run(seconds: float, folder: Path) -> dict[str, object]:
-    """One demo; the CPU of each process over its running window, the timing figures."""
+def one_run(seconds: float, folder: Path, clock: bool = False) -> dict[str, object]:
+    """One demo; the CPU of each process over its running window, the timing figures
+    (``clock``: and :meth:`StampLog.stalls`)."""
+    stamps = StampLog() if clock else None
     out = folder / "stdout.txt"
     with out.open("w") as sink:
         process = subprocess.Popen(
@@ -133,6 +200,8 @@ def one_run(seconds: float, folder: Path) -> dict[str, object]:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        if stamps is not None:
+            stamps.close()
     text = out.read_text()
     cpu: dict[str, float] = {}
     for pid, (name, spent) in after.items():
@@ -149,6 +218,7 @@ def one_run(seconds: float, folder: Path) -> dict[str, object]:
         "trusted": summary.get("trusted"),
         "max_behind_ms": float(behind.group(1)) if behind else None,
         "running_behind_ms": float(behind.group(2)) if behind else None,
+        **(stamps.stalls() if stamps is not None else {}),
     }
 
 
@@ -163,8 +233,10 @@ def table(runs: list[dict[str, object]]) -> str:
         cells = [f"{r['cpu_per_s'].get(name, 0.0):.3f}" for r in runs]  # type: ignore[attr-defined]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for key in ("machine_busy", "command_jump_s", "clock_jump_s", "max_behind_ms",
-                "running_behind_ms", "trusted"):  # fmt: skip
-        lines.append(f"| {key} | " + " | ".join(str(r[key]) for r in runs) + " |")
+                "running_behind_ms", "trusted", "command_steps_over_stall",
+                "of_them_clock_stalls"):  # fmt: skip
+        if key in runs[0]:
+            lines.append(f"| {key} | " + " | ".join(str(r[key]) for r in runs) + " |")
     return "\n".join(lines)
 
 
@@ -173,14 +245,29 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="demo duration (default 20)")
     parser.add_argument("--repeat", type=int, default=1, help="runs (default 1)")
     parser.add_argument("--output", type=Path, help="also write the JSON here")
+    parser.add_argument("--keep", type=Path, help="keep each run's folder as DIR/run<k>")
+    parser.add_argument(
+        "--clock", action="store_true", help="also count the command steps /clock made"
+    )
     args = parser.parse_args()
     if not SNAKE.exists():
         print(f"bench/graph_cpu.py: {SNAKE} is missing: run make", file=sys.stderr)
         return 2
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        print(
+            f"bench/graph_cpu.py: --keep {args.keep} is not empty: name a new folder",
+            file=sys.stderr,
+        )
+        return 2
     runs = []
     for k in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="snake-graph-cpu-") as tmp:
-            runs.append(one_run(args.seconds, Path(tmp)))
+        if args.keep is not None:
+            folder = args.keep / f"run{k + 1}"
+            folder.mkdir(parents=True)
+            runs.append(one_run(args.seconds, folder, args.clock))
+        else:
+            with tempfile.TemporaryDirectory(prefix="snake-graph-cpu-") as tmp:
+                runs.append(one_run(args.seconds, Path(tmp), args.clock))
         print(f"run {k + 1}/{args.repeat} done", file=sys.stderr)
     print(table(runs), file=sys.stderr)
     emit(
