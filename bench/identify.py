@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,33 @@ from report import emit  # bench/report.py (this folder is on sys.path)
 from snake_dynamics.sim import random_plant
 
 BODY = {"stiffness", "damping", "stall_torque"}
+#: ``snake identify``'s line at a fit's end (``commands.clocked``).
+DONE = re.compile(r"\[identify\] (.+) done: (\d+) predictions in ([\d.]+) s, ([\d.]+) s CPU")
+
+
+def run_timed(cmd: list[str]) -> tuple[int, list[str], dict[str, object]]:
+    """Run ``snake identify`` (``cmd``), stamping its progress lines as they come: its exit
+    code, its stderr lines, and where the time went (module docstring)."""
+    start = time.monotonic()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert child.stderr is not None
+    lines, takes_end, fits = [], 0.0, {}
+    for line in child.stderr:
+        lines.append(line.rstrip("\n"))
+        if line.rstrip().endswith("_bag"):
+            takes_end = time.monotonic() - start
+        elif match := DONE.match(line):
+            what, count, wall, cpu = match.groups()
+            fits[what] = {"predictions": int(count), "wall_s": float(wall), "cpu_s": float(cpu)}
+    code = child.wait()
+    wall = time.monotonic() - start
+    timing = {
+        "wall_s": round(wall, 1),
+        "takes_s": round(takes_end, 1),
+        "after_takes_s": round(wall - takes_end, 1),
+        **fits,
+    }
+    return code, lines, timing
 
 
 def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, object]:
@@ -61,20 +89,19 @@ def floor_errors(doc: dict[str, object], floor: dict[str, object]) -> dict[str, 
     }
 
 
-def one(seed: int, folder: Path, floor: bool) -> dict[str, object]:
-    """Identify the plant of ``seed`` (on a floor with ``floor``); its errors and timings."""
+def one(seed: int, folder: Path, floor: bool, held_out: bool) -> dict[str, object]:
+    """Identify the plant of ``seed`` (on a floor with ``floor``, the held-out crawls with
+    ``held_out``); its errors and timings."""
     doc = random_plant(np.random.default_rng(seed), floor=floor)
     servo, mass_scale = doc["servo"]["defaults"], float(doc["mass_scale"])  # type: ignore[index]
     plant = folder / f"plant-{seed}.yaml"
     plant.write_text(yaml.safe_dump(doc))
     out = folder / f"identify-{seed}"
-    start = time.monotonic()
     cmd = [sys.executable, "-m", "snake_bringup.cli", "identify", "--emulate", "--plant"]
-    cmd += [str(plant), "-o", str(out), "--no-plots", "-q"]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - start
-    if done.returncode != 0:
-        return {"seed": seed, "failed": done.stderr.strip().splitlines()[-1:]}
+    cmd += [str(plant), "-o", str(out), "--no-plots", *(["--held-out"] if held_out else [])]
+    code, lines, timing = run_timed(cmd)
+    if code != 0:
+        return {"seed": seed, "failed": lines[-1:]}
     fit = json.loads((out / "fit.json").read_text())
     errors = {
         name: fit["params"][name] / (value / (mass_scale if name in BODY else 1.0)) - 1.0
@@ -95,12 +122,13 @@ def one(seed: int, folder: Path, floor: bool) -> dict[str, object]:
         },
         "improvement": round(before / after, 2),
         "fit_evaluations": fit["evaluations"],
-        **({"floor": floor_errors(doc, fit["floor"]), "held_out": held_out(fit)} if floor else {}),
-        "wall_s": round(wall, 1),
+        **({"floor": floor_errors(doc, fit["floor"])} if floor else {}),
+        **({"held_out": held_out_errors(fit)} if "held_out" in fit else {}),
+        "time": timing,
     }
 
 
-def held_out(fit: dict[str, object]) -> dict[str, object]:
+def held_out_errors(fit: dict[str, object]) -> dict[str, object]:
     """fit.json's held-out crawls: per crawl and prediction, the joints' RMS [deg], the
     travel's error relative to the measured and the path's RMS [mm]."""
     crawls = fit.get("held_out") or {}
@@ -137,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--floor", action="store_true", help="plants on random floors too")
+    parser.add_argument("--held-out", action="store_true", help="with --floor: held-out crawls")
     parser.add_argument("--keep", type=Path, help="keep the plants and the runs' folders here")
     parser.add_argument("--output", type=Path, help="also write the JSON here")
     args = parser.parse_args()
@@ -145,7 +174,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         runs = []
         for seed in args.seeds:
-            runs.append(one(seed, folder, args.floor))
+            runs.append(one(seed, folder, args.floor, args.held_out))
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     ok = [r for r in runs if "relative_error" in r]
     worst = {
