@@ -472,6 +472,10 @@ def test_demo_graph_is_the_recorder_and_the_hardware_graph_with_its_report_folde
     )
     assert demo[0].executable == "recorder_node"
     assert [s.full_name for s in demo[1:]] == [s.full_name for s in robot]
+    # the hardware graph's gait waits for the driver, dynamics_node and compare_node
+    (robot_gait,) = [s for s in robot if s.executable == "gait_node"]
+    options = robot_gait.parameters[1]
+    assert isinstance(options, dict) and options["wait_for_subscribers"] == 3
     (compare,) = [s for s in demo if s.executable == "compare_node"]
     assert compare.parameters[-1] == {"report_dir": str(tmp_path), "report_name": "compare"}
     # the gait waits for every subscriber of /joint_commands: the recorder, the driver,
