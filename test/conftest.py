@@ -48,7 +48,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture
 def busy_cores() -> Iterator[BusyCores]:
     """``busy_cores(n)`` starts n busy-loop processes beside the test (a loaded machine: on 2
-    cores, n = 2 takes both; ``pause()`` and ``resume()`` them); killed when the test ends."""
+    cores, n = 2 takes both; ``pause()`` stops them); killed when the test ends."""
     hogs = BusyCores()
     try:
         yield hogs

@@ -2,7 +2,7 @@
 
 - ``waits``: waiting for a condition with a deadline; a child a test interrupts as Ctrl-C does;
   a command in the background of a test, killed and reaped at the end.
-- ``load``: busy cores beside a test, paused while its child only computes.
+- ``load``: busy cores beside a test, paused once its child only computes.
 - ``models``: random snakes and states that do not hide index mix-ups, the model cases, the
   relative error.
 - ``ros_domains``: a ROS domain id held machine-wide while a test module or test uses it.

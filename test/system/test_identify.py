@@ -198,10 +198,10 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
     least 3x smaller than with the nominal servo; then the floor stage: both friction
     coefficients within 10 % of the floor's, and the validation crawl's predicted travel
     within 5 % of the measured. Every take with both cores busy beside it, as an idle machine
-    gets it (an idle run is the same check, 180 s more of the suite); the fits, which only
-    compute on the bags, without (:func:`_identify_busy`). The emulated robot may fall behind
-    real time, and the fit, on the robot's own clock, is as good (its report says how far
-    behind). This plant's floor came within 1.1 % idle and 1.0 % busy
+    gets it (an idle run is the same check, 180 s more of the suite); what is left to
+    compute on the bags after the last take, without (:func:`_identify_busy`). The emulated
+    robot may fall behind real time, and the fit, on the robot's own clock, is as good (its
+    report says how far behind). This plant's floor came within 1.1 % idle and 1.0 % busy
     (bench/README.md). The crawls' measured paths lie within twice the pose sensor's
     noise of the plant's own prediction (its true body, servos and floor), up to the start
     pose (eq. 248), and no pulse missed its compare match in simavr."""
@@ -213,11 +213,10 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
     plant.write_text(yaml.safe_dump(doc))
     out = tmp_path / "identify"
     args = ["identify", "--emulate", "--plant", str(plant), "-o", str(out), "--no-plots"]
-    done = _identify_busy([sys.executable, "-c", SHORT_HELD_OUT, *args], busy_cores, tmp_path)
+    command = [sys.executable, "-c", SHORT_HELD_OUT, *args, "--held-out"]
+    done = _identify_busy(command, busy_cores, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    # busy through the servo stage's takes, paused for its fit, busy through the floor
-    # stage's takes, paused for the floor fit and the predictions after it
-    assert busy_cores.changes == ["pause", "resume", "pause"]
+    assert busy_cores.is_paused  # from the last take on
     fit = json.loads((out / "fit.json").read_text())
     found = fit["params"]
     print(json.dumps({"plant": servo, "mass_scale": mass_scale, "fit": found}, indent=1))
@@ -266,21 +265,19 @@ def test_identify_recovers_a_random_plant_and_floor_through_the_firmware_with_bo
         assert rms <= TRUTH_PATH_NOISE * noise, label
 
 
-#: Progress lines (``[identify] ...`` on stderr) that start work on the bags alone: the servo
-#: fit, the floor fit, the held-out crawls' predictions; and the one that starts the floor
-#: stage's takes.
-FITTING = ("[identify] fitting ", "[identify] predicting ")
-TAKES = "[identify] floor stage: "
+#: The end of the progress line (``[identify] ...`` on stderr) of the run's last take, the
+#: second held-out crawl's: after it ``snake identify`` computes on the bags alone.
+LAST_TAKE = f"-> {HELD_OUT[-1][0]}_bag"
 
 
 def _identify_busy(
     command: list[str], busy: BusyCores, tmp_path: Path, timeout: float = 600.0
 ) -> subprocess.CompletedProcess[str]:
     """``snake identify`` (``command``) run to its end, at most ``timeout`` [s], with the
-    busy cores paused from each progress line in FITTING to the next in TAKES or the end:
-    the takes share the machine, the fits on their bags do not (their results are the same
-    either way; beside the busy loops their threads would get half the cores). Its stdout
-    and stderr captured."""
+    busy cores paused once its last take is written (LAST_TAKE): every take shares the
+    machine, the fits and predictions after them do not (their results are the same either
+    way; beside the busy loops their threads would get half the cores). Its stdout and
+    stderr captured."""
     stdout = tmp_path / "identify.stdout"
     lines: list[str] = []
     with stdout.open("w") as sink:
@@ -291,14 +288,11 @@ def _identify_busy(
             assert child.stderr is not None
             for line in child.stderr:
                 lines.append(line)
-                if line.startswith(FITTING):
+                if line.rstrip().endswith(LAST_TAKE):
                     busy.pause()
-                elif line.startswith(TAKES):
-                    busy.resume()
             child.wait()
         finally:
             timer.cancel()
-            busy.pause()  # the truth's predictions after it compute only too
     stderr = "".join(lines) + (f"killed after {timeout} s\n" if child.returncode < 0 else "")
     return subprocess.CompletedProcess(command, child.returncode, stdout.read_text(), stderr)
 
