@@ -26,7 +26,7 @@ def test_the_servo_stage_stops_at_its_first_prediction_once_told() -> None:
     names = model.joint_names
     t = np.arange(0.0, 0.2, 0.02)
     still = np.zeros((t.size, len(names)))
-    take = Recording(t, still, still, names)
+    take = Recording(t, still, still, tuple(names))
     said: list[str] = []
     stop = threading.Event()
     stop.set()
