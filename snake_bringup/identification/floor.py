@@ -39,6 +39,7 @@ from snake_dynamics.sim.floor_identification import (
     path_error,
     predict_path,
 )
+from snake_dynamics.sim.identification import in_parallel
 from snake_viz.path_compare import REASONS
 
 from .experiment import IdentifyError, Say, play, robot_link
@@ -285,15 +286,10 @@ def fit_floor(
         ),
     )
     check = validation.recording
-    return FloorResult(
-        fit,
-        start,
-        crawls,
-        validation,
-        predict_path(model, servo, start, check),
-        predict_path(model, servo, fit.ground, check),
-        unreadable,
+    before, after = in_parallel(
+        lambda ground: predict_path(model, servo, ground, check), [start, fit.ground]
     )
+    return FloorResult(fit, start, crawls, validation, before, after, unreadable)
 
 
 def overlay_section(result: FloorResult) -> dict[str, Any]:

@@ -7,6 +7,7 @@ friction coefficient to compare with: the prediction is the judge."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from snake_dynamics.ground import Ground
 from snake_dynamics.model import SnakeModel
 from snake_dynamics.servo import ServoModel
 from snake_dynamics.sim.floor_identification import PathRecording, aligned_error, predict_crawl
-from snake_dynamics.sim.identification import residuals
+from snake_dynamics.sim.identification import in_parallel, residuals
 
 from .experiment import IdentifyError
 from .poses import crawl_recording
@@ -99,7 +100,8 @@ def judge(
     for label, _, _ in HELD_OUT:
         take = crawl_recording(bags / f"{label}_bag", names).recording
         row: dict[str, Prediction | float] = {"measured_travel": measured_travel(take)}
-        row.update({m.label: predict_take(m, take) for m in models})
+        predicted = in_parallel(functools.partial(predict_take, take=take), models)
+        row.update({m.label: p for m, p in zip(models, predicted, strict=True)})
         out[label] = row
     return out
 
