@@ -10,7 +10,7 @@ import numpy as np
 from support.models import random_model
 
 import snake_dynamics as sd
-from snake_dynamics.mfm import integrators
+from snake_dynamics.mfm import integrators, recursive
 
 
 def test_quintic_trajectories_are_reproduced_by_rk4_within_1e_6_rad() -> None:
@@ -153,3 +153,18 @@ def test_the_validation_loop_of_a_periodic_gait_is_its_per_time_run() -> None:
     for name in ("q", "qd", "qdd", "tau"):
         np.testing.assert_array_equal(getattr(batched, name), getattr(reference, name))
     assert np.ptp(batched.q) > 0.1
+
+
+def test_the_energies_from_the_first_stage_are_those_of_the_samples() -> None:
+    # The fast kernel sums each sample's energies in its first RK4 stage; the reference is
+    # recursive.energies of the sampled states (the same frames again), to round-off.
+    model = random_model(np.random.default_rng(13), 8, gravity=True)
+    rng = np.random.default_rng(4)
+    result = integrators.simulate(
+        model, rng.uniform(-0.5, 0.5, 8), rng.uniform(-1, 1, 8), None, 0.3, 0.001
+    )
+    again = recursive.energies(model, result.q, result.qd)
+    scale = np.max(np.abs(again))
+    np.testing.assert_allclose(result.kinetic, again[:, 0], rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(result.potential, again[:, 1], rtol=0, atol=1e-13 * scale)
+    assert np.ptp(result.kinetic) > 1e-3 * scale  # the energy moved between K and V
