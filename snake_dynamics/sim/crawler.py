@@ -162,17 +162,23 @@ def _crawl_steps(
     k1, k2, k3, k4 = np.empty(y.size), np.empty(y.size), np.empty(y.size), np.empty(y.size)
     stage = np.empty(y.size)
     x = y.copy()
+    half, sixth = 0.5 * h, h / 6.0
     for i in range(states.shape[0]):
         for j in range(sub):
             row = 2 * (i * sub + j)
+            # the stages element by element: no temporary array per stage
             _rate_into(params, ground, servo, x, inputs[row], work, scratch, k1)
-            stage[:] = x + 0.5 * h * k1
+            for c in range(x.size):
+                stage[c] = x[c] + half * k1[c]
             _rate_into(params, ground, servo, stage, inputs[row + 1], work, scratch, k2)
-            stage[:] = x + 0.5 * h * k2
+            for c in range(x.size):
+                stage[c] = x[c] + half * k2[c]
             _rate_into(params, ground, servo, stage, inputs[row + 1], work, scratch, k3)
-            stage[:] = x + h * k3
+            for c in range(x.size):
+                stage[c] = x[c] + h * k3[c]
             _rate_into(params, ground, servo, stage, inputs[row + 2], work, scratch, k4)
-            x += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            for c in range(x.size):
+                x[c] += sixth * (k1[c] + 2.0 * k2[c] + 2.0 * k3[c] + k4[c])
             norm = math.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
             for c in range(3, 7):
                 x[c] /= norm
