@@ -34,15 +34,6 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20191110)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests marked slow go first (in their order; every worker sorts
-    the same way, as xdist requires). worksteal hands each worker a contiguous share and
-    steals from the end of a queue: long tests left at the end would run last on one worker
-    while the other waits. Serial runs keep the file order (module fixtures set up once)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[Any]:
     """On CI (CI=true) a skip is a failure: CI installs every tool, so a test that skips
