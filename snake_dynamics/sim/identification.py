@@ -451,8 +451,8 @@ def fit_servo(
         bounds=(low, high),
         x_scale="jac",
         diff_step=1e-3,
-        ftol=1e-6,
-        xtol=1e-6,
+        ftol=1e-4,
+        xtol=1e-4,
         **least_squares_workers(),
     )
     params = _to_params(result.x)
