@@ -90,12 +90,38 @@ MEASURED_NAMESPACE = "measured"
 COMMANDS = (("joint_commands", "/joint_commands"),)
 #: gait_node's gait itself (its commands are that gait, or compensate for the servos).
 DESIRED = ("joint_desired", "/joint_desired")
-#: How late the firmware's servo targets follow /joint_commands [s]: driver_node sends the
-#: newest command every 20 ms and the firmware moves to it over the next 20 ms
-#: (config/driver_node.yaml: command_rate 50, interpolate), the command is 5 ms old on average
-#: (gait_node's 100 Hz) and the frame takes a few ms on the link; 28 ms measured over the pty
-#: (bench/README.md, "End to end"). Compensated commands are sent that much earlier.
-DRIVER_COMMAND_DELAY_S = 0.028
+#: driver_node's target frames per second [Hz] (config/driver_node.yaml: command_rate, with
+#: interpolate: the firmware moves to each target over one period).
+DRIVER_COMMAND_RATE_HZ = 50.0
+#: gait_node's commands per second [Hz] (config/gaits.yaml: publish_rate).
+GAIT_PUBLISH_RATE_HZ = 100.0
+#: A target frame's time from driver_node to the firmware [s]: the 28 ms measured end to end
+#: over the pty (bench/README.md, "End to end") less the 25 ms of the two periods.
+LINK_FRAME_S = 0.003
+
+
+def driver_command_delay(
+    command_rate: float = DRIVER_COMMAND_RATE_HZ,
+    publish_rate: float = GAIT_PUBLISH_RATE_HZ,
+    link: float = LINK_FRAME_S,
+) -> float:
+    """T_c = 1 / f_cmd + 1 / (2 f_gait) + T_link (eq. 218): how late the firmware's servo
+    target follows a /joint_commands stamp [s], gait_node's ``command_delay``. The driver sends
+    the newest command once per command period and the firmware interpolates to it over the
+    next period; the newest command is half a publish period old on average; the frame takes
+    ``link`` on the wire. The servo model's dead time (snake identify's, eq. 208) counts from
+    that target: the two add up, neither holds the other.
+
+    Args:
+        command_rate: driver_node's target frames per second [Hz].
+        publish_rate: gait_node's commands per second [Hz].
+        link: a frame's time from the driver to the firmware [s].
+    """
+    return 1.0 / command_rate + 0.5 / publish_rate + link
+
+
+#: The compensated demo's and hardware graph's T_c [s] (eq. 218): 28 ms.
+DRIVER_COMMAND_DELAY_S = driver_command_delay()
 
 
 #: Which part of the hardware graph a host runs (:func:`hardware_graph`'s ``role``).

@@ -118,8 +118,9 @@ class GaitNode(Node):
             0.0,
             0.0,
             1.0,
-            "with compensate: how late the servos' targets follow joint_commands beyond the "
-            "servo model's dead time (the driver's path on the robot) [s]",
+            "with compensate: T_c, how late the firmware's servo targets follow "
+            "joint_commands (the driver's path, eq. 218; the hardware graph sets 28 ms); the "
+            "servo model's dead time counts from those targets [s]",
             read_only=True,
         )
 

@@ -427,6 +427,32 @@ def test_hardware_graph_wires_driver_measured_and_prediction() -> None:
         hardware_graph(transport="carrier-pigeon")
 
 
+def test_compensated_commands_lead_by_the_driver_s_path_from_its_config_files() -> None:
+    """gait_node's ``command_delay`` in a compensated graph is T_c of eq. 218 from the rates
+    the driver and gait_node read (config/driver_node.yaml, config/gaits.yaml), with the
+    firmware interpolating: 1/50 + 1/(2 x 100) + 3 ms = 28 ms, the lag measured end to end
+    over the pty. Without ``compensate`` there is none."""
+    from snake_bringup.graph import LINK_FRAME_S, driver_command_delay
+
+    def section(name: str) -> dict[str, Any]:
+        text = (ROOT / "config" / name).read_text(encoding="utf-8")
+        return dict(yaml.safe_load(text)["/**"]["ros__parameters"])
+
+    driver, gaits = section("driver_node.yaml"), section("gaits.yaml")
+    assert driver["interpolate"] is True  # else the target follows without the command period
+    expected = 1.0 / driver["command_rate"] + 0.5 / gaits["publish_rate"] + LINK_FRAME_S
+
+    def gait_options(compensate: bool) -> dict[str, Any]:
+        spec = next(s for s in hardware_graph(compensate=compensate) if s.name == "gait_node")
+        return {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
+
+    options = gait_options(True)
+    assert options["compensate"] is True
+    assert options["command_delay"] == pytest.approx(expected, abs=1e-12)
+    assert driver_command_delay() == pytest.approx(0.028, abs=1e-12)
+    assert "command_delay" not in gait_options(False)
+
+
 def test_an_emulated_pose_sensor_adds_its_node_on_the_robot_s_clock() -> None:
     """``pose_port`` (the emulator's ``Endpoint.pose_port``): pose_sensor_node listens there
     and publishes /measured/pose on the graph's clock; without it there is none."""
