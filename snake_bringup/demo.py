@@ -6,10 +6,10 @@ identify``, the demo with the identified overlay and compensated, and a table of
 runs: the reality gap between the prediction and the robot, and between the robot and the
 gait, before and after identification and compensation.
 
-On the table the emulated robot is config/plant_floor.yaml (the robot config's own simulator
-with other numbers); ``--plant plant_mujoco`` is a plant that is not the model (its body, floor
-and joints on MuJoCo, every effect the model leaves out at its default; docs/hardware.md, "A
-plant that is not the model")."""
+On the table the emulated robot is config/plant_mujoco.yaml, a plant that is not the model (its
+body, floor and joints on MuJoCo, every effect the model leaves out at its default;
+docs/hardware.md, "A plant that is not the model"); ``--plant plant_floor`` is the table on the
+robot config's own simulator with other numbers."""
 
 from __future__ import annotations
 
@@ -48,13 +48,13 @@ DEMO_GAIT_PARAMETERS: dict[str, dict[str, float]] = {
 
 
 def default_plant(robot: Robot) -> Path:
-    """The demo's plant for ``robot``: the table on the robot config's own MFM simulator
-    (config/plant_floor.yaml) under a robot that lies on a floor, the fixed-tail plant
-    (config/plant.yaml) under any other. ``--plant plant_mujoco`` is the same table on MuJoCo
-    with every effect the model leaves out."""
+    """The demo's plant for ``robot``: the table on MuJoCo with every effect the model leaves
+    out (config/plant_mujoco.yaml) under a robot that lies on a floor, the fixed-tail plant
+    (config/plant.yaml) under any other. ``--plant plant_floor`` is the same table on the
+    robot config's own MFM simulator."""
     model = robot.model
     on_floor = model.base == "floating" and model.ground is not None and not model.wheels
-    return robot_config("plant_floor" if on_floor else "plant")
+    return robot_config("plant_mujoco" if on_floor else "plant")
 
 
 @dataclass(frozen=True)

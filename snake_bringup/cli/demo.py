@@ -54,8 +54,8 @@ def register(sub: Subparsers) -> None:
     plant_option(
         body,
         "the emulated robot's servos, body, pots, floor and pose sensor (default: "
-        "config/plant_floor.yaml, the table on the model's own simulator; plant_mujoco: the "
-        "same table on MuJoCo with every effect the model leaves out; a robot config with "
+        "config/plant_mujoco.yaml, the table on MuJoCo with every effect the model leaves "
+        "out; plant_floor: the same table on the model's own simulator; a robot config with "
         "a fixed tail: config/plant.yaml)",
         None,
     )

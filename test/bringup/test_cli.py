@@ -413,6 +413,20 @@ def test_the_tour_table_sums_up_each_run() -> None:
     assert rows[4].split()[1:] == ["n/a"] * 5
 
 
+@pytest.mark.parametrize(
+    ("robot", "plant"),
+    [("robot_table", "plant_mujoco"), ("robot_feedback", "plant"), ("robot_wheels", "plant")],
+)
+def test_the_demo_crawls_a_floor_robot_on_the_mujoco_table(robot: str, plant: str) -> None:
+    """``snake demo``'s default plant: a robot lying on a floor crawls on the MuJoCo table
+    (a plant that is not the model), a fixed tail or a wheeled snake on the fixed-tail
+    plant; ``--plant plant_floor`` names the MFM table explicitly."""
+    from snake_bringup.demo import default_plant
+    from snake_ros.paths import load_robot
+
+    assert default_plant(load_robot(robot)) == robot_config(plant)
+
+
 @pytest.mark.parametrize("command", ["sim", "hardware"])
 @pytest.mark.parametrize(
     ("typo", "message"),

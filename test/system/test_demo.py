@@ -1,5 +1,7 @@
-"""`snake demo` end to end (shortened): the real firmware in simavr, gait, MFM prediction,
-driver, comparison and recorder; then the bag, the reports and the per-joint RMS."""
+"""`snake demo` end to end (shortened), on the table of the model's own simulator (`--plant
+plant_floor`, the plant its bounds were set on; the demo's default is the MuJoCo table): the
+real firmware in simavr, gait, MFM prediction, driver, comparison and recorder; then the bag,
+the reports and the per-joint RMS."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def test_demo_records_compares_and_reports_with_both_cores_busy(
         "SNAKE_ROBOT_PRIORITY": "normal",
     }
     proc = subprocess.run(
-        [str(snake), "demo", "--duration", "10", "-o", str(out)],
+        [str(snake), "demo", "--duration", "10", "--plant", "plant_floor", "-o", str(out)],
         env=env,
         capture_output=True,
         text=True,
