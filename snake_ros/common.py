@@ -19,11 +19,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.experimental.events_executor import EventsExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
 
 from snake_dynamics.errors import SnakeError
 
@@ -308,11 +310,34 @@ def session(args: list[str] | None = None) -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+def executor_for(node: Node) -> Executor:
+    """The cheapest executor that runs every callback of ``node``.
+
+    rclpy's ``EventsExecutor`` (in C++) costs about half the CPU per callback of the
+    ``SingleThreadedExecutor``, which rebuilds its wait set in Python for every wait
+    (bench/notes/2026-12-07-graph-clock.md). It supports no guard conditions
+    (pose_sensor_node wakes its executor with one) and fails on a subscription whose callback
+    takes ``MessageInfo`` (driver_node ages the stop state by it): such a node gets the
+    ``SingleThreadedExecutor``, which also runs its ready timers before its subscriptions.
+
+    Args:
+        node: the node, with every entity it will wait on already created.
+
+    Returns:
+        A new executor, not yet holding ``node``.
+    """
+    with_info = Subscription.CallbackType.WithMessageInfo
+    guarded = any(True for _ in node.guards)  # a generator, always truthy itself
+    if guarded or any(s._callback_type == with_info for s in node.subscriptions):
+        return SingleThreadedExecutor(context=node.context)
+    return EventsExecutor(context=node.context)
+
+
 def spin(node: Node, stop: threading.Event, until: Callable[[], bool] | None = None) -> None:
-    """Run ``node``'s callbacks until ``stop`` is set, rclpy shuts down or ``until()`` is
-    true; the executor waits at most ``WAKE_S`` at a time (a node on a silent /clock would
-    otherwise never see a signal)."""
-    executor = SingleThreadedExecutor()
+    """Run ``node``'s callbacks on :func:`executor_for`'s executor until ``stop`` is set,
+    rclpy shuts down or ``until()`` is true; the executor waits at most ``WAKE_S`` at a time
+    (a node on a silent /clock would otherwise never see a signal)."""
+    executor = executor_for(node)
     executor.add_node(node)
     try:
         while rclpy.ok() and not stop.is_set() and (until is None or not until()):
