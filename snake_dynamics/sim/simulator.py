@@ -102,7 +102,13 @@ class InputSource(ABC):
 def finite_rows(*rows: FloatArray) -> int:
     """How many leading rows of ``rows`` (arrays of one length) are finite in every array:
     the steps a fastmath kernel took before its state left the finite numbers (the kernels
-    cannot test it themselves: LLVM may drop the test)."""
+    cannot test it themselves: LLVM may drop the test).
+
+    A finite sum of an array says every entry is finite (NaN and inf carry into the sum),
+    one reduction per tick of the dynamics node; a sum that is not finite (a bad entry, or
+    finite entries that overflow) falls to the test row by row."""
+    if all(math.isfinite(np.add.reduce(r, axis=None)) for r in rows):
+        return int(rows[0].shape[0])
     bad = ~np.logical_and.reduce([np.isfinite(r).all(axis=1) for r in rows])
     return int(np.argmax(bad)) if bad.any() else int(rows[0].shape[0])
 
@@ -146,9 +152,10 @@ class CommandReference:
         if end > first and t <= self._times[end - 1]:
             return False
         # drop the samples older than the history; the newest old sample stays: it starts
-        # the first interval
-        old = int(np.searchsorted(self._times[first:end], t - self.history))
-        first += min(old, max(end - first - 1, 0))
+        # the first interval (one a push at a steady rate: a scan, not a search)
+        oldest, times = t - self.history, self._times
+        while first < end - 1 and times[first] < oldest:
+            first += 1
         if end == self._times.size:  # full: move the kept rows to the front, grow if crowded
             kept = end - first
             size = max(64, self._times.size * (2 if 2 * kept > self._times.size else 1))
@@ -424,6 +431,7 @@ class Simulator:
         self.servo = servo_model(stiffness, damping, servo, n)
         self.substeps = self._substeps()
         self._h = dt / self.substeps  # the RK4 step [s]
+        self._offsets: tuple[int, FloatArray] = (-1, np.empty(0))  # stage_times' last
         self._packed = self.servo.packed  # the servo law's parameters, compiled form (241)
         self._pack()
         self.reset(t0, np.zeros(n), np.zeros(n))
@@ -477,9 +485,12 @@ class Simulator:
 
     def stage_times(self, steps: int) -> FloatArray:
         """The RK4 stage times t, t + h/2, ..., t + steps dt of the next steps, with
-        h = dt / substeps [s]."""
-        count = 2 * steps * self.substeps + 1
-        return self.time + 0.5 * self._h * np.arange(count, dtype=np.float64)
+        h = dt / substeps [s]: the offsets h/2 j [s] kept for the last step count (the node
+        asks for the same count tick after tick), plus the time."""
+        if self._offsets[0] != steps:
+            count = 2 * steps * self.substeps + 1
+            self._offsets = (steps, 0.5 * self._h * np.arange(count, dtype=np.float64))
+        return self.time + self._offsets[1]
 
     def advance(self, steps: int, source: InputSource) -> tuple[FloatArray, FloatArray]:
         """Take ``steps`` steps with the inputs of ``source`` at the stage times.
