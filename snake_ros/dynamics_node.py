@@ -61,6 +61,7 @@ robot stop the node at start with one line (not supported yet).
 
 from __future__ import annotations
 
+import array
 import importlib
 import math
 import sys
@@ -71,9 +72,8 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from rclpy.node import Node
-from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -215,6 +215,14 @@ class DynamicsNode(Node):
         self._monitor = InputMonitor(self)
         self._last_status = time.monotonic()
         self._pub = self.create_publisher(JointState, "joint_states", 10)
+        # the messages of a tick, built once and filled in place (a publish serialises them)
+        self._state = JointState()
+        self._state.name = list(self._model.joint_names)
+        self._odom_msg = Odometry()
+        self._odom_msg.header.frame_id = "world"
+        self._odom_msg.child_frame_id = self._frame
+        self._transform = TransformStamped()
+        self._transform.child_frame_id = self._frame
         arm = elastic_arm(robot)  # None: every link rigid
         self._bends = None if arm is None else LinkDeflections(self._model, arm)
         self._bends_pub = (
@@ -381,7 +389,8 @@ class DynamicsNode(Node):
             joint = self._model.joint_names[int(np.argmax(beyond))]
             self._recover(f"{joint} passed its limit by {np.max(beyond):.3g} rad")
             return
-        if not np.all(np.isfinite(self._sim.tau)):
+        tau = self._sim.tau
+        if not np.all(np.isfinite(tau)):
             self._recover("the applied torques left the finite numbers")
             return
         self._stats["busy_s"] += time.perf_counter() - start
@@ -397,12 +406,11 @@ class DynamicsNode(Node):
         if stamp_ns <= self._published_ns:
             return  # nothing new (the first ticks, or a paused /clock): keep stamps increasing
         self._published_ns = stamp_ns
-        msg = JointState()
-        msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
-        msg.name = self._model.joint_names
-        msg.position = self._sim.q.tolist()
-        msg.velocity = self._sim.qd.tolist()
-        msg.effort = self._sim.tau.tolist()
+        msg = self._state
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 10**9)
+        msg.position = _doubles(self._sim.q)
+        msg.velocity = _doubles(self._sim.qd)
+        msg.effort = _doubles(tau)
         self._pub.publish(msg)
         self._publish_deflections(msg.header.stamp)
         if self._base is not None:
@@ -432,10 +440,8 @@ class DynamicsNode(Node):
     def _publish_base(self, stamp: object, state: FloatingState) -> None:
         """``odom`` and the world -> base_link transform of the tail's state."""
         assert self._odom is not None
-        odom = Odometry()
+        odom = self._odom_msg
         odom.header.stamp = stamp
-        odom.header.frame_id = "world"
-        odom.child_frame_id = self._frame
         pose = odom.pose.pose
         pose.position.x, pose.position.y, pose.position.z = state.position.tolist()
         o = pose.orientation
@@ -445,9 +451,8 @@ class DynamicsNode(Node):
         twist.angular.x, twist.angular.y, twist.angular.z = state.nu[3:6].tolist()
         self._odom.publish(odom)
         if self._tf is not None:
-            transform = TransformStamped()
+            transform = self._transform
             transform.header = odom.header
-            transform.child_frame_id = self._frame
             t = transform.transform
             t.translation.x, t.translation.y, t.translation.z = state.position.tolist()
             t.rotation = o
@@ -482,6 +487,12 @@ class DynamicsNode(Node):
         self._restart(self._sim.time)
         response.message = f"restarted at t = {self._sim.time:.3f} s from the commanded state"
         return response
+
+
+def _doubles(values: NDArray[np.float64]) -> array.array[float]:
+    """A float64 vector as a message's ``float64[]`` field takes it without a check per
+    element: the same numbers as ``values.tolist()``."""
+    return array.array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes())
 
 
 def _transform_broadcaster(node: Node) -> Any:
