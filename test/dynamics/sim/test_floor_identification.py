@@ -21,6 +21,7 @@ from snake_dynamics.sim.floor_identification import (
     PathRecording,
     aligned_error,
     aligned_path,
+    coarse_search,
     fit_ground,
     joint_error,
     level_search,
@@ -174,6 +175,31 @@ def test_the_level_search_walks_the_valley_the_least_squares_stops_in() -> None:
     found = level_search(fun, truth + np.log(0.75))
     np.testing.assert_allclose(found, truth, atol=2e-3)
     assert np.array_equal(level_search(fun, truth), truth)
+
+
+@pytest.mark.parametrize("truth", [(0.1, 0.4), (0.04, 1.1), (0.3, 0.35), (0.9, 1.0)])
+def test_the_coarse_search_finds_the_whole_grid_s_best_point_with_fewer_costs(
+    truth: tuple[float, float],
+) -> None:
+    """Eq. 247 coarse to fine on a cost with the fit's valley (the level shallow, the ratio
+    steep; its floor anywhere on the grid's span, the edges too): the point it returns is
+    the best of the whole grid and the start, counted against every grid point's cost, and
+    it evaluates fewer than the grid's 36 points."""
+    centre = np.log(truth)
+    calls: list[tuple[float, ...]] = []
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        calls.append(tuple(x))
+        level, ratio = 0.5 * (x[0] + x[1] - centre.sum()), x[1] - x[0] - (centre[1] - centre[0])
+        return np.array([1e-3 * level, 0.05 * ratio])
+
+    x0 = np.log([0.1, 0.5])
+    found = coarse_search(fun, x0, ("mu_along", "mu_across"))
+    axis = np.log(np.geomspace(0.03, 1.2, 8))
+    grid = [np.array([a, c]) for a in axis for c in axis[axis >= a]]
+    best = min([x0, *grid], key=lambda x: robust_cost(fun(x), 0.005))
+    assert np.array_equal(found, best)
+    assert len(set(calls[: -len(grid) - 1])) < len(grid)
 
 
 #: Random plants (servos, mass scale, floor) no other test draws: seeds of random_plant.
