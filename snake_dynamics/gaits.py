@@ -46,6 +46,13 @@ class Gait(ABC):
     def __call__(self, t: float) -> JointTrajectory:
         return self.evaluate(t)
 
+    def samples(self, times: FloatArray) -> JointTrajectory:
+        """q [rad], q_dot [rad/s], q_ddot [rad/s^2] at every time of ``times`` [s], shape
+        (m,): rows of shape (m, n) each. Here one :meth:`evaluate` per time; a gait that
+        broadcasts over times (:class:`PeriodicGait`) samples them in one call."""
+        rows = [self.evaluate(float(t)) for t in times]
+        return JointTrajectory(*(np.array([row[i] for row in rows]) for i in range(3)))
+
 
 def quintic_blend(tau: float) -> tuple[float, float, float]:
     """s, s', s'' of the quintic 10 tau^3 - 15 tau^4 + 6 tau^5 on [0, 1] (clamped outside).
@@ -143,20 +150,25 @@ class PeriodicGait(Gait):
         return int(self.offsets.size)
 
     def evaluate(self, t: float) -> JointTrajectory:
-        """q, q_dot, q_ddot at time t [s], shape (n,) each; at a column of times, shape (m, 1)
-        (:func:`snake_dynamics.mfm.integrators.motion_samples`: every RK4 stage time of a
-        run), rows of shape (m, n), with the sine taken only for the joints that move: a
-        joint of amplitude 0 (the serpenoid's pitch joints) rests at its offset. The same
-        values either way (zeros without their sign), half the sines of a crawl's sampling.
+        """q, q_dot, q_ddot at time t [s], shape (n,) each."""
+        omega = 2.0 * math.pi * self.frequency
+        return _sinusoids(self.offsets, self.amplitudes, self.phases, omega, t)
+
+    def samples(self, times: FloatArray) -> JointTrajectory:
+        """q, q_dot, q_ddot at every time of ``times`` [s], shape (m,) (every RK4 stage time
+        of a run), as rows of shape (m, n) from one call: the column of times broadcast
+        against the joints, with the sine taken only for the joints that move (a joint of
+        amplitude 0, the serpenoid's pitch joints, rests at its offset). The values of one
+        :meth:`evaluate` per time, bit for bit (zeros without their sign), half the sines
+        of a crawl's sampling.
         """
         omega = 2.0 * math.pi * self.frequency
-        if np.ndim(t) == 0:
-            return _sinusoids(self.offsets, self.amplitudes, self.phases, omega, t)
+        t = np.asarray(times, dtype=np.float64)[:, None]
         moving = np.flatnonzero(self.amplitudes)
         part = _sinusoids(
             self.offsets[moving], self.amplitudes[moving], self.phases[moving], omega, t
         )
-        shape = np.broadcast_shapes(np.shape(t), self.offsets.shape)
+        shape = (t.shape[0], self.offsets.size)
         rows = JointTrajectory(np.empty(shape), np.zeros(shape), np.zeros(shape))
         rows.q[...] = self.offsets
         for whole, moved in zip(rows, part, strict=True):
@@ -165,10 +177,14 @@ class PeriodicGait(Gait):
 
 
 def _sinusoids(
-    offsets: FloatArray, amplitudes: FloatArray, phases: FloatArray, omega: float, t: float
+    offsets: FloatArray,
+    amplitudes: FloatArray,
+    phases: FloatArray,
+    omega: float,
+    t: float | FloatArray,
 ) -> JointTrajectory:
     """q = o + A sin(omega t + phi), its rate and acceleration, per joint (:class:`PeriodicGait`
-    with omega = 2 pi f [rad/s])."""
+    with omega = 2 pi f [rad/s]) at the time t [s], or at a column of times (m, 1) as rows."""
     arg = omega * t + phases
     s, c = np.sin(arg), np.cos(arg)
     return JointTrajectory(

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError, SimulationError, StateError
-from snake_dynamics.gaits import PeriodicGait
+from snake_dynamics.gaits import Gait
 from snake_dynamics.mfm import kinetics, recursive
 from snake_dynamics.mfm.kinematics import joint_vector
 from snake_dynamics.model import SnakeModel
@@ -240,14 +240,12 @@ def motion_samples(motion: Motion, times: FloatArray) -> tuple[Any, Any, Any]:
     """q [rad], q_dot [rad/s] and q_ddot [rad/s^2] of ``motion`` at every time of ``times``
     [s], each a sequence of len(times) rows.
 
-    A :class:`PeriodicGait` is evaluated at every time in one call (its ``evaluate``
-    broadcasts a column of times against its joints: the same operations on the same
-    numbers as one call per time, bit for bit) and gives (m, n) arrays; any other motion is
-    called once per time and gives lists of what it returned.
+    A :class:`Gait` samples itself (:meth:`Gait.samples`: a :class:`PeriodicGait` at every
+    time in one call, bit for bit the values of one call per time) and gives (m, n) arrays;
+    any other motion is called once per time and gives lists of what it returned.
     """
-    if type(motion) is PeriodicGait:
-        late = motion.evaluate(times[:, None])  # type: ignore[arg-type]
-        return late.q, late.qd, late.qdd
+    if isinstance(motion, Gait):
+        return motion.samples(times)
     samples = [motion(float(ti)) for ti in times]
     return [s[0] for s in samples], [s[1] for s in samples], [s[2] for s in samples]
 

@@ -15,6 +15,7 @@ from snake_dynamics.gaits import (
     joint_roles,
     quintic_blend,
 )
+from snake_dynamics.mfm.integrators import motion_samples
 
 MODEL = sd.SnakeModel.uniform(8, 0.1, 0.1, 0.02)
 
@@ -39,6 +40,23 @@ def test_rates_and_accelerations_are_the_derivatives_of_the_angles(name, gait) -
             point.qdd, (plus.qd - minus.qd) / (2 * h), atol=1e-6, err_msg=name
         )
         assert np.all(np.abs(point.q) <= math.pi)
+
+
+@pytest.mark.parametrize(
+    ("name", "gait"), all_gaits(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_a_gait_samples_a_column_of_times_as_one_call_per_time(name, gait) -> None:
+    """Reference: ``evaluate`` at each time, one call each (what ``motion_samples`` did for
+    any gait but a PeriodicGait): equal bit for bit, the periodic gaits broadcasting, the
+    quintic and the transition looping; motion_samples takes the gait's own sampling."""
+    times = 0.123 + 0.00025 * np.arange(4001)  # across the transition's blend
+    got = gait.samples(times)
+    assert got.q.shape == (times.size, MODEL.n_joints), name
+    for whole, fields in zip(got, zip(*(gait(float(t)) for t in times), strict=True), strict=True):
+        assert np.array_equal(whole, np.array(fields)), name
+    for whole, again in zip(motion_samples(gait, times), got, strict=True):
+        assert np.array_equal(whole, again), name
+    assert np.ptp(got.q) > 0.1, name  # the gait moved over the times
 
 
 def test_joint_roles_follow_the_axes() -> None:
