@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -226,6 +226,41 @@ def read_robot_yaml(path: str | Path, what: str = "robot file") -> Any:
     return doc
 
 
+#: The servo key that belongs to the body, not to the torque law: the rotor's inertia
+#: through the gears [kg m^2] (:attr:`SnakeModel.armature`, eq. 471).
+BODY_KEY = "armature"
+
+
+def armature_of(servo: object, joint_names: Sequence[str]) -> FloatArray:
+    """Each joint's ``armature`` [kg m^2] from a robot config's ``servo:`` section: the
+    rotor's inertia through the gears, J_a = N^2 J_rotor, a servo key like the six of
+    :class:`snake_dynamics.servo.ServoParams` (``defaults:``, then ``joints:`` by name) but
+    part of the body: it adds to M*'s diagonal (eq. 471). None or absent: zeros.
+
+    Raises:
+        ModelError: a value that is not a number >= 0; the message names the key. (The
+            section's other keys and joint names are checked by
+            :meth:`snake_dynamics.servo.ServoModel.from_dict`.)
+    """
+
+    def value(entry: object, where: str, default: float) -> float:
+        if not isinstance(entry, Mapping) or BODY_KEY not in entry:
+            return default
+        raw = entry[BODY_KEY]
+        number = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else -1.0
+        if not (math.isfinite(number) and number >= 0.0):
+            raise ModelError(f"{where}.armature must be a number >= 0 kg m^2, got {raw!r}")
+        return number
+
+    spec: Mapping[str, Any] = servo if isinstance(servo, Mapping) else {}
+    common = value(spec.get("defaults"), "servo.defaults", 0.0)
+    listed = spec.get("joints")
+    joints: Mapping[str, Any] = listed if isinstance(listed, Mapping) else {}
+    return np.array(
+        [value(joints.get(name), f"servo.joints.{name}", common) for name in joint_names]
+    )
+
+
 @dataclass(frozen=True)
 class SnakeModel:
     """Geometry and inertia of the serial snake (bodies 0..n, joints 1..n).
@@ -245,6 +280,9 @@ class SnakeModel:
         wheels: a passive no-sideslip wheel at every body's CM on a flat floor (a robot
             YAML's ``ground: wheels``; :mod:`snake_dynamics.sim.wheeled`): needs a
             floating base and every joint axis z (a planar snake).
+        armature: each joint's servo rotor inertia through its gears [kg m^2], shape (n,),
+            >= 0 (empty: zeros); added to M*'s diagonal (eq. 471). A robot YAML gives it as
+            the servo key ``armature`` (:func:`armature_of`).
     """
 
     masses: FloatArray
@@ -258,6 +296,7 @@ class SnakeModel:
     base: str = "fixed"
     ground: Ground | None = None
     wheels: bool = False
+    armature: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
@@ -316,7 +355,20 @@ class SnakeModel:
                 f"ground: wheels needs every joint axis z (a planar snake); joint_{k + 1} has "
                 f"axis {axes[k].tolist()}: set axes: z (or each link's axis: z)"
             )
+        armature = _array(self.armature, "armature").reshape(-1)
+        if armature.size == 0:
+            armature = np.zeros(n)
+        if armature.shape != (n,):
+            raise ModelError(f"armature needs one value per joint ({n}), got {armature.size}")
+        for k, rotor in enumerate(armature):
+            if not (math.isfinite(rotor) and rotor >= 0.0):
+                raise ModelError(
+                    f"joint_{k + 1}'s armature must be a finite number >= 0 kg m^2, got {rotor}"
+                )
+        if self.wheels and np.any(armature):
+            raise ModelError("ground: wheels has no armature model: set the servos' armature to 0")
         for attr, value in [
+            ("armature", armature),
             ("masses", masses),
             ("lengths", lengths),
             ("radii", radii),
@@ -411,7 +463,9 @@ class SnakeModel:
         if not isinstance(doc, Mapping) or not isinstance(doc.get("model"), Mapping):
             raise ModelError(f"{path}: expected a mapping with a 'model:' section")
         try:
-            return cls.from_dict(doc["model"], name=path.stem)
+            model = cls.from_dict(doc["model"], name=path.stem)
+            armature = armature_of(doc.get("servo"), model.joint_names)
+            return model if not np.any(armature) else replace(model, armature=armature)
         except ModelError as exc:
             raise ModelError(f"{path}: {exc}") from None
 
@@ -499,6 +553,15 @@ class SnakeModel:
         out = np.zeros((self.n_joints + 1, 3))
         out[:, 1] = 0.5 * self.lengths
         out.setflags(write=False)
+        return out
+
+    def with_armature(self, m_star: FloatArray) -> FloatArray:
+        """M* + diag(0, J_a) (eq. 471): ``m_star`` with each joint's armature added to its
+        diagonal entry, the last n (a fixed tail's (n, n) M*, or a floating base's
+        (6+n, 6+n) with the base's six rows first) [kg m^2]; a new array."""
+        out = np.array(m_star, dtype=np.float64)
+        joints = np.arange(out.shape[0] - self.n_joints, out.shape[0])
+        out[joints, joints] += self.armature
         return out
 
     @cached_property

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from snake_dynamics.errors import ModelError
-from snake_dynamics.model import read_robot_yaml
+from snake_dynamics.model import BODY_KEY, read_robot_yaml
 
 FloatArray = NDArray[np.float64]
 
@@ -104,9 +104,10 @@ class ServoParams:
         """
         if not isinstance(values, Mapping):
             raise ModelError(f"{where} must be a mapping of servo parameters, got {values!r}")
-        unknown = sorted(set(values) - set(_RULES))
+        unknown = sorted(set(values) - set(_RULES) - {BODY_KEY})
         if unknown:
-            raise ModelError(f"{where}: unknown keys {unknown}; allowed {list(_RULES)}")
+            raise ModelError(f"{where}: unknown keys {unknown}; allowed {[*_RULES, BODY_KEY]}")
+        values = {k: v for k, v in values.items() if k != BODY_KEY}
         merged = {**asdict(self), **values}
         for key in values:
             try:
@@ -187,7 +188,8 @@ class ServoModel:
         """The ``servo:`` section of a robot YAML file (none: :data:`NOMINAL` everywhere).
 
         The section holds ``defaults:`` (any of the six keys, over :data:`NOMINAL`) and
-        ``joints:`` (joint name -> keys over the defaults).
+        ``joints:`` (joint name -> keys over the defaults). Its seventh key, ``armature``
+        (:data:`BODY_KEY`), is the body's: :attr:`SnakeModel.armature`, not read here.
 
         Raises:
             ModelError: unreadable file, unknown keys or joints, bad values; one line naming

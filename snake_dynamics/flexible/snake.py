@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ def arm_from_snake(
         source: the config file, for messages.
 
     Returns:
-        The arm: link k at joint k, its centre of mass L_k/2 along x, its inertia C_kᵀ J_k C_k.
+        The arm: link k at joint k, its centre of mass L_k/2 along x, its inertia C_kᵀ J_k C_k,
+        its armature the snake's joint k's.
 
     Raises:
         ModelError: a bad ``elastic:`` entry, one line naming ``source`` and the key.
@@ -112,6 +113,7 @@ def arm_from_snake(
                     joint_rotation=rotation,
                 )
             )
+        links[-1] = replace(links[-1], armature=float(model.armature[k - 1]))  # eq. 471
         previous = c
     g = model.gravity
     return FlexibleArm(tuple(links), gravity=(float(g[0]), float(g[1]), float(g[2])), name=source)

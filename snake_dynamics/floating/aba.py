@@ -39,9 +39,10 @@ def aba_floating(
 ) -> None:
     """nu_dot of eq. (227) by the articulated-body recursion with a 6-DOF root, O(n).
 
-    The backward pass of the fixed tail (:func:`.articulated_backward_pass`), body 1 handing its
-    articulated inertia and bias to the root; the root's spatial acceleration [w_0'; v_0'] solves
-    IA_0 a_0 = -p_0 (6x6); the forward pass starts from a_0. Writes nu_dot = [v_0'; w_0'; q_ddot].
+    The backward pass of the fixed tail (:func:`.articulated_backward_pass`, each joint's d_k
+    with its armature, eq. 471), body 1 handing its articulated inertia and bias to the root;
+    the root's spatial acceleration [w_0'; v_0'] solves IA_0 a_0 = -p_0 (6x6); the forward
+    pass starts from a_0. Writes nu_dot = [v_0'; w_0'; q_ddot].
     """
     chain_twists(params, q, nu, work)
     aba_at_chain(params, rotation0, nu, tau, wrenches, work, nu_dot)
@@ -61,7 +62,7 @@ def aba_at_chain(
     body_forces(params, rotation0, nu, wrenches, work)
     s, art, c, bias, u_vec, d, u = work[2], work[3], work[5], work[6], work[7], work[8], work[9]
     root, p0, acc = work[10], work[11], work[12]
-    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root, p0)
+    articulated_backward_pass(art, s, bias, c, tau, params[7], u_vec, d, u, root, p0)
     for i in range(6):
         p0[i] = -p0[i]
     solve6(root, p0, acc)

@@ -133,7 +133,7 @@ def floating_terms(
     spin = np.einsum("bij,bj->bi", model.inertias, x_dot[:, 3:])
     gyro[:, 3:] = np.cross(x_dot[:, 3:], spin)
     bias = b.T @ (m @ (b_dot @ nu) + gyro.reshape(-1))
-    return FloatingTerms(b, b_dot, b.T @ m @ b, x_dot, bias, kin)
+    return FloatingTerms(b, b_dot, model.with_armature(b.T @ m @ b), x_dot, bias, kin)
 
 
 def floating_b_matrix(model: SnakeModel, rotation0: ArrayLike, q: ArrayLike) -> FloatArray:
@@ -154,10 +154,11 @@ def floating_b_matrix(model: SnakeModel, rotation0: ArrayLike, q: ArrayLike) -> 
 
 
 def floating_mass_matrix(model: SnakeModel, rotation0: ArrayLike, q: ArrayLike) -> FloatArray:
-    """M* = Bᵀ M B with the floating B (eq. 224), shape (6+n, 6+n); R_0 drops out (the
-    linear rows are rotated by an orthogonal R_0, so M* = B_0ᵀ M B_0)."""
+    """M* = Bᵀ M B with the floating B (eq. 224), plus the joints' armature (eq. 471), shape
+    (6+n, 6+n); R_0 drops out (the linear rows are rotated by an orthogonal R_0, so
+    M* = B_0ᵀ M B_0)."""
     b = floating_b_matrix(model, rotation0, q)
-    return b.T @ model.full_block_mass_matrix @ b
+    return model.with_armature(b.T @ model.full_block_mass_matrix @ b)
 
 
 def body_velocities(

@@ -41,7 +41,9 @@ def prescribed_dynamics(
     Newton-Euler with the base acceleration a_0 unknown: the bodies' accelerations and
     forces at a_0 = 0, accumulated head to tail with the composite inertias; the whole
     snake's force at the root must vanish, IC_0 a_0 = -F_0 (6x6); then
-    tau_k = S_kᵀ (F_k + IC_k a_0). Writes accel = [v_0'; w_0'] (tail frame) and tau.
+    tau_k = S_kᵀ (F_k + IC_k a_0) + J_a,k qdd_k. The armature (eq. 471) turns with its joint
+    alone, so it leaves the base's motion unchanged and adds its own torque only. Writes
+    accel = [v_0'; w_0'] (tail frame) and tau.
     """
     chain_twists(params, q, nu, work)
     prescribed_at_chain(params, rotation0, nu, qdd, wrenches, work, accel, tau)
@@ -103,7 +105,7 @@ def prescribed_at_chain(
                 + ik[i, 4] * acc[4]
                 + ik[i, 5] * acc[5]
             )
-        tau[k] = total
+        tau[k] = total + params[7][k] * qdd[k]
 
 
 @compiled

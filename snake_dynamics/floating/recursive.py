@@ -101,6 +101,7 @@ class FastFloatingModel:
             packed(model.gravity),
             packed(model.lengths),
             packed(model.radii),
+            packed(model.armature),
         )
         self.ground = ground_parameters(model.ground if ground is None else ground)
         self.no_wrench = np.zeros((model.n_joints + 1, 6))

@@ -31,10 +31,11 @@ articulated_forward_pass = inlined_twin(spatial.articulated_forward_pass)
 
 
 #: The model arrays the floating kernels take: (axes, offsets, masses, inertias, gravity,
-#: lengths, radii).
+#: lengths, radii, armature).
 FloatingParams = tuple[
-    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray
-]
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray,
+    FloatArray,
+]  # fmt: skip
 
 #: Scratch arrays of the floating kernels for n joints (see :func:`floating_workspace`).
 FloatingWorkspace = tuple[

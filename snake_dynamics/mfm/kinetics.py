@@ -33,7 +33,7 @@ def angular_velocity_matrix(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> F
 
 
 def mass_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
-    """Reduced mass matrix M* = Bᵀ M B (eq. 82).
+    """Reduced mass matrix M* = Bᵀ M B (eq. 82), plus the joints' armature (eq. 471).
 
     Args:
         model: the snake.
@@ -43,7 +43,7 @@ def mass_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
         Symmetric positive-definite M*, shape (n, n) [kg m^2].
     """
     b = b_matrix(model, q)
-    return b.T @ model.block_mass_matrix @ b
+    return model.with_armature(b.T @ model.block_mass_matrix @ b)
 
 
 def bias_forces(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:

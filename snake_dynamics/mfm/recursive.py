@@ -12,6 +12,10 @@ With every quantity in the one inertial frame no frame transforms are needed, an
   accelerations, a backward pass of body forces, O(n) (recursive Newton-Euler);
 * q_ddot (eq. 84) without forming M*: the articulated-body recursion, O(n).
 
+Each joint's armature J_a (the servo rotor's inertia through its gears) adds to M*'s
+diagonal (eq. 471): to M*_kk by composite bodies, J_a,k q_ddot_k to tau_k by Newton-Euler,
+J_a,k to the articulated recursion's d_k, and J_a,k q_dot_k^2 / 2 to the kinetic energy.
+
 All kernels are compiled with numba (``cache=True``: the first call in a fresh checkout
 compiles for a few seconds, later processes load the cache).
 """
@@ -57,13 +61,15 @@ def _rnea(
     offsets: FloatArray,
     masses: FloatArray,
     inertias: FloatArray,
+    armature: FloatArray,
     gravity: FloatArray,
     q: FloatArray,
     qd: FloatArray,
     qdd: FloatArray,
     wrenches: FloatArray,
 ) -> FloatArray:
-    """tau = M* qdd + N* qd - F*(tau=0): recursive Newton-Euler on the MFM frames."""
+    """tau = M* qdd + N* qd - F*(tau=0) (M* with eq. 471's armature): recursive Newton-Euler
+    on the MFM frames."""
     n = q.shape[0]
     rot, pos, s, inert = _frames(axes, offsets, masses, inertias, q)
     v, c, f = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
@@ -82,7 +88,7 @@ def _rnea(
             f[k, i] = ia + gyro[i] - f[k, i]
     tau = np.empty(n)
     for k in range(n - 1, -1, -1):
-        tau[k] = dot6(s[k], f[k])
+        tau[k] = dot6(s[k], f[k]) + armature[k] * qdd[k]
         if k > 0:
             for i in range(6):
                 f[k - 1, i] += f[k, i]
@@ -91,9 +97,14 @@ def _rnea(
 
 @compiled
 def _crba(
-    axes: FloatArray, offsets: FloatArray, masses: FloatArray, inertias: FloatArray, q: FloatArray
+    axes: FloatArray,
+    offsets: FloatArray,
+    masses: FloatArray,
+    inertias: FloatArray,
+    armature: FloatArray,
+    q: FloatArray,
 ) -> FloatArray:
-    """M*_ij = S_iᵀ (sum_{b>=j} I_b) S_j (eq. 82 by composite bodies)."""
+    """M*_ij = S_iᵀ (sum_{b>=j} I_b) S_j (eq. 82 by composite bodies) + diag(J_a) (eq. 471)."""
     n = q.shape[0]
     _, _, s, comp = _frames(axes, offsets, masses, inertias, q)
     for k in range(n - 2, -1, -1):
@@ -109,6 +120,7 @@ def _crba(
         for i in range(j + 1):
             mstar[i, j] = dot6(s[i], fj)
             mstar[j, i] = mstar[i, j]
+        mstar[j, j] += armature[j]
     return mstar
 
 
@@ -177,6 +189,7 @@ def _aba_frames(
 @inlined
 def _aba_passes(
     masses: FloatArray,
+    armature: FloatArray,
     gravity: FloatArray,
     tau: FloatArray,
     wrenches: FloatArray,
@@ -184,14 +197,15 @@ def _aba_passes(
     qdd: FloatArray,
 ) -> None:
     """:func:`_aba`'s second part, on the frames in ``work``: the bias forces, the backward
-    and the forward pass (the M-blocks become articulated inertias)."""
+    and the forward pass (the M-blocks become articulated inertias; ``armature`` (n,) adds to
+    each d_k, eq. 471)."""
     rot, pos, s, art, v, c, bias, u_vec, d, u, gyro, root_art, root_bias = work
     external_forces(masses, gravity, rot, pos, wrenches, bias)
     for k in range(qdd.shape[0]):
         force_cross_inertia(v[k], art[k], gyro)
         for i in range(6):
             bias[k, i] = gyro[i] - bias[k, i]
-    articulated_backward_pass(art, s, bias, c, tau, u_vec, d, u, root_art, root_bias)
+    articulated_backward_pass(art, s, bias, c, tau, armature, u_vec, d, u, root_art, root_bias)
     gyro[:] = 0.0  # reused: the spatial acceleration, zero at the inertial base
     articulated_forward_pass(s, c, u_vec, d, u, gyro, qdd)
 
@@ -202,6 +216,7 @@ def _aba(
     offsets: FloatArray,
     masses: FloatArray,
     inertias: FloatArray,
+    armature: FloatArray,
     gravity: FloatArray,
     q: FloatArray,
     qd: FloatArray,
@@ -210,19 +225,28 @@ def _aba(
     work: AbaWorkspace,
     qdd: FloatArray,
 ) -> None:
-    """qdd = q_ddot of eq. (84) by the articulated-body recursion on the MFM frames, O(n)."""
+    """qdd = q_ddot of eq. (84) (M* with eq. 471's armature) by the articulated-body recursion
+    on the MFM frames, O(n)."""
     _aba_frames(axes, offsets, masses, inertias, q, qd, work)
-    _aba_passes(masses, gravity, tau, wrenches, work, qdd)
+    _aba_passes(masses, armature, gravity, tau, wrenches, work, qdd)
 
 
 @compiled
 def _energy_sums(
-    masses: FloatArray, gravity: FloatArray, pos: FloatArray, inert: FloatArray, v: FloatArray
+    masses: FloatArray,
+    armature: FloatArray,
+    gravity: FloatArray,
+    pos: FloatArray,
+    inert: FloatArray,
+    v: FloatArray,
+    qd: FloatArray,
 ) -> tuple[float, float]:
-    """Kinetic 1/2 sum v_bᵀ I_b v_b (eq. 65) and potential -sum m_b g.r_b [J] of a state's
-    frames (:func:`body_frames`' positions and M-blocks, :func:`velocities`' twists)."""
+    """Kinetic 1/2 (sum v_bᵀ I_b v_b + sum J_a,k qd_k^2) (eqs. 65, 471) and potential
+    -sum m_b g.r_b [J] of a state's frames (:func:`body_frames`' positions and M-blocks,
+    :func:`velocities`' twists)."""
     kinetic = potential = 0.0  # sums in locals: one through an array is not vectorised
     for k in range(v.shape[0]):
+        kinetic += armature[k] * qd[k] * qd[k]
         blk, vk = inert[k], v[k]
         for i in range(6):
             kinetic += vk[i] * (
@@ -244,6 +268,7 @@ def _energies(
     offsets: FloatArray,
     masses: FloatArray,
     inertias: FloatArray,
+    armature: FloatArray,
     gravity: FloatArray,
     qs: FloatArray,
     qds: FloatArray,
@@ -256,19 +281,20 @@ def _energies(
     for row in range(qs.shape[0]):
         body_frames(axes, offsets, masses, inertias, qs[row], rot, pos, s, inert)
         velocities(s, qds[row], v, c)
-        out[row, 0], out[row, 1] = _energy_sums(masses, gravity, pos, inert, v)
+        out[row, 0], out[row, 1] = _energy_sums(masses, armature, gravity, pos, inert, v, qds[row])
     return out
 
 
-#: The model arrays the kernels take: (axes, offsets, masses, inertias, gravity, no_wrench).
-Params = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+#: The model arrays the kernels take: (axes, offsets, masses, inertias, armature, gravity,
+#: no_wrench).
+Params = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
 
 
 @compiled
 def model_views(packed: FloatArray) -> Params:
-    """The model arrays of :attr:`FastModel.packed` (22 n + 16 floats) as views, no copy."""
-    n = (packed.size - 16) // 22
-    if n < 1 or packed.size != 22 * n + 16:
+    """The model arrays of :attr:`FastModel.packed` (23 n + 16 floats) as views, no copy."""
+    n = (packed.size - 16) // 23
+    if n < 1 or packed.size != 23 * n + 16:
         raise StateError("not a packed model: pass FastModel(model).packed")
     m, i, g = 6 * n + 3, 7 * n + 4, 16 * n + 13  # ends of offsets, masses, inertias
     return (
@@ -276,8 +302,9 @@ def model_views(packed: FloatArray) -> Params:
         packed[3 * n : m].reshape((n + 1, 3)),  # offsets
         packed[m:i],  # masses
         packed[i:g].reshape((n + 1, 3, 3)),  # inertias
+        packed[g + 3 : g + 3 + n],  # armature
         packed[g : g + 3],  # gravity
-        packed[g + 3 :].reshape((n, 6)),  # no wrench: zeros
+        packed[g + 3 + n :].reshape((n, 6)),  # no wrench: zeros
     )
 
 
@@ -306,12 +333,12 @@ def forward_dynamics_into(
     Raises:
         StateError: arrays whose sizes do not fit the model.
     """
-    axes, offsets, masses, inertias, gravity, no_wrench = model_views(packed)
+    axes, offsets, masses, inertias, armature, gravity, no_wrench = model_views(packed)
     n = axes.shape[0]
     if q.size != n or qd.size != n or tau.size != n or qdd.size != n:
         raise StateError("q, qd, tau and qdd must each hold one float per joint of the model")
     work_views = _workspace_views(work, n)
-    _aba(axes, offsets, masses, inertias, gravity, q, qd, tau, no_wrench, work_views, qdd)
+    _aba(axes, offsets, masses, inertias, armature, gravity, q, qd, tau, no_wrench, work_views, qdd)
 
 
 @compiled
@@ -320,6 +347,7 @@ def _forward_dynamics(
     offsets: FloatArray,
     masses: FloatArray,
     inertias: FloatArray,
+    armature: FloatArray,
     gravity: FloatArray,
     q: FloatArray,
     qd: FloatArray,
@@ -333,6 +361,7 @@ def _forward_dynamics(
         offsets,
         masses,
         inertias,
+        armature,
         gravity,
         q,
         qd,
@@ -394,10 +423,12 @@ def inverse_dynamics_rows(
 ) -> FloatArray:
     """tau of eq. (81) at every sample, no wrenches: states (m, n) each -> torques (m, n)
     [N m] (:func:`_rnea` row by row, one call from Python)."""
-    axes, offsets, masses, inertias, gravity, no_wrench = params
+    axes, offsets, masses, inertias, armature, gravity, no_wrench = params
     out = np.empty(qs.shape)
     for i in range(qs.shape[0]):
-        out[i] = _rnea(axes, offsets, masses, inertias, gravity, qs[i], qds[i], qdds[i], no_wrench)
+        out[i] = _rnea(
+            axes, offsets, masses, inertias, armature, gravity, qs[i], qds[i], qdds[i], no_wrench
+        )
     return out
 
 
@@ -419,12 +450,14 @@ def _servo_accel(
     """qdd = q_ddot (eq. 84) under :func:`servo_torque` with input u (:func:`_aba`);
     ``tau``: scratch (n,); ``energy`` of size 2 (else empty: not computed) gets the state's
     :func:`_energy_sums` from the same frames."""
-    (axes, offsets, masses, inertias, gravity, no_wrench), servo = params
+    (axes, offsets, masses, inertias, armature, gravity, no_wrench), servo = params
     servo_torque_into(servo, u, q, qd, tau)
     _aba_frames(axes, offsets, masses, inertias, q, qd, work)
     if energy.size == 2:  # before the backward pass turns the M-blocks into articulated ones
-        energy[0], energy[1] = _energy_sums(masses, gravity, work[1], work[3], work[4])
-    _aba_passes(masses, gravity, tau, no_wrench, work, qdd)
+        energy[0], energy[1] = _energy_sums(
+            masses, armature, gravity, work[1], work[3], work[4], qd
+        )
+    _aba_passes(masses, armature, gravity, tau, no_wrench, work, qdd)
 
 
 @compiled
@@ -504,8 +537,8 @@ class FastModel:
     """A :class:`SnakeModel` packed as contiguous arrays for the compiled kernels."""
 
     __slots__ = (
-        "axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets", "packed",
-        "params",
+        "armature", "axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets",
+        "packed", "params",
     )  # fmt: skip
 
     def __init__(self, model: SnakeModel) -> None:
@@ -516,12 +549,13 @@ class FastModel:
                 np.ravel(np.asarray(a, dtype=np.float64))
                 for a in (model.axes, model.offsets, model.masses, model.inertias, model.gravity)
             ]
-            + [np.zeros(6 * model.n_joints)]
+            + [np.asarray(model.armature, dtype=np.float64), np.zeros(6 * model.n_joints)]
         )
         self.params: Params = model_views(self.packed)
-        self.axes, self.offsets, self.masses, self.inertias, self.gravity, self.no_wrench = (
-            self.params
-        )
+        (
+            self.axes, self.offsets, self.masses, self.inertias, self.armature, self.gravity,
+            self.no_wrench,
+        ) = self.params  # fmt: skip
 
     def wrench_array(self, wrenches: ArrayLike | None) -> FloatArray:
         """Validated (n, 6) wrench array (zeros when None)."""
@@ -535,7 +569,16 @@ class FastModel:
         """q_ddot (eq. 84), unchecked float64 inputs of shape (n,): the hot path."""
         w = self.no_wrench if wrenches is None else wrenches
         return _forward_dynamics(
-            self.axes, self.offsets, self.masses, self.inertias, self.gravity, q, qd, tau, w
+            self.axes,
+            self.offsets,
+            self.masses,
+            self.inertias,
+            self.armature,
+            self.gravity,
+            q,
+            qd,
+            tau,
+            w,
         )
 
     def inverse_dynamics(
@@ -544,7 +587,16 @@ class FastModel:
         """tau for q_ddot (eq. 81), unchecked float64 inputs of shape (n,)."""
         w = self.no_wrench if wrenches is None else wrenches
         return _rnea(
-            self.axes, self.offsets, self.masses, self.inertias, self.gravity, q, qd, qdd, w
+            self.axes,
+            self.offsets,
+            self.masses,
+            self.inertias,
+            self.armature,
+            self.gravity,
+            q,
+            qd,
+            qdd,
+            w,
         )
 
 
@@ -553,9 +605,9 @@ def _state(model: SnakeModel, values: ArrayLike, name: str) -> FloatArray:
 
 
 def mass_matrix(model: SnakeModel, q: ArrayLike) -> FloatArray:
-    """M* (eq. 82) by composite bodies, O(n^2); equals :func:`kinetics.mass_matrix`."""
+    """M* (eqs. 82, 471) by composite bodies, O(n^2); equals :func:`kinetics.mass_matrix`."""
     p = FastModel(model)
-    return _crba(p.axes, p.offsets, p.masses, p.inertias, _state(model, q, "q"))
+    return _crba(p.axes, p.offsets, p.masses, p.inertias, p.armature, _state(model, q, "q"))
 
 
 def bias_forces(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
@@ -568,6 +620,7 @@ def bias_forces(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
         p.offsets,
         p.masses,
         p.inertias,
+        p.armature,
         np.zeros(3),
         q_arr,
         qd_arr,
@@ -587,6 +640,7 @@ def generalized_forces(
         p.offsets,
         p.masses,
         p.inertias,
+        p.armature,
         p.gravity,
         _state(model, q, "q"),
         zero,
@@ -639,4 +693,4 @@ def energies(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
         raise StateError(
             f"q and qd must both have shape (N, {model.n_joints}), got {qs.shape}, {qds.shape}"
         )
-    return _energies(p.axes, p.offsets, p.masses, p.inertias, p.gravity, qs, qds)
+    return _energies(p.axes, p.offsets, p.masses, p.inertias, p.armature, p.gravity, qs, qds)

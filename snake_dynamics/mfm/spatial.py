@@ -201,6 +201,7 @@ def articulated_backward_pass(
     bias: FloatArray,
     c: FloatArray,
     tau: FloatArray,
+    armature: FloatArray,
     u_vec: FloatArray,
     d: FloatArray,
     u: FloatArray,
@@ -214,7 +215,8 @@ def articulated_backward_pass(
     Ia = IA_k - U_k U_kᵀ / d_k and bias p_k + Ia c_k + U_k u_k / d_k to its parent, body 1
     to the root (``root_art`` (6, 6), ``root_bias`` (6,), added to: a fixed tail ignores
     them, a floating base solves IA_0 a_0 = -p_0 with them). Writes U_k = IA_k S_k (``u_vec``),
-    d_k = S_kᵀ U_k and u_k = tau_k - S_kᵀ p_k.
+    d_k = S_kᵀ U_k + J_a,k (the joint's armature [kg m^2], (n,): eq. 471's diagonal, which
+    the parent's articulated inertia does not see) and u_k = tau_k - S_kᵀ p_k.
     """
     n = tau.shape[0]
     for k in range(n - 1, -1, -1):
@@ -228,7 +230,7 @@ def articulated_backward_pass(
                 + ak[i, 4] * sk[4]
                 + ak[i, 5] * sk[5]
             )
-        d[k] = dot6(sk, uk)
+        d[k] = dot6(sk, uk) + armature[k]
         u[k] = tau[k] - dot6(sk, bk)
         ap, bp = (art[k - 1], bias[k - 1]) if k > 0 else (root_art, root_bias)
         inv_d = 1.0 / d[k]

@@ -26,7 +26,9 @@ def test_the_robot_is_what_the_section_loaders_read(path: Path) -> None:
     robot = Robot.load(path)
     model = SnakeModel.from_yaml(path)
     assert robot.model.name == model.name
-    for name in ("masses", "lengths", "radii", "axes", "inertias", "gravity", "joint_limits"):
+    for name in (
+        "masses", "lengths", "radii", "axes", "inertias", "gravity", "joint_limits", "armature",
+    ):  # fmt: skip
         np.testing.assert_array_equal(getattr(robot.model, name), getattr(model, name))
     assert (robot.model.base, robot.ground, robot.model.wheels) == (
         model.base,
@@ -66,3 +68,54 @@ def test_a_bad_servo_section_is_refused_when_the_servos_are_asked_for(tmp_path: 
     assert robot.model.n_joints > 0
     with pytest.raises(ModelError, match=r"typo\.yaml.*stifness"):
         _ = robot.servo
+
+
+def _overlay(tmp_path: Path, servo: object, base: str = "robot.yaml") -> Path:
+    path = tmp_path / "rotor.yaml"
+    path.write_text(yaml.safe_dump({"base": str(ROOT / "config" / base), "servo": servo}))
+    return path
+
+
+def test_the_servos_armature_is_the_bodys(tmp_path: Path) -> None:
+    """servo.defaults.armature for every joint, servo.joints.<name>.armature over it
+    (eq. 471, SnakeModel.armature); the servo law's six parameters do not change, and a
+    robot without the key has zeros and the same body as before."""
+    plain = Robot.load(ROOT / "config" / "robot.yaml")
+    assert not np.any(plain.model.armature) and plain.model.armature.shape == (8,)
+    path = _overlay(
+        tmp_path, {"defaults": {"armature": 0.003}, "joints": {"joint_8": {"armature": 0.001}}}
+    )
+    robot = Robot.load(path)
+    np.testing.assert_array_equal(robot.model.armature, [0.003] * 7 + [0.001])
+    assert robot.servo.joints == plain.servo.joints
+    mstar = snake_dynamics.mass_matrix
+    q = np.linspace(-0.5, 0.5, 8)
+    np.testing.assert_allclose(
+        np.diag(mstar(robot.model, q) - mstar(plain.model, q)), robot.model.armature, atol=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    ("servo", "key"),
+    [
+        ({"defaults": {"armature": -0.001}}, "servo.defaults.armature"),
+        ({"joints": {"joint_2": {"armature": "heavy"}}}, "servo.joints.joint_2.armature"),
+        ({"defaults": {"armature": float("nan")}}, "servo.defaults.armature"),
+    ],
+)
+def test_a_bad_armature_is_one_line_naming_the_file_and_key(
+    tmp_path: Path, servo: object, key: str
+) -> None:
+    """The armature is the body's, so a bad one stops the robot's load (not only its servos)."""
+    with pytest.raises(ModelError) as error:
+        Robot.load(_overlay(tmp_path, servo))
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(str(tmp_path / "rotor.yaml"))
+    assert f"{key} must be a number >= 0 kg m^2" in message
+
+
+def test_a_wheeled_snake_refuses_an_armature(tmp_path: Path) -> None:
+    """The wheeled model (snake_dynamics.sim.wheeled) has no armature: one line."""
+    path = _overlay(tmp_path, {"defaults": {"armature": 0.003}}, base="robot_wheels.yaml")
+    with pytest.raises(ModelError, match=r"rotor\.yaml: ground: wheels has no armature"):
+        Robot.load(path)

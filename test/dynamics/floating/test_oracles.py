@@ -14,6 +14,7 @@ libraries' is M a + h = tau with h = C v - g, so in our coordinates h = N* nu - 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, NamedTuple
 
@@ -25,6 +26,7 @@ from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
 from dynamics.mfm.test_oracles import TOL
+from snake_dynamics.floating import FastFloatingModel
 from snake_dynamics.floating.literal import (
     floating_force_list,
     floating_forward_dynamics,
@@ -169,3 +171,37 @@ def test_floating_dynamics_match_mujoco(rng, n, gravity, random_axes) -> None:
         assert rel_err(case.m_star, t.T @ m_mj @ t) < TOL
         assert rel_err(case.h, t.T @ (md.qfrc_bias + m_mj @ t_dot_nu)) < TOL
         assert rel_err(case.nu_dot, np.linalg.solve(t, md.qacc - t_dot_nu)) < TOL
+
+
+@pytest.mark.parametrize(("n", "gravity", "random_axes"), MODEL_CASES)
+def test_floating_armature_matches_pinocchios(
+    rng: np.random.Generator, n: int, gravity: bool, random_axes: bool
+) -> None:
+    """Eq. 471 on a free base: Pinocchio's ``armature`` on the joints' velocity entries (the
+    free flyer's six stay 0). The literal M* and nu', the recursive ABA, and the prescribed
+    joints' base acceleration and torques (from Pinocchio's M and h: M_bb a = -h_b -
+    M_bj q_ddot, tau = M_jb a + M_jj q_ddot + h_j) all carry it."""
+    model = dataclasses.replace(
+        random_model(rng, n, gravity, random_axes), armature=rng.uniform(1e-4, 1e-2, n)
+    )
+    pm, _ = pin_free_model(model)
+    pm.armature[6:] = model.armature
+    pd = pm.createData()
+    fast = FastFloatingModel(model)
+    for _ in range(STATES):
+        case = floating_case(rng, model)
+        r0 = case.rotation.as_matrix()
+        config = np.concatenate([case.position, case.rotation.as_quat(), case.q])
+        m_pin = pin.crba(pm, pd, config)
+        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
+        assert rel_err(case.m_star, m_pin) < TOL
+        nu_dot_pin = pin.aba(pm, pd, config, case.nu, np.concatenate([np.zeros(6), case.tau]))
+        assert rel_err(case.nu_dot, nu_dot_pin) < TOL
+        assert rel_err(fast.forward_dynamics(r0, case.q, case.nu, case.tau), nu_dot_pin) < TOL
+        qdd = rng.uniform(-2.0, 2.0, n)
+        h = pin.rnea(pm, pd, config, case.nu, np.zeros(6 + n))
+        accel = np.linalg.solve(m_pin[:6, :6], -h[:6] - m_pin[:6, 6:] @ qdd)
+        tau = m_pin[6:, :6] @ accel + m_pin[6:, 6:] @ qdd + h[6:]
+        got_accel, got_tau = fast.prescribed(r0, case.q, case.nu, qdd)
+        assert rel_err(got_accel, accel) < TOL
+        assert rel_err(got_tau, tau) < TOL

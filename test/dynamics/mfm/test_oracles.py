@@ -3,6 +3,7 @@ Pinocchio (ABA, CRBA, frame placements and Jacobians) and MuJoCo (qacc, body fra
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from support.models import MODEL_CASES, random_model, random_state, rel_err
 
 import snake_dynamics as sd
+from snake_dynamics.mfm import recursive
 from snake_dynamics.urdf import to_urdf
 
 pin = pytest.importorskip("pinocchio")
@@ -92,3 +94,34 @@ def test_forward_dynamics_and_frames_match_mujoco(rng, n, gravity, random_axes) 
             mujoco.mj_jacBodyCom(mm, md, jacp, jacr, body)
             assert rel_err(b[k - 1, :3], jacp) < TOL
             assert rel_err(b[k - 1, 3:], rot.T @ jacr) < TOL
+
+
+@pytest.mark.parametrize(("n", "gravity", "random_axes"), MODEL_CASES)
+def test_armature_matches_pinocchios(
+    rng: np.random.Generator, n: int, gravity: bool, random_axes: bool
+) -> None:
+    """Eq. 471: Pinocchio's ``model.armature`` is the same diagonal; the literal and the
+    recursive M*, q_ddot and tau all carry it. The armature is of the links' own size
+    (1e-4..1e-2 kg m^2 against M*_kk of 1e-4..1e-1), so a path that left it out would be
+    off by far more than TOL."""
+    model = dataclasses.replace(
+        random_model(rng, n, gravity, random_axes), armature=rng.uniform(1e-4, 1e-2, n)
+    )
+    pm, pd = pin_model(model)
+    pm.armature[:] = model.armature
+    pd = pm.createData()
+    for _ in range(3):
+        q, qd, tau = random_state(rng, n)
+        qdd_pin = pin.aba(pm, pd, q, qd, tau)
+        m_pin = pin.crba(pm, pd, q)
+        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
+        qdd = rng.uniform(-2.0, 2.0, n)
+        tau_pin = pin.rnea(pm, pd, q, qd, qdd)
+        for path in (sd.mfm, recursive):
+            assert rel_err(path.forward_dynamics(model, q, qd, tau), qdd_pin) < TOL
+            assert rel_err(path.mass_matrix(model, q), m_pin) < TOL
+            assert rel_err(path.inverse_dynamics(model, q, qd, qdd), tau_pin) < TOL
+        without = dataclasses.replace(model, armature=np.zeros(n))
+        assert rel_err(sd.forward_dynamics(without, q, qd, tau), qdd_pin) > 100 * TOL
+    kinetic = recursive.energies(model, q, qd)[0, 0]
+    assert kinetic == pytest.approx(0.5 * qd @ m_pin @ qd, rel=TOL)
