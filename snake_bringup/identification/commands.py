@@ -37,7 +37,6 @@ from snake_dynamics.sim.identification import (
     ServoFit,
     fit_servo,
     fit_servo_per_joint,
-    in_parallel,
     predict,
     rms_error,
     seen_from_the_command,
@@ -288,8 +287,10 @@ def identify(
             lambda stage: stage.evaluations,
         )
 
-    # the servo fit computes while the robot's takes after the experiment play
-    with ThreadPoolExecutor(1) as pool:
+    # the servo fit computes while the robot's takes after the experiment play; the validation
+    # gait is predicted with the config's servo beside it, with the fitted one beside the
+    # floor fit (neither prediction waits for the other's work)
+    with ThreadPoolExecutor(2) as pool:
         try:
             if from_bags is None:
                 if out.exists() and any(out.iterdir()):
@@ -325,6 +326,7 @@ def identify(
                 pending = servo_stage(experiment)
             assert experiment is not None and pending is not None
             check = read_recording(bags / "validation_bag", names)
+            predicted_before = pool.submit(predict, model, config_servo, check)
             size = f"{experiment.t.size} reports x {len(names)} joints"
             say(f"fitting {len(FITTED)} parameters to {size}")
             unreadable = 0
@@ -346,27 +348,25 @@ def identify(
             stop.set()  # the fit stops at its next prediction
             raise
         stage = pending.result()
-    fit, per_joint, fitted_model = stage.fit, stage.per_joint, stage.servo
-    before, after = (
-        rms_error(predicted, check.measured)
-        for predicted in in_parallel(
-            lambda s: predict(model, s, check), [config_servo, fitted_model]
-        )
-    )
-    floor_result: FloorResult | None = None
-    if floor_plant is not None or (from_bags is not None and floor):
-        floor_result = clocked(
-            say,
-            "floor fit",
-            lambda: fit_floor(
-                model=body,
-                servo=fitted_model,
-                bags=bags,
-                fitted=floor_fitted,
-                unreadable=unreadable,
-                say=say,
-            ),
-            lambda result: result.fit.evaluations + 2,  # and the validation crawl's two
+        fit, per_joint, fitted_model = stage.fit, stage.per_joint, stage.servo
+        predicted_after = pool.submit(predict, model, fitted_model, check)
+        floor_result: FloorResult | None = None
+        if floor_plant is not None or (from_bags is not None and floor):
+            floor_result = clocked(
+                say,
+                "floor fit",
+                lambda: fit_floor(
+                    model=body,
+                    servo=fitted_model,
+                    bags=bags,
+                    fitted=floor_fitted,
+                    unreadable=unreadable,
+                    say=say,
+                ),
+                lambda result: result.fit.evaluations + 2,  # and the validation crawl's two
+            )
+        before, after = (
+            rms_error(p.result(), check.measured) for p in (predicted_before, predicted_after)
         )
     judged = None
     if floor_result is not None and (bags / f"{HELD_OUT[0][0]}_bag").exists():
