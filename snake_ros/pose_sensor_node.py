@@ -28,7 +28,6 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-from collections import deque
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -46,9 +45,10 @@ TOPIC = "measured/pose"
 
 
 class PoseSensorNode(Node):
-    """Publishes every received pose reading. A thread of its own waits for the datagrams
-    and wakes the executor through a guard condition (a timer on the robot's clock would
-    batch them at the clock's rate); the executor decodes and publishes them."""
+    """Publishes every received pose reading as it arrives: a thread of its own waits for the
+    datagrams, decodes and publishes them (a timer on the robot's clock would batch them at the
+    clock's rate). The executor keeps only the input status's timer, and with no guard
+    condition to wake it runs as rclpy's EventsExecutor (:func:`snake_ros.common.executor_for`)."""
 
     def __init__(self) -> None:
         super().__init__("pose_sensor_node")
@@ -63,8 +63,6 @@ class PoseSensorNode(Node):
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind((host, port))
         self._sock.settimeout(WAKE_S)
-        self._received: deque[tuple[bytes, int]] = deque()  # datagram, arrival [ns]
-        self._wake = self.create_guard_condition(self._publish_received)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._receive, daemon=True)
         self._thread.start()
@@ -78,13 +76,7 @@ class PoseSensorNode(Node):
                 continue
             except OSError:
                 return  # closed
-            # its arrival now, not when the executor gets to it (a busy executor is no delay)
-            self._received.append((data, self.get_clock().now().nanoseconds))
-            self._wake.trigger()
-
-    def _publish_received(self) -> None:
-        while self._received:
-            data, arrival_ns = self._received.popleft()
+            arrival_ns = self.get_clock().now().nanoseconds
             try:
                 self._publish(decode(data), arrival_ns)
             except PoseDatagramError as exc:
