@@ -320,10 +320,10 @@ def executor_for(node: Node) -> Executor:
 
     rclpy's ``EventsExecutor`` (in C++) costs about half the CPU per callback of the
     ``SingleThreadedExecutor``, which rebuilds its wait set in Python for every wait
-    (bench/notes/2026-12-07-graph-clock.md). It supports no guard conditions
-    (pose_sensor_node wakes its executor with one) and fails on a subscription whose callback
-    takes ``MessageInfo`` (driver_node ages the stop state by it): such a node gets the
-    ``SingleThreadedExecutor``, which also runs its ready timers before its subscriptions.
+    (bench/notes/2026-12-07-graph-clock.md). It supports no guard conditions and fails on a
+    subscription whose callback takes ``MessageInfo`` (driver_node ages the stop state by it):
+    such a node gets the ``SingleThreadedExecutor``, which also runs its ready timers before
+    its subscriptions.
 
     Args:
         node: the node, with every entity it will wait on already created.
