@@ -66,14 +66,17 @@ typecheck: $(VENV)/.dev-ok
 unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python -m pytest -n auto --dist worksteal -m "not ros and not simavr and not browser and not slow"
 
-# make test runs in two parts: the tests that need no ROS graph, firmware or browser on both
-# cores (their results do not depend on timing), then the live ones one at a time, so that
-# no emulated robot or ROS graph shares the machine with another test.
+# make test runs in three parts: the tests that need no ROS graph, firmware or browser on both
+# cores (their results do not depend on timing); the live ones marked parallel (they assert
+# no timing and share no port, file or build with another module) on both cores, a module to
+# a core; then the other live ones one at a time, so that no emulated robot shares the
+# machine with another test.
 QUICK := not ros and not simavr and not browser
 
 test: lint typecheck $(VENV)/.pkg-ok
 	$(BIN)/python -m pytest -n 2 --dist worksteal -m "$(QUICK)" --durations=10
-	$(BIN)/python -m pytest -m "not ($(QUICK))" --durations=20
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not ($(QUICK)) and parallel" --durations=10
+	$(BIN)/python -m pytest -m "not ($(QUICK)) and not parallel" --durations=20
 
 bench: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 	$(BIN)/python bench/dynamics.py

@@ -18,7 +18,7 @@ from support.nodes import interrupt, node_process, parameters
 from snake_driver.keyfile import write_key_file
 from snake_ros import READY_TEXT
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 rclpy = pytest.importorskip("rclpy")
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters  # noqa: E402

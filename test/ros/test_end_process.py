@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.ros  # snake_ros.common imports rclpy (no node, no ROS graph here)
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]  # snake_ros.common imports rclpy (no node)
 
 SCRIPT = """
 import atexit, sys

@@ -22,7 +22,7 @@ from snake_dynamics.robot import Robot
 
 from .test_node_inputs import RELIABLE, Graph, graph  # noqa: F401
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "robot_elastic.yaml"

@@ -44,7 +44,7 @@ from snake_dynamics import SnakeModel  # noqa: E402
 from snake_dynamics.urdf import JOINT_EFFORT_LIMIT  # noqa: E402
 from snake_ros.dynamics_node import LIMIT_SLACK  # noqa: E402
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The nodes that ship a parameter file, and their classes.

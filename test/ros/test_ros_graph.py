@@ -54,6 +54,9 @@ from snake_dynamics.sim.simulator import MotionInput, stable_substeps  # noqa: E
 from snake_dynamics.sim.wheeled import WheeledSimulator  # noqa: E402
 
 pytestmark = pytest.mark.ros
+# The tests in lock step with a /clock of their own are marked parallel (they share the cores
+# in make test); those on `snake sim`'s wall clock (the graph fixture) keep the machine alone:
+# on a starved machine the prediction falls behind a gait that does not wait for it.
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = SnakeModel.from_yaml(ROOT / "config" / "robot.yaml")
@@ -373,6 +376,7 @@ def _lockstep(
     return states, gait
 
 
+@pytest.mark.parallel
 @pytest.mark.parametrize("late_after", [None, 1.0], ids=["on-time", "late-commands"])
 def test_prescribed_mode_on_sim_time_is_the_offline_simulation(
     listener: Listener, late_after: float | None
@@ -415,6 +419,7 @@ def test_prescribed_mode_on_sim_time_is_the_offline_simulation(
     assert torque < 1e-4 * float(np.max(np.abs(offline.tau))), torque
 
 
+@pytest.mark.parallel
 def test_on_the_ground_the_node_publishes_the_travelling_base(listener: Listener) -> None:
     """A floating robot (config/robot_ground.yaml) in lock step (:func:`_lockstep`): with each
     joint state an Odometry of the same stamp (world -> <ns>/base_link); the tail stays on
@@ -595,6 +600,7 @@ def test_stop_ramps_to_rest_start_resumes_and_reset_answers(graph: Graph) -> Non
     )
 
 
+@pytest.mark.parallel
 def test_the_prediction_begins_at_the_first_command(listener: Listener) -> None:
     """A dynamics node that hears its first command while the robot is already away from rest
     (a gait that started before the node, discovery) starts its prediction there: every
@@ -634,6 +640,7 @@ def test_the_prediction_begins_at_the_first_command(listener: Listener) -> None:
     assert _interrupt(process, 20.0) == 0, log.read_text()
 
 
+@pytest.mark.parallel
 def test_both_nodes_follow_sim_time_and_torque_mode_integrates_efforts(listener: Listener) -> None:
     """gait_node and dynamics_node (torque mode) with use_sim_time, on a /clock this test
     drives from CLOCK_START_S: every stamp is on that clock, the applied effort is the
@@ -732,6 +739,7 @@ def test_snake_sim_starts_the_nodes_says_what_it_skipped_and_ctrl_c_stops_them(
     assert re.search(r"\d+ messages rejected", logs["dynamics_node.log"])
 
 
+@pytest.mark.parallel
 def test_on_wheels_the_node_is_the_offline_wheeled_simulation(listener: Listener) -> None:
     """A robot on wheels (config/robot_wheels.yaml) in lock step (:func:`_lockstep`): from a
     state and its odometry (the whole of Kane's state: the tail's pose and the joints), the

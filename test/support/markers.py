@@ -15,6 +15,9 @@ from _pytest.mark.expression import Expression  # -m's own parser (pytest is pin
 
 #: The markers of what a test needs (registered in pyproject.toml).
 NEEDS = ("ros", "simavr", "browser", "slow")
+#: The markers of how `make test` schedules a live test (pyproject.toml): they need nothing,
+#: so a ``-m`` may name them without leaving out any marker of NEEDS.
+SCHEDULING = ("parallel",)
 #: The programs a run without a marker's tests replaces by stand-ins that fail: every
 #: firmware build and run (host or AVR, the emulator's too) starts with make.
 BLOCKED_PROGRAMS = {
@@ -32,11 +35,11 @@ def _carries(marks: frozenset[str], name: str, /, **kwargs: object) -> bool:
 
 def leaves_out(markexpr: str, marker: str) -> bool:
     """Whether ``-m markexpr`` selects no test marked ``marker``, whatever other markers of
-    NEEDS it carries too."""
+    NEEDS or SCHEDULING it carries too."""
     if not markexpr:
         return False
     expression = Expression.compile(markexpr)
-    others = [m for m in NEEDS if m != marker]
+    others = [m for m in (*NEEDS, *SCHEDULING) if m != marker]
     return not any(
         expression.evaluate(functools.partial(_carries, frozenset({marker, *extra})))
         for k in range(len(others) + 1)

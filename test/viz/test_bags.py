@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 import yaml
 
+pytestmark = pytest.mark.parallel  # each test marked ros
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("rosbags")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402

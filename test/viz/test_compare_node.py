@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.parallel  # each test marked ros
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402

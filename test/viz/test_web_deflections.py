@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
 from support.waits import wait_for  # noqa: E402

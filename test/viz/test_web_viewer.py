@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 #: Every test here needs ROS 2 installed: the module imports rclpy and the nodes.
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.parallel]
 rclpy = pytest.importorskip("rclpy")
 Image = pytest.importorskip("PIL.Image")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
