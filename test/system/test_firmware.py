@@ -76,6 +76,7 @@ def _make(*targets: str, timeout: float = 300) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.parallel  # the host C tests: counts, no emulated time
 def test_c_unit_tests_pass() -> None:
     """`make -C firmware test`: the core's C tests over the shared vectors."""
     if shutil.which("cc") is None:
@@ -91,6 +92,7 @@ def test_c_unit_tests_pass() -> None:
     assert int(vectors[1]) == len(list((FIRMWARE / "test" / "vectors").glob("*.txt")))
 
 
+@pytest.mark.parallel  # a 10 s fuzz run on the host (its own build folder)
 def test_parser_survives_fuzzing() -> None:
     """A bounded libFuzzer run (ASan + UBSan) of the frame parser and payload decoders."""
     if shutil.which("clang") is None:
