@@ -323,7 +323,10 @@ def executor_for(node: Node) -> Executor:
     (bench/notes/2026-12-07-graph-clock.md). It supports no guard conditions and fails on a
     subscription whose callback takes ``MessageInfo`` (driver_node ages the stop state by it):
     such a node gets the ``SingleThreadedExecutor``, which also runs its ready timers before
-    its subscriptions.
+    its subscriptions. So does a node on the robot's clock (``use_sim_time``): there the
+    EventsExecutor re-checks its timers on every /clock message and, when two messages come
+    before a due timer has run, runs it twice at the same time (a busy machine: duplicate
+    stamps, bench/notes/2026-12-07-graph-clock.md); the SingleThreadedExecutor runs it once.
 
     Args:
         node: the node, with every entity it will wait on already created.
@@ -333,7 +336,8 @@ def executor_for(node: Node) -> Executor:
     """
     with_info = Subscription.CallbackType.WithMessageInfo
     guarded = any(True for _ in node.guards)  # a generator, always truthy itself
-    if guarded or any(s._callback_type == with_info for s in node.subscriptions):
+    sim_time = bool(node.get_parameter("use_sim_time").value)
+    if sim_time or guarded or any(s._callback_type == with_info for s in node.subscriptions):
         return SingleThreadedExecutor(context=node.context)
     return EventsExecutor(context=node.context)
 

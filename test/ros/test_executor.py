@@ -1,6 +1,7 @@
 """Each node spins on the cheapest executor that runs all of its callbacks
 (snake_ros.common.executor_for): rclpy's EventsExecutor, unless the node has a guard condition
-or a subscription that takes MessageInfo, which the EventsExecutor does not support.
+or a subscription that takes MessageInfo, which the EventsExecutor does not support, or follows
+the robot's clock, where it may run a timer twice at one time.
 
 References: the executor's class, and message counts and order on a node spun by
 snake_ros.common.spin (every published message heard, each timer tick counted); waits are
@@ -18,6 +19,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rclpy.subscription import MessageInfo  # noqa: E402
 from std_msgs.msg import Int32  # noqa: E402
@@ -54,6 +56,16 @@ def test_executor_for_takes_the_events_executor_unless_it_cannot(node: Node) -> 
     node.destroy_subscription(sub)
     assert not isinstance(executor_for(node), SingleThreadedExecutor)
     node.create_guard_condition(lambda: None)
+    assert isinstance(executor_for(node), SingleThreadedExecutor)
+
+
+def test_a_node_on_the_robot_s_clock_keeps_the_single_threaded_executor(node: Node) -> None:
+    """On sim time rclpy's EventsExecutor may run a timer twice at one /clock time (two clock
+    messages before the due timer ran: 1-3 duplicates in 1500 ticks with both cores busy,
+    bench/notes/2026-12-07-graph-clock.md); the SingleThreadedExecutor runs it once."""
+    node.create_timer(0.1, lambda: None)
+    assert not isinstance(executor_for(node), SingleThreadedExecutor)
+    node.set_parameters([Parameter("use_sim_time", value=True)])
     assert isinstance(executor_for(node), SingleThreadedExecutor)
 
 
