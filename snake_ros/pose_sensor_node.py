@@ -47,8 +47,9 @@ TOPIC = "measured/pose"
 class PoseSensorNode(Node):
     """Publishes every received pose reading as it arrives: a thread of its own waits for the
     datagrams, decodes and publishes them (a timer on the robot's clock would batch them at the
-    clock's rate). The executor keeps only the input status's timer, and with no guard
-    condition to wake it runs as rclpy's EventsExecutor (:func:`snake_ros.common.executor_for`)."""
+    clock's rate). The executor keeps only the input status's timer and needs no guard
+    condition: on the wall clock it is rclpy's EventsExecutor, on the robot's clock the
+    SingleThreadedExecutor (:func:`snake_ros.common.executor_for`)."""
 
     def __init__(self) -> None:
         super().__init__("pose_sensor_node")
