@@ -186,7 +186,6 @@ class InputMonitor:
     def __init__(self, node: Node) -> None:
         self._node = node
         self.counts: dict[str, int] = {}  # "<topic> accepted|rejected|clamped", "<event>"
-        self._lock = threading.Lock()  # a node may count on a thread of its own
         self._reported: dict[str, int] = {}
         self._warned: dict[str, float] = {}  # key -> monotonic time of its last warning [s]
         self._latest = ""
@@ -196,8 +195,7 @@ class InputMonitor:
     @property
     def rejected(self) -> int:
         """Messages rejected so far, on every topic."""
-        with self._lock:
-            return sum(n for key, n in self.counts.items() if key.endswith(" rejected"))
+        return sum(n for key, n in self.counts.items() if key.endswith(" rejected"))
 
     def accept(self, topic: str) -> None:
         """Count a message of ``topic`` used as it came."""
@@ -216,8 +214,7 @@ class InputMonitor:
         self._problem(name, message)
 
     def _count(self, key: str) -> None:
-        with self._lock:
-            self.counts[key] = self.counts.get(key, 0) + 1
+        self.counts[key] = self.counts.get(key, 0) + 1
 
     def _problem(self, key: str, message: str) -> None:
         self._count(key)
@@ -229,19 +226,17 @@ class InputMonitor:
 
     def status(self) -> DiagnosticStatus:
         """The status now (and the counts it shows become the reference for the next)."""
-        with self._lock:
-            counts = dict(self.counts)
         grown = any(
             n > self._reported.get(key, 0)
-            for key, n in counts.items()
+            for key, n in self.counts.items()
             if not key.endswith(" accepted")
         )
-        self._reported = counts
+        self._reported = dict(self.counts)
         return DiagnosticStatus(
             level=DiagnosticStatus.WARN if grown else DiagnosticStatus.OK,
             name=f"{self._node.get_fully_qualified_name()}: input",
             message=self._latest if grown else "all input used",
-            values=[KeyValue(key=k, value=str(n)) for k, n in sorted(counts.items())],
+            values=[KeyValue(key=k, value=str(n)) for k, n in sorted(self.counts.items())],
         )
 
     def publish(self) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+from collections import deque
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -45,11 +46,9 @@ TOPIC = "measured/pose"
 
 
 class PoseSensorNode(Node):
-    """Publishes every received pose reading as it arrives: a thread of its own waits for the
-    datagrams, decodes and publishes them (a timer on the robot's clock would batch them at the
-    clock's rate). The executor keeps only the input status's timer and needs no guard
-    condition: on the wall clock it is rclpy's EventsExecutor, on the robot's clock the
-    SingleThreadedExecutor (:func:`snake_ros.common.executor_for`)."""
+    """Publishes every received pose reading. A thread of its own waits for the datagrams
+    and wakes the executor through a guard condition (a timer on the robot's clock would
+    batch them at the clock's rate); the executor decodes and publishes them."""
 
     def __init__(self) -> None:
         super().__init__("pose_sensor_node")
@@ -64,6 +63,8 @@ class PoseSensorNode(Node):
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind((host, port))
         self._sock.settimeout(WAKE_S)
+        self._received: deque[tuple[bytes, int]] = deque()  # datagram, arrival [ns]
+        self._wake = self.create_guard_condition(self._publish_received)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._receive, daemon=True)
         self._thread.start()
@@ -77,7 +78,13 @@ class PoseSensorNode(Node):
                 continue
             except OSError:
                 return  # closed
-            arrival_ns = self.get_clock().now().nanoseconds
+            # its arrival now, not when the executor gets to it (a busy executor is no delay)
+            self._received.append((data, self.get_clock().now().nanoseconds))
+            self._wake.trigger()
+
+    def _publish_received(self) -> None:
+        while self._received:
+            data, arrival_ns = self._received.popleft()
             try:
                 self._publish(decode(data), arrival_ns)
             except PoseDatagramError as exc:

@@ -97,15 +97,3 @@ def test_spin_returns_when_stopped_on_the_events_executor(node: Node) -> None:
     thread.join(DEADLINE_S)
     assert not thread.is_alive(), "spin did not return after stop was set"
     timer.join()
-
-
-def test_pose_sensor_node_spins_on_the_events_executor(node: Node) -> None:
-    """pose_sensor_node publishes from its receiving thread: no guard condition to wake the
-    executor, which the EventsExecutor would not run."""
-    from snake_ros.pose_sensor_node import PoseSensorNode
-
-    sensor = PoseSensorNode()  # binds a free UDP port on 127.0.0.1
-    try:
-        assert not isinstance(executor_for(sensor), SingleThreadedExecutor)
-    finally:
-        sensor.destroy_node()
