@@ -537,8 +537,8 @@ class FastModel:
     """A :class:`SnakeModel` packed as contiguous arrays for the compiled kernels."""
 
     __slots__ = (
-        "armature", "axes", "gravity", "inertias", "masses", "model", "no_wrench", "offsets",
-        "packed", "params",
+        "armature", "axes", "gravity", "inertias", "kernel_model", "masses", "model", "no_wrench",
+        "offsets", "packed", "params",
     )  # fmt: skip
 
     def __init__(self, model: SnakeModel) -> None:
@@ -556,6 +556,9 @@ class FastModel:
             self.axes, self.offsets, self.masses, self.inertias, self.armature, self.gravity,
             self.no_wrench,
         ) = self.params  # fmt: skip
+        #: the model arguments :func:`_aba`'s and :func:`_rnea`'s entries take first: (axes,
+        #: offsets, masses, inertias, armature, gravity)
+        self.kernel_model = self.params[:6]
 
     def wrench_array(self, wrenches: ArrayLike | None) -> FloatArray:
         """Validated (n, 6) wrench array (zeros when None)."""
@@ -568,36 +571,14 @@ class FastModel:
     ) -> FloatArray:
         """q_ddot (eq. 84), unchecked float64 inputs of shape (n,): the hot path."""
         w = self.no_wrench if wrenches is None else wrenches
-        return _forward_dynamics(
-            self.axes,
-            self.offsets,
-            self.masses,
-            self.inertias,
-            self.armature,
-            self.gravity,
-            q,
-            qd,
-            tau,
-            w,
-        )
+        return _forward_dynamics(*self.kernel_model, q, qd, tau, w)
 
     def inverse_dynamics(
         self, q: FloatArray, qd: FloatArray, qdd: FloatArray, wrenches: FloatArray | None = None
     ) -> FloatArray:
         """tau for q_ddot (eq. 81), unchecked float64 inputs of shape (n,)."""
         w = self.no_wrench if wrenches is None else wrenches
-        return _rnea(
-            self.axes,
-            self.offsets,
-            self.masses,
-            self.inertias,
-            self.armature,
-            self.gravity,
-            q,
-            qd,
-            qdd,
-            w,
-        )
+        return _rnea(*self.kernel_model, q, qd, qdd, w)
 
 
 def _state(model: SnakeModel, values: ArrayLike, name: str) -> FloatArray:
@@ -635,18 +616,7 @@ def generalized_forces(
     """F* = Bᵀ Q (eq. 79): tau plus the projected gravity and external wrenches, O(n)."""
     p = FastModel(model)
     zero = np.zeros(model.n_joints)
-    passive = _rnea(
-        p.axes,
-        p.offsets,
-        p.masses,
-        p.inertias,
-        p.armature,
-        p.gravity,
-        _state(model, q, "q"),
-        zero,
-        zero,
-        p.wrench_array(wrenches),
-    )
+    passive = _rnea(*p.kernel_model, _state(model, q, "q"), zero, zero, p.wrench_array(wrenches))
     return _state(model, tau, "tau") - passive
 
 
@@ -693,4 +663,4 @@ def energies(model: SnakeModel, q: ArrayLike, qd: ArrayLike) -> FloatArray:
         raise StateError(
             f"q and qd must both have shape (N, {model.n_joints}), got {qs.shape}, {qds.shape}"
         )
-    return _energies(p.axes, p.offsets, p.masses, p.inertias, p.armature, p.gravity, qs, qds)
+    return _energies(*p.kernel_model, qs, qds)
