@@ -283,7 +283,26 @@ def residuals(predicted: FloatArray, measured: FloatArray) -> FloatArray:
 
 def rms_error(predicted: FloatArray, measured: FloatArray) -> FloatArray:
     """Each joint's RMS of :func:`residuals` [rad], shape (n,)."""
-    return np.asarray(np.sqrt(np.mean(residuals(predicted, measured) ** 2, axis=0)))
+    return residual_rms(residuals(predicted, measured))
+
+
+def residual_rms(error: FloatArray) -> FloatArray:
+    """Each joint's RMS of residuals (eq. 209) [rad], shape (m, n) -> (n,)."""
+    return np.asarray(np.sqrt(np.mean(error**2, axis=0)))
+
+
+def optimum_rms(fun: FloatArray, shape: tuple[int, ...]) -> FloatArray:
+    """Each joint's RMS error at a fit's optimum [rad], shape (n,): its residuals as the
+    optimiser last computed them there (``fun``, raveled), not predicted again.
+
+    Raises:
+        IdentificationError: the optimum is a point whose prediction failed (the fill of
+            1 rad everywhere, which residuals with each joint's mean removed never are).
+    """
+    error = np.asarray(fun).reshape(shape)
+    if np.all(error == 1.0):
+        raise IdentificationError("no prediction of the fit stayed finite: check the recording")
+    return residual_rms(error)
 
 
 @dataclass(frozen=True)
@@ -461,7 +480,7 @@ def fit_servo(
         name: float(getattr(params, name) * s) if name in _LOG else float(s) * _SCALE[name]
         for name, s in zip(FITTED, sd, strict=True)
     }
-    rms = rms_error(predict(model, params, recording, dt), recording.measured)
+    rms = optimum_rms(result.fun, recording.measured.shape)
     return ServoFit(params, stderr, rms, next(count) - 1, int(recording.measured.size))
 
 
