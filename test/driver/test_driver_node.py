@@ -366,6 +366,72 @@ def test_estop_answers_from_state_without_polling(domain) -> None:
     assert sent >= 1
 
 
+#: Builds driver_node on the firmware's pty, spins it until the session's first report, then
+#: never again: a command published meanwhile waits in its subscription, and only the send
+#: callback, called directly as its timer would be, can take it. Reports whether the robot
+#: followed it.
+SEND_PROBE = """
+import json, sys, time, rclpy
+from sensor_msgs.msg import JointState
+rclpy.init(args=["--ros-args", "-p", "transport:=serial", "-p", "port:=" + sys.argv[1],
+                 "-p", "robot_config:=robot"])
+from snake_driver.driver_node import DriverNode
+from snake_ros.common import stream_qos
+node = DriverNode()
+deadline = time.monotonic() + 30.0
+while node.last_measurement is None and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.05)
+talker = rclpy.create_node("send_probe")
+pub = talker.create_publisher(JointState, "joint_commands", stream_qos())
+while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+    time.sleep(0.01)
+msg = JointState()
+msg.name = [f"joint_{i}" for i in range(1, 9)]
+msg.position = [0.1] * 8
+def followed():
+    m = node.last_measurement
+    return m is not None and all(abs(a - 0.1) < 2e-3 for a in m.positions.values())
+sends = 0
+while not followed() and time.monotonic() < deadline:
+    pub.publish(msg)
+    node.on_poll()
+    node.on_send()
+    sends += 1
+    time.sleep(0.01)
+print(json.dumps({"connected": node.link.connected, "followed": followed(), "sends": sends}))
+talker.destroy_node()
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+@pytest.mark.ros
+@pytest.mark.simavr
+def test_a_send_takes_the_command_waiting_in_the_middleware(firmware_build) -> None:
+    """The executor runs a ready send timer before the command that arrived with it, so the
+    send used to go out with the command before it, a whole command period (20 ms) older: in
+    46 % of a loaded demo's sends (bench/notes/2026-12-07-compensation-on-mujoco.md). The
+    send now takes every waiting command first. Reference: the firmware's reports, with the
+    driver's subscription never run by an executor: the robot follows the command only if
+    the send takes it."""
+    firmware, pty = start_firmware(firmware_build)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", SEND_PROBE, pty],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ros_env(),
+        )
+    finally:
+        firmware.kill()
+        firmware.wait(timeout=5)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["connected"], result
+    assert result["followed"], result
+
+
 def sent_estops(stream: bytes) -> int:
     """ESTOP frames in what the host sent."""
     return sum(
