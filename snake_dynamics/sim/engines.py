@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from snake_dynamics import flexible
 from snake_dynamics.errors import ModelError
 from snake_dynamics.model import SnakeModel
-from snake_dynamics.sim import mujoco_plant, simulator
+from snake_dynamics.sim import crawler, mujoco_plant, simulator, wheeled
 from snake_dynamics.sim.plant import Plant, PlantParams, PulseMap
 
 
@@ -22,6 +22,8 @@ def warm_up() -> None:
     install); later processes load them from numba's cache. The MuJoCo plant's kernels need
     no MuJoCo."""
     simulator.warm_up()
+    crawler.warm_up()
+    wheeled.warm_up()
     mujoco_plant.warm_up()
     flexible.warm_up()
 

@@ -16,6 +16,7 @@ angular velocity (0, 0, ω_1) (eq. 416).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -414,3 +415,10 @@ def simulate_wheeled(
         np.array([r[3] for r in rows]),
         np.array([r[4] for r in rows]),
     )
+
+
+def warm_up() -> None:
+    """Compile this module's kernels now (numba's cache), not in the middle of a run."""
+    planar = SnakeModel.uniform(2, 0.1, 0.1, 0.02, axes="z", base="floating")
+    model = dataclasses.replace(planar, wheels=True)
+    WheeledSimulator(model, 0.001, stiffness=1.0, damping=0.01).warm_up()

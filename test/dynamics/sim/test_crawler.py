@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -356,3 +358,41 @@ def test_a_flat_underside_rights_a_rolled_body_and_a_round_one_stays_rolled(widt
         assert abs(final) < 0.01
     else:
         assert final == pytest.approx(roll, abs=0.05)
+
+
+#: A fresh interpreter (no kernel of this test run's compiled in it): the install's warm-up,
+#: then a crawl of robot_ground.yaml and a run of robot_wheels.yaml; prints how many
+#: signatures the crawler's and the wheeled snake's kernels gained after the warm-up.
+AFTER_WARM_UP = f"""
+from numba.core.registry import CPUDispatcher
+from snake_dynamics.gaits import make_gait
+from snake_dynamics.model import SnakeModel
+from snake_dynamics.servo import NOMINAL, ServoModel
+from snake_dynamics.sim import crawler, engines, wheeled
+
+def signatures():
+    return {{f"{{m.__name__}}.{{name}}": len(d.signatures) for m in (crawler, wheeled)
+            for name, d in vars(m).items() if isinstance(d, CPUDispatcher)}}
+
+engines.warm_up()
+before = signatures()
+for simulate, robot in ((crawler.simulate_crawling, "robot_ground"),
+                        (wheeled.simulate_wheeled, "robot_wheels")):
+    model = SnakeModel.from_yaml("{CONFIG}/" + robot + ".yaml")
+    servo = ServoModel.uniform(NOMINAL, model.n_joints)
+    simulate(model, make_gait("serpenoid", model), 0.02, 0.001, servo)
+print(len(before), {{k: v - before[k] for k, v in signatures().items() if v != before[k]}})
+"""
+
+
+def test_the_install_s_warm_up_compiles_every_crawling_and_wheeled_kernel() -> None:
+    """After `make`'s warm-up (:func:`snake_dynamics.sim.engines.warm_up`) a crawl on the
+    ground and a run on wheels compile nothing: without it the first ``snake simulate
+    --ground`` of a fresh clone compiled the crawler's kernels, 29 CPU s, in every process
+    that started before the cache was written (test processes and sweep workers alike)."""
+    out = subprocess.run(
+        [sys.executable, "-c", AFTER_WARM_UP], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    counted, gained = out.stdout.split(maxsplit=1)
+    assert int(counted) >= 8 and gained.strip() == "{}", out.stdout
