@@ -98,30 +98,43 @@ GAIT_PUBLISH_RATE_HZ = 100.0
 #: A target frame's time from driver_node to the firmware [s]: the 28 ms measured end to end
 #: over the pty (bench/README.md, "End to end") less the 25 ms of the two periods.
 LINK_FRAME_S = 0.003
+#: The MCU's line [baud] (config/driver_node.yaml: baudrate).
+DRIVER_BAUDRATE = 115200
+#: A telemetry report's time on the line [s]: 16 channels, 7 + 31 + 4 x 16 = 102 bytes of 10
+#: bits (firmware/PROTOCOL.md, "Messages"), 8.85 ms. On the robot's clock the graph's time is
+#: the newest report's, stamped when the MCU made it and known once it has arrived
+#: (snake_driver.clock.RobotClock), so the commands' stamps trail the MCU's clock by it.
+REPORT_FRAME_S = (7 + 31 + 4 * 16) * 10 / DRIVER_BAUDRATE
 
 
 def driver_command_delay(
     command_rate: float = DRIVER_COMMAND_RATE_HZ,
     publish_rate: float = GAIT_PUBLISH_RATE_HZ,
     link: float = LINK_FRAME_S,
+    clock_lag: float = 0.0,
 ) -> float:
-    """T_c = 1 / f_cmd + 1 / (2 f_gait) + T_link (eq. 218): how late the firmware's servo
-    target follows a /joint_commands stamp [s], gait_node's ``command_delay``. The driver sends
-    the newest command once per command period and the firmware interpolates to it over the
-    next period; the newest command is half a publish period old on average; the frame takes
-    ``link`` on the wire. The servo model's dead time (snake identify's, eq. 208) counts from
-    that target: the two add up, neither holds the other.
+    """T_c = 1 / f_cmd + 1 / (2 f_gait) + T_link + T_clock (eq. 218): how late the
+    firmware's servo target follows a /joint_commands stamp [s], gait_node's
+    ``command_delay``. The driver sends the newest command once per command period and the
+    firmware interpolates to it over the next period; the newest command is half a publish
+    period old on average; the frame takes ``link`` on the wire; the stamps' clock trails the
+    MCU's by ``clock_lag``. The servo model's dead time (snake identify's, eq. 208) counts
+    from that target: the two add up, neither holds the other.
 
     Args:
         command_rate: driver_node's target frames per second [Hz].
         publish_rate: gait_node's commands per second [Hz].
         link: a frame's time from the driver to the firmware [s].
+        clock_lag: how far the stamps' clock trails the MCU's [s]: :data:`REPORT_FRAME_S` on
+            the robot's clock, 0 on the host's.
     """
-    return 1.0 / command_rate + 0.5 / publish_rate + link
+    return 1.0 / command_rate + 0.5 / publish_rate + link + clock_lag
 
 
-#: The compensated demo's and hardware graph's T_c [s] (eq. 218): 28 ms.
+#: The compensated hardware graph's T_c on the host's clock [s] (eq. 218): 28 ms.
 DRIVER_COMMAND_DELAY_S = driver_command_delay()
+#: The same on the robot's clock (the emulated robot, ``snake demo``) [s]: 36.9 ms.
+ROBOT_CLOCK_COMMAND_DELAY_S = driver_command_delay(clock_lag=REPORT_FRAME_S)
 
 
 #: Which part of the hardware graph a host runs (:func:`hardware_graph`'s ``role``).
@@ -198,11 +211,13 @@ def _gait_node(
     listeners: int,
     compensate: bool = False,
     gait_parameters: Mapping[str, Mapping[str, float]] | None = None,
+    robot_clock: bool = False,
 ) -> NodeSpec:
     """gait_node; it starts the gait once the graph's ``listeners`` nodes that subscribe to
     /joint_commands have been discovered (all of them see it from rest); with ``compensate``
-    its commands are pre-shaped for the servos, the gait itself on /joint_desired;
-    ``gait_parameters`` (by gait) replace config/gaits.yaml's."""
+    its commands are pre-shaped for the servos (T_c of eq. 218 on the graph's clock: the
+    robot's with ``robot_clock``), the gait itself on /joint_desired; ``gait_parameters``
+    (by gait) replace config/gaits.yaml's."""
     options: dict[str, Any] = {
         "wait_for_subscribers": listeners,
         **({"gait": gait} if gait else {}),
@@ -213,7 +228,8 @@ def _gait_node(
         },
     }
     if compensate:
-        options |= {"compensate": True, "command_delay": DRIVER_COMMAND_DELAY_S}
+        delay = ROBOT_CLOCK_COMMAND_DELAY_S if robot_clock else DRIVER_COMMAND_DELAY_S
+        options |= {"compensate": True, "command_delay": delay}
     return NodeSpec(
         PACKAGE,
         "gait_node",
@@ -453,7 +469,9 @@ def hardware_graph(
     nodes = [
         # listeners: the driver; with dynamics, dynamics_node and compare_node (it judges the
         # command stamps): the gait waits for the prediction, which then starts at rest
-        _gait_node(robot_params, gait, "", 3 if dynamics else 1, compensate, gait_parameters),
+        _gait_node(
+            robot_params, gait, "", 3 if dynamics else 1, compensate, gait_parameters, robot_clock
+        ),
         NodeSpec(
             PACKAGE,
             "driver_node",

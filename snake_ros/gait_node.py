@@ -119,8 +119,9 @@ class GaitNode(Node):
             0.0,
             1.0,
             "with compensate: T_c, how late the firmware's servo targets follow "
-            "joint_commands (the driver's path, eq. 218; the hardware graph sets 28 ms); the "
-            "servo model's dead time counts from those targets [s]",
+            "joint_commands (the driver's path, eq. 218; the hardware graph sets 28 ms, 36.9 "
+            "ms on the robot's clock); the servo model's dead time counts from those targets "
+            "[s]",
             read_only=True,
         )
 

@@ -431,8 +431,11 @@ def test_compensated_commands_lead_by_the_driver_s_path_from_its_config_files() 
     """gait_node's ``command_delay`` in a compensated graph is T_c of eq. 218 from the rates
     the driver and gait_node read (config/driver_node.yaml, config/gaits.yaml), with the
     firmware interpolating: 1/50 + 1/(2 x 100) + 3 ms = 28 ms, the lag measured end to end
-    over the pty. Without ``compensate`` there is none."""
-    from snake_bringup.graph import LINK_FRAME_S, driver_command_delay
+    over the pty. On the robot's clock the stamps trail the MCU by a 16-channel report's time
+    on the line at the driver's baud rate (the frame as the host's encoder builds it: 102
+    bytes, 8.85 ms): 36.9 ms. Without ``compensate`` there is none."""
+    from snake_bringup.graph import DRIVER_BAUDRATE, LINK_FRAME_S, driver_command_delay
+    from snake_driver.protocol import Counters, Direction, Encoder, Flag, Telemetry
 
     def section(name: str) -> dict[str, Any]:
         text = (ROOT / "config" / name).read_text(encoding="utf-8")
@@ -440,17 +443,27 @@ def test_compensated_commands_lead_by_the_driver_s_path_from_its_config_files() 
 
     driver, gaits = section("driver_node.yaml"), section("gaits.yaml")
     assert driver["interpolate"] is True  # else the target follows without the command period
+    assert driver["baudrate"] == DRIVER_BAUDRATE
     expected = 1.0 / driver["command_rate"] + 0.5 / gaits["publish_rate"] + LINK_FRAME_S
+    report = Telemetry(0, Flag(0), 0, Counters(), (0,) * 16, (1500,) * 16)
+    frame = Encoder(direction=Direction.TO_HOST).encode(report)
+    assert len(frame) == 102
+    on_the_line = len(frame) * 10 / driver["baudrate"]
 
-    def gait_options(compensate: bool) -> dict[str, Any]:
-        spec = next(s for s in hardware_graph(compensate=compensate) if s.name == "gait_node")
+    def gait_options(compensate: bool, robot_clock: bool = False) -> dict[str, Any]:
+        graph = hardware_graph(compensate=compensate, robot_clock=robot_clock)
+        spec = next(s for s in graph if s.name == "gait_node")
         return {k: v for p in spec.parameters if isinstance(p, dict) for k, v in p.items()}
 
     options = gait_options(True)
     assert options["compensate"] is True
     assert options["command_delay"] == pytest.approx(expected, abs=1e-12)
     assert driver_command_delay() == pytest.approx(0.028, abs=1e-12)
+    robot_clock = gait_options(True, robot_clock=True)["command_delay"]
+    assert robot_clock == pytest.approx(expected + on_the_line, abs=1e-12)
+    assert robot_clock == pytest.approx(0.03685, abs=1e-5)
     assert "command_delay" not in gait_options(False)
+    assert "command_delay" not in gait_options(False, robot_clock=True)
 
 
 def test_an_emulated_pose_sensor_adds_its_node_on_the_robot_s_clock() -> None:
