@@ -188,6 +188,15 @@ class CommandReference:
             self._qds = np.empty((0, self._rest.size))
         self._first = self._end = 0
 
+    def samples(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The kept samples as :func:`_hermite` takes them: times [s] (k,), q [rad] and q_dot
+        [rad/s] (k, n) (views); before a command, no time and the held angles as the one row
+        (before the first sample: held, at rest)."""
+        first, end = self._first, self._end
+        if end == first:
+            return self._times[:0], self._rest[None, :], self._qds[:0]
+        return self._times[first:end], self._qs[first:end], self._qds[first:end]
+
     def evaluate(self, t: FloatArray, delays: FloatArray | None = None) -> JointTrajectory:
         """q [rad], q_dot [rad/s], q_ddot [rad/s^2] at the times ``t``, shape (m, n) each;
         joint c at t - delays[c] where ``delays`` [s], shape (n,), are given."""
@@ -195,14 +204,7 @@ class CommandReference:
         n = self._rest.size
         out = np.zeros((3, t.size, n))
         late = np.zeros(n) if delays is None else delays
-        first, end = self._first, self._end
-        if end == first:
-            out[0] = self._rest
-        else:
-            _hermite(
-                t, late, self._times[first:end], self._qs[first:end], self._qds[first:end],
-                self.timeout, out[0], out[1], out[2],
-            )  # fmt: skip
+        _hermite(t, late, *self.samples(), self.timeout, out[0], out[1], out[2])
         return JointTrajectory(out[0], out[1], out[2])
 
 
@@ -220,12 +222,20 @@ def _hermite(
 ) -> None:
     """:meth:`CommandReference.evaluate` on samples (times, qs, qds): fills q, qd, qdd
     (zeroed, shape (m, n)), joint c at the times t - delays[c], t of shape (m,).
+
+    Each joint's sample interval is searched once, then followed forward while the times
+    increase (a tick's stage times do), not searched again at every time.
     """
     count = times.shape[0]
-    for j in range(t.shape[0]):
-        for c in range(q.shape[1]):
+    for c in range(q.shape[1]):
+        k = -1
+        for j in range(t.shape[0]):
             tj = t[j] - delays[c]
-            k = np.searchsorted(times, tj, side="right") - 1
+            if k < 0 or tj < times[k]:  # the last sample at or before tj
+                k = np.searchsorted(times, tj, side="right") - 1
+            else:
+                while k + 1 < count and times[k + 1] <= tj:
+                    k += 1
             if k < 0:  # before the first sample: its position, at rest
                 q[j, c] = qs[0, c]
             elif k == count - 1:  # after the newest: constant velocity while live, then at rest
@@ -286,15 +296,37 @@ class PrescribedInput(InputSource):
         self._dead_time = np.array(np.broadcast_to(np.asarray(dead_time, dtype=np.float64), (n,)))
 
     def inputs(self, t: FloatArray) -> FloatArray:
+        reference = self.reference
+        if not self.feed_forward:  # the node's hobby servos: one compiled call
+            return _angle_inputs(t, self._dead_time, *reference.samples(), reference.timeout)
         n = self._dead_time.size
-        q, qd, qdd = self.reference.evaluate(t, self._dead_time)
+        q, qd, qdd = reference.evaluate(t, self._dead_time)
         out = np.zeros((q.shape[0], 3 * n))
         out[:, n : 2 * n] = q
-        if self.feed_forward:
-            out[:, 2 * n :] = qd
-            for j in range(q.shape[0]):
-                out[j, :n] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
+        out[:, 2 * n :] = qd
+        for j in range(q.shape[0]):
+            out[j, :n] = self.model.inverse_dynamics(q[j], qd[j], qdd[j])
         return out
+
+
+@compiled
+def _angle_inputs(
+    t: FloatArray,
+    delays: FloatArray,
+    times: FloatArray,
+    qs: FloatArray,
+    qds: FloatArray,
+    timeout: float,
+) -> FloatArray:
+    """u = [0; q_ref; 0] at the times ``t`` (m,) [s], (m, 3n): the reference's angles
+    (:func:`_hermite` on the samples of :meth:`CommandReference.samples`), joint c at
+    t - delays[c] [s], as the only input (no feed-forward, no rate reference)."""
+    m, n = t.shape[0], delays.shape[0]
+    q, qd, qdd = np.zeros((m, n)), np.zeros((m, n)), np.zeros((m, n))
+    _hermite(t, delays, times, qs, qds, timeout, q, qd, qdd)
+    out = np.zeros((m, 3 * n))
+    out[:, n : 2 * n] = q
+    return out
 
 
 class MotionInput(InputSource):
@@ -558,6 +590,7 @@ class Simulator:
         for t in (0.0, 1.0):
             reference.push(t, zero, zero)
         reference.evaluate(np.array([0.5]))
+        PrescribedInput(self.fast_model, reference, feed_forward=False).inputs(np.array([0.5]))
 
 
 #: How far out the largest eigenvalue of the linearised system may reach, times the RK4

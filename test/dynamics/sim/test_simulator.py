@@ -136,6 +136,34 @@ def test_a_long_stream_of_commands_keeps_exactly_its_history(robot) -> None:
             np.testing.assert_array_equal(got[:, c], want[:, c])
 
 
+def test_the_reference_at_times_in_any_order_is_the_reference_at_each_time_alone(robot) -> None:
+    """The evaluation follows each joint's sample interval forward along increasing times
+    and searches again where they go back or start before the first sample. Reference: the
+    same reference at each time alone (one search each), bit for bit, at sorted, reversed
+    and shuffled times around and beyond the samples; and the angle-only inputs of a
+    hobby servo (no feed-forward) equal the evaluation's angles with zero torques and rates,
+    before a command the held pose."""
+    n = robot.n_joints
+    rng = np.random.default_rng(3)
+    ref = CommandReference(np.zeros(n), timeout=0.05)
+    for k in range(20):
+        ref.push(0.01 * k, rng.normal(size=n), rng.normal(size=n))
+    delays = np.linspace(0.0, 0.03, n)
+    ordered = np.linspace(-0.02, 0.3, 97)
+    for t in (ordered, ordered[::-1].copy(), rng.permutation(ordered)):
+        together = ref.evaluate(t, delays)
+        alone = [ref.evaluate(t[j : j + 1], delays) for j in range(t.size)]
+        for i, got in enumerate(together):
+            np.testing.assert_array_equal(got, np.vstack([a[i] for a in alone]))
+        source = PrescribedInput(FastModel(robot), ref, delays, feed_forward=False)
+        inputs = source.inputs(t)
+        np.testing.assert_array_equal(inputs[:, n : 2 * n], together[0])
+        assert not inputs[:, :n].any() and not inputs[:, 2 * n :].any()
+    held = CommandReference(np.full(n, 0.2), timeout=0.05)  # no command yet: the rest pose
+    inputs = PrescribedInput(FastModel(robot), held, delays, feed_forward=False).inputs(ordered)
+    np.testing.assert_array_equal(inputs[:, n : 2 * n], np.full((ordered.size, n), 0.2))
+
+
 def test_the_servos_inputs_need_no_compilation_after_the_warm_up(robot) -> None:
     """dynamics_node's first tick after its first command: the per-joint dead times (a
     read-only view of the servo file's, before) once made numba compile the interpolation
