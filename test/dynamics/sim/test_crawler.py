@@ -385,6 +385,7 @@ print(len(before), {{k: v - before[k] for k, v in signatures().items() if v != b
 """
 
 
+@pytest.mark.slow  # a child that loads every kernel and MuJoCo: make test, not make unit
 def test_the_install_s_warm_up_compiles_every_crawling_and_wheeled_kernel() -> None:
     """After `make`'s warm-up (:func:`snake_dynamics.sim.engines.warm_up`) a crawl on the
     ground and a run on wheels compile nothing: without it the first ``snake simulate
