@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,9 +161,18 @@ def check_played(link: DriverLink, take: Take, label: str) -> None:
     )
 
 
-def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: str) -> Take:
+def play(
+    link: DriverLink,
+    trajectory: Gait,
+    duration: float,
+    say: Say,
+    label: str,
+    snapshot: tuple[float, Callable[[Take], None]] | None = None,
+) -> Take:
     """Send the trajectory's angles at :data:`COMMAND_RATE` for ``duration`` seconds, then
-    rest for :data:`REST_S`, keeping every report.
+    rest for :data:`REST_S`, keeping every report; with ``snapshot`` (seconds, call), once
+    that many seconds have played, call(a copy of the take so far), from this thread: it
+    must return at once (e.g. hand the copy to another thread).
 
     Raises:
         IdentifyError: the link was lost on the way, the reports of the pause before the take
@@ -206,8 +216,23 @@ def play(link: DriverLink, trajectory: Gait, duration: float, say: Say, label: s
         if elapsed >= next_note:
             say(f"{label}: {min(elapsed, total):4.1f} / {total:.1f} s")
             next_note += 2.0
+        if snapshot is not None and elapsed >= snapshot[0]:
+            snapshot[1](Take(list(take.commands), list(take.measurements)))
+            snapshot = None
     check_played(link, take, label)
     return take
+
+
+def start_emulator(plant: Path, robot: Path, key_hex: str) -> Emulator:
+    """The emulated robot (the firmware ELF in simavr with ``plant``, the body and channels
+    of the robot config ``robot``), started: :func:`robot_link` takes it, and stops it.
+
+    Raises:
+        snake_bringup.emulator.EmulatorError: it did not start.
+    """
+    emulator = Emulator(plant=plant, robot=str(robot), key_hex=key_hex or None)
+    emulator.start()
+    return emulator
 
 
 @contextmanager
@@ -220,6 +245,7 @@ def robot_link(
     plant: Path,
     say: Say,
     plant_report: Callable[[str], None] | None = None,
+    started: Future[Emulator] | None = None,
 ) -> Iterator[Session]:
     """The driver's link to the robot, connected (:func:`connect`), and its endpoint;
     disabled and closed when the block ends.
@@ -227,13 +253,16 @@ def robot_link(
     Args:
         servos: the robot's servo calibration.
         endpoint: where the real robot listens; None: start the emulated robot (the
-            firmware ELF in simavr with ``plant``) and stop it at the end.
+            firmware ELF in simavr with ``plant``; :func:`start_emulator`), or take the one
+            ``started`` (the same plant and robot, started while the robot's previous
+            session played), and stop it at the end.
         key_hex: 32 hex digits for authenticated mode, or "".
         robot: the robot config (the emulated robot's body and channels).
         plant: the emulated robot's plant file.
         say: progress lines.
         plant_report: given the emulated robot's report once it stopped (its ``PLANT end``
             line: how far behind real time it fell), if it was started here.
+        started: the emulated robot being started, where ``endpoint`` is None.
 
     Raises:
         snake_driver.protocol.AuthKeyError: ``key_hex`` is not a key.
@@ -242,8 +271,8 @@ def robot_link(
     key = parse_key(key_hex)
     emulator = None
     if endpoint is None:
-        emulator = Emulator(plant=plant, robot=str(robot), key_hex=key_hex or None)
-        endpoint = emulator.start()
+        emulator = start_emulator(plant, robot, key_hex) if started is None else started.result()
+        endpoint = emulator.endpoint
         say(f"emulated robot (firmware ELF in simavr, plant {plant}) on {endpoint}")
     try:
         link = DriverLink(

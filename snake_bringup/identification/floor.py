@@ -8,16 +8,20 @@ friction fitted with the just-identified servos, and a validation crawl the fit 
 - The crawls (:data:`CRAWLS`: sidewinding loads the floor mostly across the bodies, the
   serpenoid along them) and the validation crawl (:data:`FLOOR_VALIDATION`, parameters the
   fit did not use), each ramped in from rest and out to rest (:func:`crawl`), played and
-  recorded with the poses (:func:`play_crawls`).
-- The fit and the validation's numbers (:func:`fit_floor`): path error RMS and final, the
-  marker's travel measured and predicted, with the robot config's floor and the fitted one.
+  recorded with the poses (:func:`play_crawls`), on an emulated robot that may have started
+  while the servo stage played (:func:`.experiment.start_emulator`).
+- The fit (:func:`fit_floor`, which may run while the validation crawl plays) and the
+  validation's numbers (:func:`validate_floor`): path error RMS and final, the marker's
+  travel measured and predicted, with the robot config's floor and the fitted one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ from snake_dynamics.sim.floor_identification import (
 from snake_dynamics.sim.identification import in_parallel
 from snake_viz.path_compare import REASONS
 
+from ..emulator import Emulator
 from .experiment import IdentifyError, Say, play, robot_link
 from .heldout import HELD_OUT, HELD_OUT_S
 from .poses import Crawl, PoseListener, crawl_recording
@@ -49,9 +54,9 @@ from .recording import write_bag
 
 FloatArray = NDArray[np.float64]
 
-#: The crawls the floor is fitted to: (bag label, gait, parameters). Sidewinding plays last,
-#: after the validation crawl (it rolled a robot of cylinders about its length; the table
-#: robot's flat bodies stay upright, and every crawl starts from its measured orientation).
+#: The crawls the floor is fitted to: (bag label, gait, parameters), played first, so that
+#: the fit computes while the validation crawl plays (the table robot's flat bodies stay
+#: upright, and every crawl, the validation crawl too, starts from its measured orientation).
 CRAWLS: tuple[tuple[str, str, dict[str, float]], ...] = (
     ("crawl_serpenoid", "serpenoid", {"amplitude": 0.8, "frequency": 0.6}),
     (
@@ -152,11 +157,14 @@ def play_crawls(
     say: Say,
     plant_report: list[str],
     held_out: bool = False,
+    started: Future[Emulator] | None = None,
+    crawled: Callable[[], None] | None = None,
 ) -> int:
-    """Start the emulated robot on its floor and play :data:`CRAWLS` and
-    :data:`FLOOR_VALIDATION` (after the first crawl) for ``duration`` seconds each, then with
+    """Start the emulated robot on its floor (or take the one ``started``) and play
+    :data:`CRAWLS`, then :data:`FLOOR_VALIDATION`, for ``duration`` seconds each, then with
     ``held_out`` the held-out crawls (:data:`.heldout.HELD_OUT`, :data:`.heldout.HELD_OUT_S`
-    each), writing each as a bag (``out/<label>_bag``) with the poses its sensor delivered.
+    each), writing each as a bag (``out/<label>_bag``) with the poses its sensor delivered;
+    ``crawled()`` once the bags of :data:`CRAWLS` are written (the floor fit may start).
     Returns the datagrams that were not poses.
 
     Raises:
@@ -170,20 +178,23 @@ def play_crawls(
         plant=plant,
         say=say,
         plant_report=plant_report.append,
+        started=started,
     ) as session:
         port = session.endpoint.pose_port
         if port is None:
             raise IdentifyError(f"{plant}: the emulated robot reported no pose sensor port")
         with PoseListener(port) as listener:
-            takes = [(*c, duration) for c in (CRAWLS[0], FLOOR_VALIDATION, *CRAWLS[1:])]
+            takes = [(*c, duration) for c in (*CRAWLS, FLOOR_VALIDATION)]
             takes += [(*c, HELD_OUT_S) for c in HELD_OUT] if held_out else []
-            for label, gait, params, seconds in takes:
+            for k, (label, gait, params, seconds) in enumerate(takes):
                 listener.take()  # those of the rest before the crawl
                 trajectory = crawl(model, gait, params, seconds)
                 take = play(session.link, trajectory, seconds, say, label)
                 take.poses = listener.take()
                 reports = write_bag(out / f"{label}_bag", take, servos)
                 say(f"{label}: {reports} reports, {len(take.poses)} poses -> {label}_bag")
+                if k == len(CRAWLS) - 1 and crawled is not None:
+                    crawled()
             return listener.unreadable
 
 
@@ -250,46 +261,76 @@ class FloorResult:
         return path_numbers(self.predicted_after, self.validation.recording)
 
 
+@dataclass(frozen=True)
+class FloorFit:
+    """The floor fitted to :data:`CRAWLS`, before the validation crawl is judged.
+
+    Attributes:
+        fit: the least-squares fit (eq. 245).
+        config_ground: the robot config's floor (the fit's start).
+        crawls: the crawls fitted, by label.
+    """
+
+    fit: GroundFit
+    config_ground: Ground
+    crawls: dict[str, Crawl]
+
+
 def fit_floor(
     *,
     model: SnakeModel,
     servo: ServoModel,
     bags: Path,
     fitted: Sequence[str],
-    unreadable: int,
     say: Say,
-) -> FloorResult:
-    """Fit the floor to the crawls' bags in ``bags`` from the robot config's floor (the
-    model's ``ground:``, else the Ground defaults) with the identified ``servo``, and
-    predict the validation crawl with both floors.
+    stop: threading.Event | None = None,
+) -> FloorFit:
+    """Fit the floor to the bags of :data:`CRAWLS` in ``bags`` from the robot config's floor
+    (the model's ``ground:``, else the Ground defaults) with the identified ``servo``; it
+    needs neither the validation crawl's bag nor the held-out crawls'.
 
     Raises:
-        IdentifyError: a crawl's bag is missing, unreadable or has too few poses.
+        IdentifyError: a crawl's bag is missing, unreadable or has too few poses; ``stop``
+            set (the takes beside the fit failed): at the next prediction.
         snake_dynamics.errors.IdentificationError: the fit.
     """
     names = model.joint_names
     crawls = {label: crawl_recording(bags / f"{label}_bag", names) for label, _, _ in CRAWLS}
-    validation = crawl_recording(bags / f"{FLOOR_VALIDATION[0]}_bag", names)
     start = model.ground if model.ground is not None else Ground()
     poses = sum(c.recording.pose_t.size for c in crawls.values())
     say(f"fitting the floor ({', '.join(fitted)}) to {poses} poses of {len(crawls)} crawls")
-    fit = fit_ground(
-        model,
-        servo,
-        [c.recording for c in crawls.values()],
-        start,
-        fitted=fitted,
-        progress=lambda k, rms: (
+
+    def progress(k: int, rms: float) -> None:
+        if stop is not None and stop.is_set():
+            raise IdentifyError("the floor fit stopped: the takes beside it failed")
+        if k % 5 == 0:
             say(f"floor fit: prediction {k}, RMS path error {rms * 1e3:.2f} mm")
-            if k % 5 == 0
-            else None
-        ),
-    )
+
+    takes = [c.recording for c in crawls.values()]
+    fit = fit_ground(model, servo, takes, start, fitted=fitted, progress=progress)
+    return FloorFit(fit, start, crawls)
+
+
+def validate_floor(
+    floor: FloorFit, *, model: SnakeModel, servo: ServoModel, bags: Path, unreadable: int
+) -> FloorResult:
+    """The floor stage's outcome: the validation crawl's bag in ``bags`` predicted with the
+    identified ``servo`` on the config's floor and on the fitted one.
+
+    Raises:
+        IdentifyError: the validation crawl's bag is missing, unreadable or has too few
+            poses.
+        snake_dynamics.errors.IdentificationError: a prediction.
+    """
+    validation = crawl_recording(bags / f"{FLOOR_VALIDATION[0]}_bag", model.joint_names)
     check = validation.recording
     before, after = in_parallel(
-        lambda ground: predict_path(model, servo, ground, check), [start, fit.ground]
+        lambda ground: predict_path(model, servo, ground, check),
+        [floor.config_ground, floor.fit.ground],
     )
-    return FloorResult(fit, start, crawls, validation, before, after, unreadable)
+    return FloorResult(
+        floor.fit, floor.config_ground, floor.crawls, validation, before, after, unreadable
+    )
 
 
 def overlay_section(result: FloorResult) -> dict[str, Any]:

@@ -438,6 +438,7 @@ def fit_servo(
     *,
     dt: float = 0.001,
     progress: Callable[[int, float], None] | None = None,
+    tolerance: float = 1e-4,
 ) -> ServoFit:
     """The servo parameters, the same for every joint, that best predict a recording
     (eq. 209: nonlinear least squares, scipy's trust-region reflective method; the torque
@@ -454,6 +455,8 @@ def fit_servo(
             no-load speed is not a valid start.
         dt: the prediction's step [s].
         progress: called with (evaluations, RMS error [rad]) after each prediction.
+        tolerance: the least squares stop once a step changes the cost, or the unknowns
+            (ms, mrad and logs), by less than this share (scipy's ``ftol`` and ``xtol``).
 
     Raises:
         IdentificationError: the recording and model disagree, or no prediction stays finite.
@@ -470,8 +473,8 @@ def fit_servo(
         bounds=(low, high),
         x_scale="jac",
         diff_step=1e-3,
-        ftol=1e-4,
-        xtol=1e-4,
+        ftol=tolerance,
+        xtol=tolerance,
         **least_squares_workers(),
     )
     params = _to_params(result.x)
