@@ -70,8 +70,9 @@ def test_compensated_commands_track_the_gait_through_the_firmware(tmp_path: Path
     if not snake.exists():
         pytest.skip("the package is not installed in this environment (make test installs it)")
     robot = _identified_overlay(tmp_path / "robot_identified.yaml")
-    # the robot at the test's priority: the pre-shaping assumes the host's command latency
-    # (DRIVER_COMMAND_DELAY_S); beside a busy process, a robot that takes the CPU first (its
+    # the robot at the test's priority: the pre-shaping assumes the graph's command latency
+    # (eq. 218 on the robot's clock, ROBOT_CLOCK_COMMAND_DELAY_S: 36.9 ms); beside a busy
+    # process, a robot that takes the CPU first (its
     # default) leaves the nodes' latency to vary by tens of ms, and the ratio fell to 2.7x
     # in 1 of 4 such runs (bench/README.md, "Compensated commands")
     env = {
