@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from support.load import BusyCores
 from support.markers import BLOCKED_PROGRAMS, BLOCKED_RMW, NoRclpy, leaves_out, stand_ins
 from support.namespaces import netns_unavailable
+from support.processes import reap_children, running_children
 from support.ros_domains import claim_ros_domain
 
 
@@ -60,15 +62,21 @@ def busy_cores() -> Iterator[BusyCores]:
 def ros_domain() -> Iterator[int]:
     """Every test module runs on a ROS domain of its own (locked machine-wide, so concurrent
     test runs never share one), with discovery kept on this machine; the environment is set
-    for this process and every child it starts, and restored afterwards."""
+    for this process and every child it starts, and restored afterwards. What the module
+    left running is killed (with a warning) before the domain is released."""
     domain, fd = claim_ros_domain()
+    before = running_children()
     try:
         with pytest.MonkeyPatch.context() as env:
             env.setenv("ROS_DOMAIN_ID", str(domain))
             env.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
             yield domain
     finally:
+        # what the module's tests left running dies before its domain is handed on
+        left = reap_children(before)
         os.close(fd)
+        if left:
+            warnings.warn(f"left running by the module, killed: {left}", stacklevel=1)
 
 
 @pytest.fixture
