@@ -73,6 +73,10 @@ unit: $(VENV)/.dev-ok $(VENV)/.pkg-ok
 # machine with another test.
 QUICK := not ros and not simavr and not browser
 
+# Python writes its bytecode caches here even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): otherwise each of the seven pytest processes rewrites every test
+# module's assertions again and each node process a test starts compiles the checkout anew.
+test: export PYTHONDONTWRITEBYTECODE :=
 test: lint typecheck $(VENV)/.pkg-ok
 	$(BIN)/python -m pytest -n 2 --dist worksteal -m "$(QUICK)" --durations=10
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not ($(QUICK)) and parallel" --durations=10
